@@ -1,0 +1,52 @@
+// pine-broker: started by pined with its link on fd 3. Unprivileged; decides
+// what every run may do, and serves the owner's control API.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <kj/async-unix.h>
+
+#include "broker/broker.h"
+#include "common/fd.h"
+#include "common/log.h"
+
+int main(int argc, char** argv) {
+  std::string homeDir;
+  bool logStderr = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--home" && i + 1 < argc) homeDir = argv[++i];
+    else if (a == "--log-stderr") logStderr = true;
+    else {
+      std::cerr << "pine-broker: unknown argument '" << a << "' (pine-broker is started by pined)\n";
+      return 2;
+    }
+  }
+  if (homeDir.empty() || fcntl(3, F_GETFD) < 0) {
+    std::cerr << "pine-broker is started by pined, with --home DIR and its link on fd 3\n";
+    return 2;
+  }
+  umask(077);
+  pine::setCloexec(3, true);  // nothing the broker might start inherits its link to pined
+  pine::Home home{homeDir};
+  pine::setupLogging("broker", home.logFile("broker"), logStderr);
+  pine::setupAudit(home.audit());
+  signal(SIGPIPE, SIG_IGN);
+  kj::UnixEventPort::captureSignal(SIGTERM);
+  try {
+    auto io = kj::setupAsyncIo();
+    pine::Broker broker(io, home);
+    auto term = io.unixEventPort.onSignal(SIGTERM).then([&broker](siginfo_t) { broker.stop(); }).eagerlyEvaluate(nullptr);
+    broker.run().wait(io.waitScope);
+  } catch (std::exception& e) {
+    spdlog::critical("broker: {}", e.what());
+    return 1;
+  } catch (kj::Exception& e) {
+    spdlog::critical("broker: {}", e.getDescription().cStr());
+    return 1;
+  }
+  spdlog::info("broker stopped");
+  return 0;
+}

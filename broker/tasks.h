@@ -1,0 +1,57 @@
+// The broker's table of tasks: what was asked, which worker runs it, how it
+// ended. Until the store lands it lives in memory only.
+#pragma once
+#include <sys/types.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace pine {
+
+enum class TaskState { Queued, Running, Done, Failed };
+const char* toString(TaskState s);
+
+struct TaskRecord {
+  std::string id;
+  std::string agent;
+  std::string text;
+  TaskState state = TaskState::Queued;
+  pid_t workerPid = 0;
+  std::string sandbox;
+  long long createdAtMs = 0;
+  long long startedAtMs = 0;
+  long long endedAtMs = 0;
+  std::string answer;  // when Done
+  std::string error;   // when Failed: why, in words an owner can act on
+  bool ended() const { return state == TaskState::Done || state == TaskState::Failed; }
+  nlohmann::json toJson() const;
+};
+
+class TaskTable {
+ public:
+  explicit TaskTable(size_t keepEnded = 200) : keepEnded_(keepEnded) {}
+
+  TaskRecord& create(const std::string& agent, const std::string& text, long long nowMs);
+  TaskRecord* find(const std::string& id);
+  // Moves a task to Running.
+  void start(TaskRecord& t, pid_t workerPid, const std::string& sandbox, long long nowMs);
+  // Ends a task once; later calls are ignored and return false (the first word stands).
+  bool finish(TaskRecord& t, const std::string& answer, long long nowMs);
+  bool fail(TaskRecord& t, const std::string& error, long long nowMs);
+
+  std::vector<const TaskRecord*> active() const;
+  std::vector<const TaskRecord*> recent(size_t limit) const;
+
+ private:
+  bool end(TaskRecord& t, TaskState state, long long nowMs);
+  size_t keepEnded_;
+  std::map<std::string, std::unique_ptr<TaskRecord>> tasks_;
+  std::deque<std::string> order_;  // creation order, for listing and for forgetting old ended tasks
+  unsigned counter_ = 0;
+};
+
+}  // namespace pine

@@ -1,0 +1,31 @@
+#include "common/home.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+namespace pine {
+
+std::string absolutePath(const std::string& path) {
+  std::filesystem::path p = std::filesystem::absolute(path).lexically_normal();
+  std::string s = p.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+std::string resolveHome(const std::string& flag) {
+  if (!flag.empty()) return absolutePath(flag);
+  if (const char* env = std::getenv("PINE_HOME"); env && *env) return absolutePath(env);
+  const char* home = std::getenv("HOME");
+  if (!home || !*home) {
+    struct passwd* pw = getpwuid(getuid());
+    if (!pw) throw std::runtime_error("cannot find your home folder: set PINE_HOME or pass --home DIR");
+    home = pw->pw_dir;
+  }
+  return absolutePath(std::string(home) + "/.pine");
+}
+
+}  // namespace pine

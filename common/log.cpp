@@ -1,0 +1,106 @@
+#include "common/log.h"
+
+#include <fcntl.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <mutex>
+#include <vector>
+
+#include "common/fd.h"
+
+namespace pine {
+namespace {
+
+// A file sink that writes each formatted line with one write() on an O_APPEND fd
+// and can reopen its file (spdlog's own file sink buffers and cannot reopen).
+class AppendFileSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit AppendFileSink(std::string path) : path_(std::move(path)) { open(); }
+  ~AppendFileSink() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void reopen() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (fd_ >= 0) ::close(fd_);
+    open();
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t buf;
+    formatter_->format(msg, buf);
+    if (fd_ >= 0) writeAll(fd_, buf.data(), buf.size());
+  }
+  void flush_() override {}
+
+ private:
+  void open() { fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600); }
+  std::string path_;
+  int fd_ = -1;
+};
+
+std::string g_role = "pine";
+std::vector<std::shared_ptr<AppendFileSink>> g_fileSinks;
+std::shared_ptr<spdlog::logger> g_audit;
+
+}  // namespace
+
+long long nowMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string isoTime(long long unixMs) {
+  time_t secs = (time_t)(unixMs / 1000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf + n, sizeof buf - n, ".%03lldZ", unixMs % 1000);
+  return buf;
+}
+
+void setupLogging(const std::string& role, const std::string& file, bool alsoStderr) {
+  g_role = role;
+  std::vector<spdlog::sink_ptr> sinks;
+  if (!file.empty()) {
+    auto sink = std::make_shared<AppendFileSink>(file);
+    g_fileSinks.push_back(sink);
+    sinks.push_back(sink);
+  }
+  if (alsoStderr || file.empty()) sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  auto logger = std::make_shared<spdlog::logger>(role, sinks.begin(), sinks.end());
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z [%n %P] %l: %v");
+  logger->set_level(spdlog::level::info);
+  logger->flush_on(spdlog::level::trace);
+  spdlog::set_default_logger(logger);
+}
+
+void setupAudit(const std::string& file) {
+  auto sink = std::make_shared<AppendFileSink>(file);
+  g_fileSinks.push_back(sink);
+  g_audit = std::make_shared<spdlog::logger>("audit", sink);
+  g_audit->set_pattern("%v");
+  g_audit->flush_on(spdlog::level::trace);
+}
+
+void reopenLogs() {
+  for (auto& sink : g_fileSinks) sink->reopen();
+}
+
+void audit(const std::string& event, nlohmann::json fields) {
+  if (!g_audit) return;
+  nlohmann::json line = nlohmann::json::object();
+  line["ts"] = isoTime(nowMs());
+  line["event"] = event;
+  line["role"] = g_role;
+  line["pid"] = (int)getpid();
+  for (auto& [k, v] : fields.items()) line[k] = v;
+  // Replace invalid UTF-8 rather than throw: a line is always written, and always valid JSON.
+  g_audit->info(fmt::runtime("{}"), line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+}  // namespace pine

@@ -1,0 +1,34 @@
+#include "common/rpc_link.h"
+
+#include <capnp/message.h>
+
+namespace pine {
+
+static capnp::ReaderOptions readerOptions(const LinkLimits& limits) {
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = limits.traversalLimitWords;
+  options.nestingLimit = 32;
+  return options;
+}
+
+RpcLink::RpcLink(kj::Own<kj::AsyncCapabilityStream> stream, capnp::rpc::twoparty::Side side,
+                 capnp::Capability::Client bootstrap, LinkLimits limits)
+    : stream_(kj::mv(stream)),
+      network_(*stream_, limits.maxFdsPerMessage, side, readerOptions(limits)),
+      rpc_(capnp::makeRpcServer(network_, kj::mv(bootstrap))) {}
+
+capnp::Capability::Client RpcLink::peer() {
+  capnp::word scratch[4];
+  memset(scratch, 0, sizeof scratch);
+  capnp::MallocMessageBuilder message(scratch);
+  auto vatId = message.getRoot<capnp::rpc::twoparty::VatId>();
+  vatId.setSide(network_.getSide() == capnp::rpc::twoparty::Side::CLIENT ? capnp::rpc::twoparty::Side::SERVER
+                                                                        : capnp::rpc::twoparty::Side::CLIENT);
+  return rpc_.bootstrap(vatId);
+}
+
+kj::Own<kj::AsyncCapabilityStream> wrapSocket(kj::LowLevelAsyncIoProvider& lowLevel, int fd) {
+  return lowLevel.wrapUnixSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP);
+}
+
+}  // namespace pine

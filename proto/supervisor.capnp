@@ -1,0 +1,62 @@
+@0xd5f7759b5db5467f;
+# Trust boundary: pine-broker (unprivileged) -> pined (privileged).
+#
+# pined serves `Supervisor` as the bootstrap capability on the broker's fd 3 and
+# re-validates every argument: the broker parses outside content, so it is
+# trusted less than the supervisor. pine-broker serves `BrokerAdmin` back over
+# the same connection, so that pined can ask it to reload or stop.
+# Every method the broker may call is one line below; nothing else crosses.
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("pine::proto");
+
+interface Supervisor {
+  spawnWorker @0 (spec :WorkerSpec) -> (process :WorkerProcess, socket :Socket, pid :Int32, sandbox :Text);
+  # Start one pine-worker for a task; returns its handle and, by fd passing, the broker's end of its fd 3.
+
+  status @1 () -> (processes :List(ProcessInfo));
+  # List the processes pined runs (itself, the broker, the workers), for `pinectl status`.
+
+  ready @2 () -> ();
+  # The broker is listening for the owner; pined may report that it has started.
+}
+
+struct WorkerSpec {
+  taskId @0 :Text;   # [A-Za-z0-9_.-], 1 to 64 bytes: it is written into logs and audit lines
+  agent @1 :Text;    # an agent id, [a-z0-9_-], 1 to 64 bytes
+}
+
+interface WorkerProcess {
+  wait @0 () -> (exit :ExitStatus);
+  # Resolves once pined has reaped the worker.
+
+  kill @1 () -> ();
+  # Stop the worker and everything it started (SIGKILL to its process group); idempotent.
+}
+
+struct ExitStatus {
+  union {
+    code @0 :Int32;     # exited normally with this code
+    signal @1 :Int32;   # ended by this signal
+  }
+}
+
+interface Socket {}
+# Carries one file descriptor (SCM_RIGHTS) and nothing else: the receiver takes it with getFd().
+
+struct ProcessInfo {
+  role @0 :Text;          # "supervisor", "broker" or "worker"
+  pid @1 :Int32;
+  startedAtMs @2 :Int64;  # unix time in milliseconds
+  restarts @3 :UInt32;    # how often pined has restarted this role
+  taskId @4 :Text;        # workers only
+  agent @5 :Text;         # workers only
+}
+
+interface BrokerAdmin {
+  reload @0 () -> ();
+  # Reopen log files and re-read what the broker reads from the home (SIGHUP on pined).
+
+  stop @1 () -> ();
+  # Finish what can be finished quickly and exit: pined is shutting down.
+}

@@ -1,0 +1,125 @@
+// pined: the supervisor. Privileged and small: it prepares the home, keeps the
+// broker running, starts workers for it, and stops everything on SIGTERM.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <iostream>
+
+#include "common/fd.h"
+#include "common/log.h"
+#include "supervisor/home_layout.h"
+#include "supervisor/supervisor.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: pined [--home DIR] [--foreground] [--broker-program PATH] [--worker-program PATH]\n"
+    "  --home DIR             pine's home (default: $PINE_HOME, else ~/.pine)\n"
+    "  --foreground           stay attached and log to stderr too (for launchd, systemd, tests)\n"
+    "  --broker-program PATH  the pine-broker to run (default: beside pined)\n"
+    "  --worker-program PATH  the pine-worker to run (default: beside pined)\n";
+
+std::string selfDir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  buf[n] = 0;
+  std::string s(buf);
+  return s.substr(0, s.find_last_of('/'));
+}
+
+// Detach from the terminal. The first process returns only once the broker is
+// ready (or after a timeout), so `pined && pinectl status` works.
+int daemonize(const pine::Home& home) {
+  int ready[2];
+  if (pipe2(ready, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
+  if (pid > 0) {
+    close(ready[1]);
+    struct pollfd p = {ready[0], POLLIN, 0};
+    char ok = 0;
+    if (poll(&p, 1, 15000) == 1 && read(ready[0], &ok, 1) == 1 && ok == 1) {
+      std::cout << "pined started on " << home.root << "\n";
+      _exit(0);
+    }
+    std::cerr << "pined: the broker did not become ready within 15 s; see " << home.logs() << "/\n";
+    _exit(1);
+  }
+  close(ready[0]);
+  setsid();
+  if (fork() > 0) _exit(0);
+  int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+  int err = open((home.logs() + "/stderr.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  dup2(devnull, 0);
+  dup2(devnull, 1);
+  dup2(err >= 0 ? err : devnull, 2);
+  return ready[1];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string homeFlag, brokerProgram, workerProgram;
+  bool foreground = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "pined: " << a << " needs a value\n" << kUsage;
+        exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--home") homeFlag = value();
+    else if (a == "--foreground") foreground = true;
+    else if (a == "--broker-program") brokerProgram = value();
+    else if (a == "--worker-program") workerProgram = value();
+    else if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    } else {
+      std::cerr << "pined: unknown argument '" << a << "'\n" << kUsage;
+      return 2;
+    }
+  }
+  umask(077);
+
+  pine::SupervisorOptions options;
+  try {
+    options.home.root = pine::resolveHome(homeFlag);
+    std::string dir = selfDir();
+    options.brokerProgram = pine::absolutePath(brokerProgram.empty() ? dir + "/pine-broker" : brokerProgram);
+    options.workerProgram = pine::absolutePath(workerProgram.empty() ? dir + "/pine-worker" : workerProgram);
+    for (auto& prog : {options.brokerProgram, options.workerProgram})
+      if (access(prog.c_str(), X_OK) != 0) throw std::runtime_error("cannot execute " + prog + ": " + strerror(errno));
+    pine::prepareHome(options.home);
+    pine::lockHome(options.home);  // held until exit
+    pine::ensureControlToken(options.home);
+    options.foreground = foreground;
+    if (!foreground) options.readyFd = daemonize(options.home);
+    pine::writeFileAtomic(options.home.pidFile(), std::to_string(getpid()) + "\n", 0600);
+  } catch (std::exception& e) {
+    std::cerr << "pined: " << e.what() << "\n";
+    return 1;
+  }
+
+  pine::setupLogging("pined", options.home.logFile("pined"), foreground);
+  pine::setupAudit(options.home.audit());
+  signal(SIGPIPE, SIG_IGN);
+  kj::UnixEventPort::captureSignal(SIGTERM);
+  kj::UnixEventPort::captureSignal(SIGINT);
+  kj::UnixEventPort::captureSignal(SIGHUP);
+  kj::UnixEventPort::captureChildExit();
+  auto io = kj::setupAsyncIo();
+  pine::Supervisor supervisor(io, options);
+  supervisor.run().wait(io.waitScope);
+  unlink(options.home.pidFile().c_str());
+  spdlog::info("pined stopped");
+  return 0;
+}

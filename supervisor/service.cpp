@@ -1,0 +1,94 @@
+#include <kj/debug.h>
+
+#include "supervisor/service.h"
+
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/names.h"
+#include "supervisor/supervisor.h"
+
+namespace pine {
+namespace {
+
+// Carries the broker's end of a worker's socket across the RPC connection (SCM_RIGHTS).
+class SocketCarrier final : public proto::Socket::Server {
+ public:
+  explicit SocketCarrier(int fd) : fd_(fd) {}
+  kj::Maybe<int> getFd() override { return fd_.get(); }
+
+ private:
+  kj::AutoCloseFd fd_;
+};
+
+class WorkerProcessImpl final : public proto::WorkerProcess::Server {
+ public:
+  WorkerProcessImpl(Supervisor& sup, pid_t pid, kj::ForkedPromise<int> exit)
+      : sup_(sup), pid_(pid), exit_(kj::mv(exit)) {}
+  // The broker dropped its handle: the task is over, so is the worker.
+  ~WorkerProcessImpl() noexcept(false) { sup_.killWorker(pid_); }
+
+ protected:
+  kj::Promise<void> wait(WaitContext context) override {
+    return exit_.addBranch().then([context](int status) mutable {
+      auto exit = context.getResults().initExit();
+      if (WIFSIGNALED(status))
+        exit.setSignal(WTERMSIG(status));
+      else
+        exit.setCode(WEXITSTATUS(status));
+    });
+  }
+  kj::Promise<void> kill(KillContext) override {
+    sup_.killWorker(pid_);
+    return kj::READY_NOW;
+  }
+
+ private:
+  Supervisor& sup_;
+  pid_t pid_;
+  kj::ForkedPromise<int> exit_;
+};
+
+}  // namespace
+
+kj::Promise<void> SupervisorService::spawnWorker(SpawnWorkerContext context) {
+  auto spec = context.getParams().getSpec();
+  std::string taskId = spec.getTaskId();
+  std::string agent = spec.getAgent();
+  KJ_REQUIRE(isValidTaskId(taskId), "spawnWorker: invalid task id");
+  KJ_REQUIRE(isValidAgentId(agent), "spawnWorker: invalid agent id");
+  SpawnedWorker w = sup_.spawnWorker(taskId, agent);
+  auto results = context.getResults();
+  results.setPid(w.pid);
+  results.setSandbox(w.sandbox);
+  results.setSocket(kj::heap<SocketCarrier>(w.brokerEnd));
+  results.setProcess(kj::heap<WorkerProcessImpl>(sup_, w.pid, kj::mv(w.exit)));
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> SupervisorService::status(StatusContext context) {
+  auto procs = sup_.processes();
+  auto list = context.getResults().initProcesses(procs.size() + 1);
+  list[0].setRole("supervisor");
+  list[0].setPid(getpid());
+  list[0].setStartedAtMs(sup_.startedAtMs());
+  list[0].setRestarts(0);
+  for (size_t i = 0; i < procs.size(); ++i) {
+    auto& [pid, info] = procs[i];
+    auto p = list[i + 1];
+    p.setRole(info.role);
+    p.setPid(pid);
+    p.setStartedAtMs(info.startedAtMs);
+    p.setRestarts(info.restarts);
+    p.setTaskId(info.taskId);
+    p.setAgent(info.agent);
+  }
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> SupervisorService::ready(ReadyContext) {
+  sup_.brokerReady();
+  return kj::READY_NOW;
+}
+
+}  // namespace pine

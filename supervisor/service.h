@@ -1,0 +1,23 @@
+// The Supervisor capability served to the broker (proto/supervisor.capnp).
+// Every argument is re-validated here: the broker is less trusted than pined.
+#pragma once
+#include "proto/supervisor.capnp.h"
+
+namespace pine {
+
+class Supervisor;
+
+class SupervisorService final : public proto::Supervisor::Server {
+ public:
+  explicit SupervisorService(Supervisor& sup) : sup_(sup) {}
+
+ protected:
+  kj::Promise<void> spawnWorker(SpawnWorkerContext context) override;
+  kj::Promise<void> status(StatusContext context) override;
+  kj::Promise<void> ready(ReadyContext context) override;
+
+ private:
+  Supervisor& sup_;
+};
+
+}  // namespace pine

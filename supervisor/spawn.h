@@ -1,0 +1,27 @@
+// The mechanism of starting a child: fork, set up its descriptors, exec.
+// Policy (what a child may reach) is decided elsewhere and arrives as arguments.
+#pragma once
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace pine {
+
+struct SpawnSpec {
+  std::string program;            // absolute path
+  std::vector<std::string> args;  // argv, argv[0] included
+  std::vector<std::string> env;   // the whole environment: nothing is inherited
+  int fd3 = -1;                   // becomes the child's fd 3 (its one link); -1 for none
+  int stdoutFd = -1;              // -1: inherit ours
+  int stderrFd = -1;              // -1: inherit ours
+};
+
+// Starts the child in a new session (it leads its own process group, so it and
+// everything it starts can be signalled together), with SIGKILL as its
+// parent-death signal, signals unblocked and at their defaults, stdin on
+// /dev/null and every descriptor above 3 closed. Throws std::runtime_error when
+// the program could not be executed, with the reason.
+pid_t spawnChild(const SpawnSpec& spec);
+
+}  // namespace pine

@@ -1,0 +1,201 @@
+#include <kj/debug.h>
+
+#include "supervisor/supervisor.h"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "supervisor/service.h"
+#include "supervisor/spawn.h"
+
+namespace pine {
+namespace {
+
+// Sanitizer settings are not secrets and make the children of a sanitizer build
+// report like their parent; nothing else of pined's environment is passed on.
+void addSanitizerEnv(std::vector<std::string>& env) {
+  for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"})
+    if (const char* v = getenv(name)) env.push_back(std::string(name) + "=" + v);
+}
+
+int64_t msSince(long long startMs) { return nowMs() - startMs; }
+
+nlohmann::json exitFields(int status) {
+  nlohmann::json f;
+  if (WIFEXITED(status)) f["code"] = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) f["signal"] = WTERMSIG(status);
+  f["how"] = describeWaitStatus(status);
+  return f;
+}
+
+}  // namespace
+
+Supervisor::Supervisor(kj::AsyncIoContext& io, SupervisorOptions options)
+    : io_(io), options_(std::move(options)), children_(io.unixEventPort), tasks_(*this), startedAtMs_(nowMs()) {}
+
+void Supervisor::taskFailed(kj::Exception&& e) {
+  spdlog::error("supervisor task failed: {}", e.getDescription().cStr());
+}
+
+kj::Promise<void> Supervisor::run() {
+  audit("process.start", {{"process", "supervisor"}, {"process_pid", (int)getpid()}, {"home", options_.home.root}});
+  spdlog::info("pined {} started on {}", getpid(), options_.home.root);
+  tasks_.add(keepBroker());
+  tasks_.add(onHangup());
+  auto term = io_.unixEventPort.onSignal(SIGTERM).exclusiveJoin(io_.unixEventPort.onSignal(SIGINT));
+  return term.then([this](siginfo_t info) {
+    spdlog::info("signal {}: stopping", info.si_signo);
+    return shutdown();
+  });
+}
+
+kj::Promise<void> Supervisor::onHangup() {
+  return io_.unixEventPort.onSignal(SIGHUP).then([this](siginfo_t) {
+    reopenLogs();
+    spdlog::info("SIGHUP: logs reopened, asking the broker to reload");
+    audit("config.reload", {{"by", "SIGHUP"}});
+    KJ_IF_MAYBE(admin, brokerAdmin_) {
+      tasks_.add(admin->reloadRequest().send().ignoreResult().catch_([](kj::Exception&& e) {
+        spdlog::warn("broker reload failed: {}", e.getDescription().cStr());
+      }));
+    }
+    return onHangup();
+  });
+}
+
+kj::Promise<void> Supervisor::keepBroker() {
+  if (stopping_) return kj::READY_NOW;
+  int sv[2];
+  KJ_SYSCALL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+  kj::AutoCloseFd ours(sv[0]), theirs(sv[1]);
+  SpawnSpec spec;
+  spec.program = options_.brokerProgram;
+  spec.args = {options_.brokerProgram, "--home", options_.home.root};
+  if (options_.foreground) spec.args.push_back("--log-stderr");
+  spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
+  addSanitizerEnv(spec.env);
+  spec.fd3 = theirs.get();
+
+  pid_t pid;
+  try {
+    pid = spawnChild(spec);
+  } catch (std::exception& e) {
+    // spawnChild's child already exited 127; its reaping is KJ's (the pid is unknown to us here).
+    spdlog::error("{}", e.what());
+    audit("process.exit", {{"process", "broker"}, {"how", e.what()}});
+    int64_t delay = backoff_.nextDelay(0);
+    return io_.provider->getTimer().afterDelay(delay * kj::MILLISECONDS).then([this]() { return keepBroker(); });
+  }
+  theirs = nullptr;
+  long long started = nowMs();
+  auto exited = children_.add(pid, {"broker", started, brokerRestarts_, "", ""});
+  audit(brokerRestarts_ ? "process.restart" : "process.start",
+        {{"process", "broker"}, {"process_pid", pid}, {"restarts", brokerRestarts_}});
+  spdlog::info("broker started, pid {}", pid);
+
+  auto link = kj::heap<RpcLink>(wrapSocket(*io_.lowLevelProvider, ours.release()), capnp::rpc::twoparty::Side::SERVER,
+                                kj::heap<SupervisorService>(*this), LinkLimits{1, 1 << 20});
+  brokerAdmin_ = link->peer().castAs<proto::BrokerAdmin>();
+  brokerLink_ = kj::mv(link);
+
+  return exited.then([this, pid, started](int status) -> kj::Promise<void> {
+    brokerAdmin_ = nullptr;
+    brokerLink_ = nullptr;
+    auto fields = exitFields(status);
+    fields["process"] = "broker";
+    fields["process_pid"] = pid;
+    fields["uptime_ms"] = msSince(started);
+    audit("process.exit", fields);
+    // Workers belonged to the broker's tasks, which died with it.
+    children_.signalRole("worker", SIGKILL);
+    if (stopping_) return kj::READY_NOW;
+    int64_t delay = backoff_.nextDelay(msSince(started));
+    spdlog::warn("broker {} {}; restarting in {} ms", pid, describeWaitStatus(status), delay);
+    ++brokerRestarts_;
+    return io_.provider->getTimer().afterDelay(delay * kj::MILLISECONDS).then([this]() { return keepBroker(); });
+  });
+}
+
+void Supervisor::brokerReady() {
+  spdlog::info("broker ready");
+  if (options_.readyFd >= 0) {
+    char ok = 1;
+    ssize_t ignored = write(options_.readyFd, &ok, 1);
+    (void)ignored;
+    close(options_.readyFd);
+    options_.readyFd = -1;
+  }
+}
+
+SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::string& agent) {
+  KJ_REQUIRE(!stopping_, "pined is stopping");
+  // Each agent's private home; the sandbox issue turns it into the worker's only writable home.
+  std::string agentHome = options_.home.sandboxes() + "/" + agent;
+  mkdir(options_.home.sandboxes().c_str(), 0700);
+  mkdir(agentHome.c_str(), 0700);
+
+  int sv[2];
+  KJ_SYSCALL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+  kj::AutoCloseFd brokerEnd(sv[0]), workerEnd(sv[1]);
+  SpawnSpec spec;
+  spec.program = options_.workerProgram;
+  spec.args = {options_.workerProgram, "--task", taskId, "--agent", agent};
+  spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + agentHome, "TMPDIR=/tmp", "TERM=dumb"};
+  addSanitizerEnv(spec.env);
+  spec.fd3 = workerEnd.get();
+  pid_t pid = spawnChild(spec);
+  workerEnd = nullptr;
+
+  // Until the sandbox lands, every worker runs unconfined, and says so loudly.
+  const std::string sandbox = "none";
+  spdlog::warn("worker {} for task {} (agent {}) runs with sandbox: none: it is NOT confined", pid, taskId, agent);
+  long long started = nowMs();
+  audit("process.start", {{"process", "worker"}, {"process_pid", pid}, {"task", taskId}, {"agent", agent},
+                          {"sandbox", sandbox}});
+  auto exit = children_.add(pid, {"worker", started, 0, taskId, agent})
+                  .then([pid, taskId, agent, started](int status) {
+                    auto fields = exitFields(status);
+                    fields["process"] = "worker";
+                    fields["process_pid"] = pid;
+                    fields["task"] = taskId;
+                    fields["agent"] = agent;
+                    fields["uptime_ms"] = msSince(started);
+                    audit("process.exit", fields);
+                    return status;
+                  })
+                  .eagerlyEvaluate(nullptr)  // reap and audit even if the broker never asks
+                  .fork();
+  return SpawnedWorker{pid, brokerEnd.release(), kj::mv(exit), sandbox};
+}
+
+void Supervisor::killWorker(pid_t pid) {
+  for (auto& [p, info] : children_.list())
+    if (p == pid && info.role == "worker") children_.signal(pid, SIGKILL);
+}
+
+kj::Promise<void> Supervisor::shutdown() {
+  stopping_ = true;
+  audit("process.exit", {{"process", "supervisor"}, {"process_pid", (int)getpid()}, {"how", "stopped by signal"},
+                         {"uptime_ms", msSince(startedAtMs_)}});
+  KJ_IF_MAYBE(admin, brokerAdmin_) {
+    tasks_.add(admin->stopRequest().send().ignoreResult().catch_([](kj::Exception&&) {}));
+  }
+  children_.signalRole("worker", SIGKILL);
+  children_.signalRole("broker", SIGTERM);
+  auto& timer = io_.provider->getTimer();
+  return waitAllReaped(timer.now() + 1500 * kj::MILLISECONDS).then([this, &timer]() {
+    children_.signalRole("", SIGKILL);
+    return waitAllReaped(timer.now() + 400 * kj::MILLISECONDS);
+  });
+}
+
+kj::Promise<void> Supervisor::waitAllReaped(kj::TimePoint deadline) {
+  auto& timer = io_.provider->getTimer();
+  if (children_.empty() || timer.now() >= deadline) return kj::READY_NOW;
+  return timer.afterDelay(10 * kj::MILLISECONDS).then([this, deadline]() { return waitAllReaped(deadline); });
+}
+
+}  // namespace pine

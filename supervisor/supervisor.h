@@ -1,0 +1,67 @@
+// pined's state: the broker it keeps running, the workers it started for the
+// broker, and shutdown. It spawns, reaps and listens; it never parses outside
+// content.
+#pragma once
+#include <kj/async-io.h>
+
+#include <string>
+
+#include "common/home.h"
+#include "common/rpc_link.h"
+#include "proto/supervisor.capnp.h"
+#include "supervisor/backoff.h"
+#include "supervisor/children.h"
+
+namespace pine {
+
+struct SupervisorOptions {
+  Home home;
+  std::string brokerProgram;
+  std::string workerProgram;
+  bool foreground = false;
+  int readyFd = -1;  // written to once the broker is ready (daemon start-up), then closed
+};
+
+struct SpawnedWorker {
+  pid_t pid;
+  int brokerEnd;                // the broker's end of the worker's fd 3; the caller owns it
+  kj::ForkedPromise<int> exit;  // the wait status, once reaped
+  std::string sandbox;          // which sandbox the worker runs in
+};
+
+class Supervisor : private kj::TaskSet::ErrorHandler {
+ public:
+  Supervisor(kj::AsyncIoContext& io, SupervisorOptions options);
+  KJ_DISALLOW_COPY(Supervisor);
+
+  // Runs until SIGTERM or SIGINT, then stops every process it started.
+  kj::Promise<void> run();
+
+  // Called by the Supervisor capability, after it validated its arguments.
+  SpawnedWorker spawnWorker(const std::string& taskId, const std::string& agent);
+  void killWorker(pid_t pid);
+  std::vector<std::pair<pid_t, ChildInfo>> processes() const { return children_.list(); }
+  long long startedAtMs() const { return startedAtMs_; }
+  unsigned brokerRestarts() const { return brokerRestarts_; }
+  void brokerReady();
+
+ private:
+  kj::Promise<void> keepBroker();
+  kj::Promise<void> onHangup();
+  kj::Promise<void> shutdown();
+  kj::Promise<void> waitAllReaped(kj::TimePoint deadline);
+  void taskFailed(kj::Exception&& e) override;
+
+  kj::AsyncIoContext& io_;
+  SupervisorOptions options_;
+  ProcessTable children_;
+  Backoff backoff_;
+  kj::TaskSet tasks_;
+  long long startedAtMs_;
+  unsigned brokerRestarts_ = 0;
+  bool stopping_ = false;
+  kj::Maybe<kj::Own<RpcLink>> brokerLink_;
+  kj::Maybe<proto::BrokerAdmin::Client> brokerAdmin_;
+};
+
+}  // namespace pine

@@ -1,0 +1,31 @@
+// pine-worker: one per task, started by pined with its only link on fd 3.
+// Assumed hostile by everyone else; it reaches nothing but the broker.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "common/fd.h"
+#include "common/rpc_link.h"
+#include "proto/broker.capnp.h"
+#include "worker/task_runner.h"
+
+int main(int argc, char** argv) {
+  // The link to the broker is fd 3, and nothing this worker starts may inherit it.
+  struct stat st;
+  if (fstat(3, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    std::cerr << "pine-worker is started by pined, with its link to the broker on fd 3\n";
+    return 2;
+  }
+  pine::setCloexec(3, true);
+  (void)argc;
+  (void)argv;  // --task and --agent are for `ps`; the task itself comes from the broker.
+
+  auto io = kj::setupAsyncIo();
+  pine::RpcLink link(pine::wrapSocket(*io.lowLevelProvider, 3), capnp::rpc::twoparty::Side::CLIENT, nullptr,
+                     pine::LinkLimits{0, 1 << 20});
+  auto broker = link.peer().castAs<pine::proto::Broker>();
+  return pine::runWorkerTask(broker).wait(io.waitScope);
+}
