@@ -12,7 +12,12 @@
 namespace pine {
 namespace {
 
-std::string describe(const kj::Exception& e) { return e.getDescription().cStr(); }
+// The description alone, without the "remote exception: " capnp puts in front of a peer's error.
+std::string describe(const kj::Exception& e) {
+  std::string d = e.getDescription().cStr();
+  const std::string remote = "remote exception: ";
+  return d.rfind(remote, 0) == 0 ? d.substr(remote.size()) : d;
+}
 
 std::string readToken(const Home& home) {
   std::string t = readFile(home.token());
@@ -151,15 +156,23 @@ kj::Promise<void> Broker::superviseTask(TaskRecord& task, proto::Supervisor::Spa
     audit("task.start", {{"task", id}, {"agent", t->agent}, {"worker_pid", pid}, {"sandbox", sandbox}});
     if (sandbox == "none") spdlog::warn("task {} runs in a worker with sandbox: none (NOT confined)", id);
 
-    auto exited = process.waitRequest().send().then([](auto&& r) {
+    auto describeExit = [](auto&& r) {
       auto exit = r.getExit();
       std::string how = exit.isSignal() ? "killed by signal " + std::to_string(exit.getSignal())
                                         : "exited with " + std::to_string(exit.getCode());
       return WorkerOutcome{false, "the worker ended before answering (" + how + ")"};
-    });
-    auto gone = link->onDisconnect().then(
-        []() { return WorkerOutcome{false, "the worker closed its link before answering"}; },
-        [](kj::Exception&& e) { return WorkerOutcome{false, "the worker's link broke: " + describe(e)}; });
+    };
+    auto exited = process.waitRequest().send().then(describeExit);
+    // A closed link usually means the worker is exiting: give it a moment so the task says how.
+    auto gone = link->onDisconnect()
+                    .then([]() { return std::string("the worker closed its link before answering"); },
+                          [](kj::Exception&& e) { return "the worker's link broke: " + describe(e); })
+                    .then([this, process, describeExit](std::string why) mutable {
+                      auto grace = io_.provider->getTimer().afterDelay(500 * kj::MILLISECONDS).then([why]() {
+                        return WorkerOutcome{false, why};
+                      });
+                      return process.waitRequest().send().then(describeExit).exclusiveJoin(kj::mv(grace));
+                    });
     running_[id] = kj::heap<Running>(Running{kj::mv(link), process});
     return paf.promise.exclusiveJoin(kj::mv(exited))
         .exclusiveJoin(kj::mv(gone))

@@ -40,18 +40,6 @@ TaskRecord& TaskTable::create(const std::string& agent, const std::string& text,
   TaskRecord& ref = *t;
   tasks_[ref.id] = std::move(t);
   order_.push_back(ref.id);
-  // Forget the oldest ended tasks beyond the bound; active ones are always kept.
-  size_t ended = 0;
-  for (auto& id2 : order_) ended += tasks_[id2]->ended();
-  for (auto it = order_.begin(); ended > keepEnded_ && it != order_.end();) {
-    if (tasks_[*it]->ended()) {
-      tasks_.erase(*it);
-      it = order_.erase(it);
-      --ended;
-    } else {
-      ++it;
-    }
-  }
   return ref;
 }
 
@@ -72,7 +60,23 @@ bool TaskTable::end(TaskRecord& t, TaskState state, long long nowMs) {
   if (t.ended()) return false;
   t.state = state;
   t.endedAtMs = nowMs;
+  forgetOldEnded(t.id);
   return true;
+}
+
+void TaskTable::forgetOldEnded(const std::string& keep) {
+  // Forget the oldest ended tasks beyond the bound; active ones (and `keep`) stay.
+  size_t ended = 0;
+  for (auto& id : order_) ended += tasks_[id]->ended();
+  for (auto it = order_.begin(); ended > keepEnded_ && it != order_.end();) {
+    if (*it != keep && tasks_[*it]->ended()) {
+      tasks_.erase(*it);
+      it = order_.erase(it);
+      --ended;
+    } else {
+      ++it;
+    }
+  }
 }
 
 bool TaskTable::finish(TaskRecord& t, const std::string& answer, long long nowMs) {

@@ -48,6 +48,7 @@ class TaskTable {
 
  private:
   bool end(TaskRecord& t, TaskState state, long long nowMs);
+  void forgetOldEnded(const std::string& keep);
   size_t keepEnded_;
   std::map<std::string, std::unique_ptr<TaskRecord>> tasks_;
   std::deque<std::string> order_;  // creation order, for listing and for forgetting old ended tasks

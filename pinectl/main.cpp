@@ -4,6 +4,9 @@
 #include <iostream>
 
 #include "common/home.h"
+#include "pinectl/cmd_guard.h"
+#include "pinectl/cmd_redact.h"
+#include "pinectl/cmd_sandbox.h"
 #include "pinectl/commands.h"
 
 int main(int argc, char** argv) {
@@ -27,6 +30,25 @@ int main(int argc, char** argv) {
   logs->add_flag("-f,--follow", follow, "keep printing new lines");
   logs->add_flag("--json", json, "print the JSON lines as they are");
 
+  auto* redact = app.add_subcommand("redact", "copy stdin to stdout with every secret pine knows of, and every"
+                                                " secret-shaped value, replaced by [redacted]");
+
+  auto* guard = app.add_subcommand("guard", "see what pine's guards decide");
+  guard->require_subcommand(1);
+  auto* guardBash = guard->add_subcommand("bash", "classify shell commands read from stdin, one per line: "
+                                                  "prints `allow` or `block: <reason>` for each, in order");
+  guardBash->add_flag("--json", json, "each input line is a JSON string (for commands with newlines)");
+
+  auto* sandbox = app.add_subcommand("sandbox", "the sandbox agents run in");
+  sandbox->require_subcommand(1);
+  auto* sandboxRun = sandbox->add_subcommand("run", "run a command under exactly the policy the agent's shell gets");
+  bool tainted = false;
+  std::vector<std::string> command;
+  sandboxRun->add_option("--agent", agent, "the agent whose sandbox to use")->required();
+  sandboxRun->add_flag("--tainted", tainted, "as in a session that has read outside content");
+  sandboxRun->add_option("command", command, "-- CMD ARGS...")->required();
+  sandboxRun->prefix_command();  // everything after the command belongs to it
+
   CLI11_PARSE(app, argc, argv);
   try {
     std::string home = pine::resolveHome(homeFlag);
@@ -34,6 +56,12 @@ int main(int argc, char** argv) {
     if (*tasks) return pine::cmdTasks(home, json);
     if (*send) return pine::cmdSend(home, agent, text, !noWait, json);
     if (*logs) return pine::cmdLogs(home, follow, json);
+    if (*guardBash) return pine::cmdGuardBash(std::cin, std::cout, json);
+    if (*sandboxRun) return pine::cmdSandboxRun(home, agent, tainted, command);
+    if (*redact) {
+      std::ios::sync_with_stdio(false);  // bulk reads; output still flushes as input runs dry
+      return pine::cmdRedact(home, std::cin, std::cout);
+    }
   } catch (std::exception& e) {
     std::cerr << "pinectl: " << e.what() << "\n";
     return 1;

@@ -22,8 +22,16 @@ interface Supervisor {
 }
 
 struct WorkerSpec {
-  taskId @0 :Text;   # [A-Za-z0-9_.-], 1 to 64 bytes: it is written into logs and audit lines
-  agent @1 :Text;    # an agent id, [a-z0-9_-], 1 to 64 bytes
+  taskId @0 :Text;    # [A-Za-z0-9_.-], 1 to 64 bytes: it is written into logs and audit lines
+  agent @1 :Text;     # an agent id, [a-z0-9_-], 1 to 64 bytes
+  tainted @2 :Bool;   # the session has read outside content: instruction files and git settings go read-only
+  grants @3 :Grants;  # what the owner granted this conversation; pined refuses what no grant may open
+}
+
+struct Grants {
+  read @0 :List(Text);   # at most 64 paths of at most 4096 bytes; ${WORKSPACE} ${HOME} ${TMPDIR} allowed
+  write @1 :List(Text);
+  network @2 :Text;      # "none" (or empty), "localhost" or "all"
 }
 
 interface WorkerProcess {

@@ -2,8 +2,18 @@
 // Landlock + seccomp; macOS: a generated Seatbelt profile). Paths in a Policy
 // are absolute and canonical (realpath'd; on macOS /tmp is /private/tmp).
 // Deny wins over allow.
+//
+// The supervisor builds each task's Policy with agentPolicy(): configuration
+// plus the grants the broker passes. What no grant can open (pine's home, its
+// .env, other agents' folders, pine's program files) is checked here, after
+// canonicalisation, so symlinks, "..", trailing slashes and parents ("/", the
+// home's parent) cannot smuggle it in.
 #pragma once
+#include <map>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pine::sandbox {
@@ -17,5 +27,87 @@ struct Policy {
   std::vector<std::string> denyWrite;   // never writable, even inside a writable tree (.git/hooks, ...)
   Network network = Network::None;
 };
+
+// A configuration or grant that cannot become a policy. what() names the path
+// or variable and says why, in words an operator can act on.
+struct PolicyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const char* networkName(Network n);                 // "none" | "localhost" | "all"
+Network parseNetwork(std::string_view s);           // throws PolicyError on anything else
+Network widest(Network a, Network b);
+
+// ${WORKSPACE}, ${HOME}, ${TMPDIR} (and whatever else `vars` holds, keyed
+// without the braces). An unknown or unterminated variable throws PolicyError
+// naming it. "$" not followed by "{" is literal.
+using Variables = std::map<std::string, std::string>;
+std::string expandVariables(std::string_view text, const Variables& vars);
+
+// Absolute path with every existing component resolved (realpath of the longest
+// existing prefix), "." dropped, no trailing slash. A relative path, an empty
+// one, or ".." after a component that does not exist throws PolicyError.
+std::string canonicalPath(std::string_view path);
+
+// True when `inner` is `outer` or lies beneath it (both canonical).
+bool pathWithin(std::string_view inner, std::string_view outer);
+
+// Where one agent's task lives. All paths absolute; agentPolicy canonicalises them.
+struct AgentPaths {
+  std::string agentId;
+  std::string pineHome;                     // config, .env, data/, agents/, sandbox/
+  std::string userHome;                     // the owner's real home: ${HOME} in configuration
+  std::string workspace;                    // rw; ${WORKSPACE}
+  std::string privateHome;                  // rw; $HOME inside the sandbox (pineHome/sandbox/<id>)
+  std::string tmpdir;                       // rw; $TMPDIR inside the sandbox, private to the agent
+  std::vector<std::string> skills;          // ro: the agent's own skills and the shared ones
+  std::string docs;                         // ro: pine's manual
+  std::string programDir;                   // ro: pine's program files (pine-worker runs from here)
+  std::string openedFolder;                 // rw for this conversation only; empty for none
+  std::string userMd;                       // main agent only: pineHome/USER.md, rw while untainted
+  std::vector<std::string> otherWorkspaces; // other agents' workspaces that live outside pine's home
+  // The system runtime. Empty: defaultSystemReadable() / defaultSystemWritable().
+  std::vector<std::string> systemReadable;
+  std::vector<std::string> systemWritable;
+};
+
+// What configuration (sandbox.read / sandbox.write / sandbox.network) and the
+// broker's approved request_access grants add. Entries may use variables.
+struct Grants {
+  std::vector<std::string> read;
+  std::vector<std::string> write;
+  Network network = Network::None;
+};
+
+// /usr, /lib*, /bin, /sbin, /etc, /proc (Linux; macOS has its own list), and
+// the device files a shell needs. Only paths that exist, canonical, de-duplicated.
+std::vector<std::string> defaultSystemReadable();
+std::vector<std::string> defaultSystemWritable();  // /dev/null, /dev/zero, /dev/full, /dev/tty
+// Secrets inside the system runtime: /etc/shadow, /etc/gshadow, /etc/sudoers, host keys, ...
+std::vector<std::string> defaultSystemDenyRead();
+
+// Instruction files a tainted session may not write, at any depth.
+const std::vector<std::string>& instructionNames();  // AGENTS.md SOUL.md MEMORY.md USER.md CLAUDE.md .pi .agents
+
+// Why `path` (canonical) may never be granted to this agent, or nullopt when it
+// may. Refused: anything that is, contains or lies inside pine's home (except
+// what lies inside the agent's own workspace, private home or temp), its .env,
+// pine's program files, another agent's folder or workspace.
+std::optional<std::string> neverGrantableReason(const std::string& canonical, const AgentPaths& paths);
+
+// The variables of this agent's configuration: WORKSPACE, HOME (owner's), TMPDIR.
+Variables agentVariables(const AgentPaths& paths);
+
+// The task's policy. Throws PolicyError when a grant is refused (the message
+// names it and why) or when the agent's own paths overlap what must stay
+// closed. With `tainted`, USER.md is no longer writable and every .git/hooks,
+// .git/config (also of submodules and nested repositories) and instruction file
+// under a writable root goes into denyWrite; instruction names directly in a
+// writable root are listed whether or not they exist yet.
+Policy agentPolicy(const AgentPaths& paths, const Grants& grants, bool tainted);
+
+// The whole environment of a worker: PATH, LANG, HOME, TMPDIR, TERM. Nothing else.
+std::vector<std::string> workerEnvironment(const AgentPaths& paths, const std::string& lang = "C.UTF-8",
+                                           const std::string& term = "dumb");
 
 }  // namespace pine::sandbox

@@ -57,7 +57,22 @@ kj::Promise<void> SupervisorService::spawnWorker(SpawnWorkerContext context) {
   std::string agent = spec.getAgent();
   KJ_REQUIRE(isValidTaskId(taskId), "spawnWorker: invalid task id");
   KJ_REQUIRE(isValidAgentId(agent), "spawnWorker: invalid agent id");
-  SpawnedWorker w = sup_.spawnWorker(taskId, agent);
+  // Grants are re-checked in full when the policy is built; here only their shape.
+  sandbox::Grants grants;
+  auto g = spec.getGrants();
+  KJ_REQUIRE(g.getRead().size() <= 64 && g.getWrite().size() <= 64, "spawnWorker: too many grants");
+  for (auto [list, out] : {std::pair{g.getRead(), &grants.read}, std::pair{g.getWrite(), &grants.write}})
+    for (auto path : list) {
+      KJ_REQUIRE(path.size() > 0 && path.size() <= 4096, "spawnWorker: a granted path is empty or too long");
+      out->push_back(path.cStr());
+    }
+  std::string network = g.getNetwork();
+  try {
+    grants.network = network.empty() ? sandbox::Network::None : sandbox::parseNetwork(network);
+  } catch (std::exception& e) {
+    KJ_FAIL_REQUIRE("spawnWorker: bad network grant", e.what());
+  }
+  SpawnedWorker w = sup_.spawnWorker(taskId, agent, grants, spec.getTainted());
   auto results = context.getResults();
   results.setPid(w.pid);
   results.setSandbox(w.sandbox);

@@ -1,5 +1,7 @@
 #include "supervisor/spawn.h"
 
+#include "sandbox/linux/enter.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -70,6 +72,10 @@ void closeRange(unsigned first, unsigned last) noexcept {
   // Everything else goes; errPipe (>= 10, close-on-exec) stays until exec succeeds.
   closeRange(4, (unsigned)errPipe - 1);
   closeRange((unsigned)errPipe + 1, ~0U);
+  if (spec.sandbox) {
+    // The last step before exec: from here on the process is confined for good.
+    if (int err = sandbox::enterSandboxInChild(*spec.sandbox)) fail(err);
+  }
   execve(spec.program.c_str(), p.argv.data(), p.envp.data());
   failChild(errPipe, errno);
 }
@@ -107,7 +113,8 @@ pid_t spawnChild(const SpawnSpec& spec) {
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    throw std::runtime_error("cannot start " + spec.program + ": " + strerror(childErr));
+    throw std::runtime_error("cannot start " + spec.program + (spec.sandbox ? " in its sandbox: " : ": ") +
+                             strerror(childErr));
   }
   return pid;
 }

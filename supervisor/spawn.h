@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+namespace pine::sandbox {
+struct LinuxPlan;
+}
+
 namespace pine {
 
 struct SpawnSpec {
@@ -15,13 +19,15 @@ struct SpawnSpec {
   int fd3 = -1;                   // becomes the child's fd 3 (its one link); -1 for none
   int stdoutFd = -1;              // -1: inherit ours
   int stderrFd = -1;              // -1: inherit ours
+  const sandbox::LinuxPlan* sandbox = nullptr;  // entered last, just before exec; null: unconfined
 };
 
 // Starts the child in a new session (it leads its own process group, so it and
 // everything it starts can be signalled together), with SIGKILL as its
 // parent-death signal, signals unblocked and at their defaults, stdin on
-// /dev/null and every descriptor above 3 closed. Throws std::runtime_error when
-// the program could not be executed, with the reason.
+// /dev/null and every descriptor above 3 closed, then inside its sandbox when
+// one is given. Throws std::runtime_error when the sandbox could not be entered
+// or the program could not be executed, with the reason.
 pid_t spawnChild(const SpawnSpec& spec);
 
 }  // namespace pine

@@ -16,9 +16,12 @@ namespace {
 
 // Sanitizer settings are not secrets and make the children of a sanitizer build
 // report like their parent; nothing else of pined's environment is passed on.
-void addSanitizerEnv(std::vector<std::string>& env) {
+// A sandboxed worker cannot ptrace itself, which LeakSanitizer needs at exit: leaks are
+// checked in the unsandboxed tests instead.
+void addSanitizerEnv(std::vector<std::string>& env, bool sandboxed = false) {
   for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"})
-    if (const char* v = getenv(name)) env.push_back(std::string(name) + "=" + v);
+    if (const char* v = getenv(name))
+      env.push_back(std::string(name) + "=" + v + (sandboxed && std::string(name) == "ASAN_OPTIONS" ? ":detect_leaks=0" : ""));
 }
 
 int64_t msSince(long long startMs) { return nowMs() - startMs; }
@@ -34,7 +37,13 @@ nlohmann::json exitFields(int status) {
 }  // namespace
 
 Supervisor::Supervisor(kj::AsyncIoContext& io, SupervisorOptions options)
-    : io_(io), options_(std::move(options)), children_(io.unixEventPort), tasks_(*this), startedAtMs_(nowMs()) {}
+    : io_(io),
+      options_(std::move(options)),
+      children_(io.unixEventPort),
+      tasks_(*this),
+      startedAtMs_(nowMs()),
+      sandboxes_(options_.home.root, options_.workerProgram.substr(0, options_.workerProgram.find_last_of('/')),
+                 sandbox::probeKernel(), options_.sandbox) {}
 
 void Supervisor::taskFailed(kj::Exception&& e) {
   spdlog::error("supervisor task failed: {}", e.getDescription().cStr());
@@ -43,6 +52,19 @@ void Supervisor::taskFailed(kj::Exception&& e) {
 kj::Promise<void> Supervisor::run() {
   audit("process.start", {{"process", "supervisor"}, {"process_pid", (int)getpid()}, {"home", options_.home.root}});
   spdlog::info("pined {} started on {}", getpid(), options_.home.root);
+  const auto& probe = sandboxes_.probe();
+  spdlog::info("sandbox: {}", sandbox::describe(probe));
+  sandbox::Requirements req;
+  req.minLandlockAbi = options_.sandbox.minLandlockAbi;
+  req.requireNamespaces = options_.sandbox.requireNamespaces;
+  auto refused = sandbox::refuseReason(probe, req);
+  if (refused) spdlog::error("no usable sandbox: every task will be refused: {}", *refused);
+  else if (probe.degraded()) spdlog::warn("the sandbox is degraded: {}", sandbox::describe(probe));
+  audit("sandbox.probe", {{"backend", "linux"},
+                          {"mode", refused ? "none" : probe.degraded() ? "degraded" : "full"},
+                          {"landlock_abi", probe.landlockAbi},
+                          {"notes", probe.notes},
+                          {"refused", refused ? *refused : ""}});
   tasks_.add(keepBroker());
   tasks_.add(onHangup());
   auto term = io_.unixEventPort.onSignal(SIGTERM).exclusiveJoin(io_.unixEventPort.onSignal(SIGINT));
@@ -130,12 +152,19 @@ void Supervisor::brokerReady() {
   }
 }
 
-SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::string& agent) {
+SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::string& agent,
+                                      const sandbox::Grants& grants, bool tainted) {
   KJ_REQUIRE(!stopping_, "pined is stopping");
-  // Each agent's private home; the sandbox issue turns it into the worker's only writable home.
-  std::string agentHome = options_.home.sandboxes() + "/" + agent;
-  mkdir(options_.home.sandboxes().c_str(), 0700);
-  mkdir(agentHome.c_str(), 0700);
+  sandbox::PreparedSandbox box;
+  try {
+    box = sandboxes_.prepare({agent, grants, tainted});
+  } catch (std::exception& e) {
+    // Fail closed: the task is refused, never run unconfined.
+    audit("sandbox.refused", {{"task", taskId}, {"agent", agent}, {"reason", e.what()}});
+    spdlog::error("task {} (agent {}): no sandbox, not started: {}", taskId, agent, e.what());
+    kj::throwFatalException(kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__,
+                                          kj::str("the worker's sandbox could not be built: ", e.what())));
+  }
 
   int sv[2];
   KJ_SYSCALL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
@@ -143,18 +172,18 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
   SpawnSpec spec;
   spec.program = options_.workerProgram;
   spec.args = {options_.workerProgram, "--task", taskId, "--agent", agent};
-  spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + agentHome, "TMPDIR=/tmp", "TERM=dumb"};
-  addSanitizerEnv(spec.env);
+  spec.env = box.env;
+  addSanitizerEnv(spec.env, true);
   spec.fd3 = workerEnd.get();
+  spec.sandbox = &box.plan;
   pid_t pid = spawnChild(spec);
   workerEnd = nullptr;
 
-  // Until the sandbox lands, every worker runs unconfined, and says so loudly.
-  const std::string sandbox = "none";
-  spdlog::warn("worker {} for task {} (agent {}) runs with sandbox: none: it is NOT confined", pid, taskId, agent);
+  const std::string sandbox = "linux:" + box.mode;
   long long started = nowMs();
   audit("process.start", {{"process", "worker"}, {"process_pid", pid}, {"task", taskId}, {"agent", agent},
-                          {"sandbox", sandbox}});
+                          {"sandbox", sandbox}, {"tainted", tainted}, {"network", sandbox::networkName(box.policy.network)},
+                          {"sandbox_notes", box.notes}});
   auto exit = children_.add(pid, {"worker", started, 0, taskId, agent})
                   .then([pid, taskId, agent, started](int status) {
                     auto fields = exitFields(status);

@@ -9,6 +9,7 @@
 #include "common/home.h"
 #include "common/rpc_link.h"
 #include "proto/supervisor.capnp.h"
+#include "sandbox/agent_sandbox.h"
 #include "supervisor/backoff.h"
 #include "supervisor/children.h"
 
@@ -20,6 +21,7 @@ struct SupervisorOptions {
   std::string workerProgram;
   bool foreground = false;
   int readyFd = -1;  // written to once the broker is ready (daemon start-up), then closed
+  sandbox::LinuxOptions sandbox;  // worker uid/gid when root, Landlock minimum
 };
 
 struct SpawnedWorker {
@@ -38,7 +40,9 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   kj::Promise<void> run();
 
   // Called by the Supervisor capability, after it validated its arguments.
-  SpawnedWorker spawnWorker(const std::string& taskId, const std::string& agent);
+  // Throws, saying why, when the worker's sandbox cannot be built: no task runs unconfined.
+  SpawnedWorker spawnWorker(const std::string& taskId, const std::string& agent, const sandbox::Grants& grants,
+                            bool tainted);
   void killWorker(pid_t pid);
   std::vector<std::pair<pid_t, ChildInfo>> processes() const { return children_.list(); }
   long long startedAtMs() const { return startedAtMs_; }
@@ -62,6 +66,7 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   bool stopping_ = false;
   kj::Maybe<kj::Own<RpcLink>> brokerLink_;
   kj::Maybe<proto::BrokerAdmin::Client> brokerAdmin_;
+  sandbox::AgentSandboxes sandboxes_;
 };
 
 }  // namespace pine

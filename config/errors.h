@@ -1,0 +1,37 @@
+// Configuration errors carry where (file:line:column and the key path), what was
+// expected, and a hint. The loader collects all of them, not just the first, so
+// one edit-check cycle fixes a whole file.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pine::config {
+
+struct ConfigError {
+  std::string file;
+  int line = 0;    // 1-based; 0 when the error concerns the file as a whole
+  int column = 0;  // 1-based
+  std::string keyPath;  // e.g. "limits.queuePerAgent", "sources[2].type"
+  std::string message;
+  std::string hint;  // e.g. "did you mean 'topic'?"
+
+  // "file:line:column: keyPath: message (hint)"; parts that are empty are left out.
+  std::string format() const;
+};
+
+// Every error on its own line, sorted by file, line and column.
+std::string formatErrors(std::vector<ConfigError> errors);
+
+// Edit distance with transpositions (optimal string alignment), case-sensitive.
+std::size_t editDistance(std::string_view a, std::string_view b);
+
+// The nearest candidate when it is close enough to be a typo: same letters
+// ignoring case and '_'/'-' (base_url -> baseUrl), or within a distance of
+// about a third of the word. Empty when nothing is near.
+std::string nearest(std::string_view word, const std::vector<std::string>& candidates);
+
+// "did you mean 'x'?" or empty.
+std::string didYouMean(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace pine::config

@@ -1,0 +1,104 @@
+#include "pinectl/cmd_sandbox.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <iostream>
+
+#include "common/fd.h"
+#include "common/names.h"
+#include "sandbox/agent_sandbox.h"
+
+namespace pine {
+namespace {
+
+std::string programDir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "/usr/local/bin";
+  buf[n] = 0;
+  std::string s(buf);
+  return s.substr(0, s.find_last_of('/'));
+}
+
+// The command is looked up on the sandbox's PATH, not pinectl's.
+std::string findProgram(const std::string& name, const std::vector<std::string>& env) {
+  if (name.find('/') != std::string::npos) return name;
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (auto& e : env)
+    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string candidate = dir + "/" + name;
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+int cmdSandboxRun(const std::string& home, const std::string& agent, bool tainted,
+                  const std::vector<std::string>& command) {
+  if (!isValidAgentId(agent)) {
+    std::cerr << "pinectl: '" << agent << "' is not an agent id ([a-z0-9_-], 1 to 64 bytes)\n";
+    return 2;
+  }
+  if (command.empty()) {
+    std::cerr << "pinectl: nothing to run: pinectl sandbox run --agent NAME -- CMD ARGS...\n";
+    return 2;
+  }
+  sandbox::AgentSandboxes boxes(home, programDir(), sandbox::probeKernel());
+  sandbox::PreparedSandbox box;
+  try {
+    box = boxes.prepare({agent, {}, tainted});
+  } catch (std::exception& e) {
+    std::cerr << "pinectl: no sandbox for agent " << agent << ": " << e.what() << "\n";
+    return 125;
+  }
+  std::string program = findProgram(command[0], box.env);
+  if (program.empty()) {
+    std::cerr << "pinectl: " << command[0] << ": not found on the sandbox's PATH\n";
+    return 127;
+  }
+  std::vector<char*> argv, envp;
+  for (auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& e : box.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::cerr << "pinectl: fork: " << strerror(errno) << "\n";
+    return 125;
+  }
+  if (pid == 0) {
+    closeFrom(3);  // the terminal stays; nothing else of pinectl's goes in
+    if (int err = sandbox::enterSandboxInChild(box.plan)) {
+      const char* msg = strerror(err);
+      ssize_t ignored = write(2, "pinectl: cannot enter the sandbox: ", 35);
+      ignored = write(2, msg, strlen(msg));
+      ignored = write(2, "\n", 1);
+      (void)ignored;
+      _exit(125);
+    }
+    execve(program.c_str(), argv.data(), envp.data());
+    _exit(127);
+  }
+  // The terminal's signals reach the child directly; pinectl only waits for it.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + WTERMSIG(status);
+}
+
+}  // namespace pine

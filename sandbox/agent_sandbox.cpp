@@ -1,0 +1,97 @@
+#include "sandbox/agent_sandbox.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace pine::sandbox {
+namespace {
+
+void makeDir(const std::string& path) {
+  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+    throw std::runtime_error("cannot create " + path + ": " + strerror(errno));
+}
+
+std::string ownerHome() {
+  if (struct passwd* pw = getpwuid(getuid())) return pw->pw_dir;
+  const char* h = getenv("HOME");
+  return h ? h : "";
+}
+
+// A worker that runs under another uid must be able to walk to its folders.
+void requireTraversable(const std::string& path, uid_t uid) {
+  if (uid == getuid()) return;
+  std::string dir = path;
+  while (!dir.empty() && dir != "/") {
+    dir = dir.substr(0, dir.find_last_of('/'));
+    if (dir.empty()) dir = "/";
+    struct stat st;
+    if (stat(dir.c_str(), &st) != 0) continue;
+    bool passable = (st.st_mode & S_IXOTH) || (st.st_uid == uid && (st.st_mode & S_IXUSR));
+    if (!passable)
+      throw std::runtime_error("the worker (uid " + std::to_string(uid) + ") cannot reach " + path + ": " + dir +
+                               " is not traversable by others; run `chmod o+x " + dir +
+                               "` or keep pine's home elsewhere");
+    if (dir == "/") break;
+  }
+}
+
+}  // namespace
+
+AgentSandboxes::AgentSandboxes(std::string pineHome, std::string programDir, Probe probe, LinuxOptions options)
+    : home_(std::move(pineHome)), programDir_(std::move(programDir)), probe_(std::move(probe)),
+      options_(std::move(options)) {}
+
+AgentPaths AgentSandboxes::pathsFor(const std::string& agent) const {
+  AgentPaths p;
+  p.agentId = agent;
+  p.pineHome = home_;
+  p.userHome = ownerHome();
+  p.workspace = home_ + "/agents/" + agent + "/workspace";
+  p.privateHome = home_ + "/sandbox/" + agent;
+  p.tmpdir = home_ + "/sandbox/" + agent + "/tmp";
+  std::string skills = home_ + "/agents/" + agent + "/skills";
+  if (access(skills.c_str(), F_OK) == 0) p.skills.push_back(skills);
+  p.programDir = programDir_;
+  if (agent == "main") p.userMd = home_ + "/USER.md";
+  return p;
+}
+
+PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) const {
+  Requirements req;
+  req.minLandlockAbi = options_.minLandlockAbi;
+  req.requireNamespaces = options_.requireNamespaces;
+  if (auto why = refuseReason(probe_, req)) throw std::runtime_error(*why);
+
+  AgentPaths paths = pathsFor(request.agent);
+  makeDir(home_ + "/agents");
+  makeDir(home_ + "/agents/" + request.agent);
+  makeDir(paths.workspace);
+  makeDir(home_ + "/sandbox");
+  makeDir(paths.privateHome);
+  makeDir(paths.tmpdir);
+  if (probe_.root) {
+    // Folders from pine's home down are made traversable below; above it is the operator's to fix.
+    requireTraversable(home_, options_.workerUid);
+    requireTraversable(programDir_ + "/.", options_.workerUid);
+    prepareWorkerOwnership({paths.workspace, paths.privateHome, paths.tmpdir}, home_, options_.workerUid,
+                           options_.workerGid);
+  }
+
+  PreparedSandbox out;
+  out.policy = agentPolicy(paths, request.grants, request.tainted);
+  LinuxOptions opts = options_;
+  opts.cwd = paths.workspace;
+  out.plan = buildLinuxPlan(out.policy, opts, probe_);
+  out.env = workerEnvironment(paths);
+  out.workspace = paths.workspace;
+  out.mode = probe_.degraded() ? "degraded" : "full";
+  out.notes = out.plan.notes;
+  return out;
+}
+
+}  // namespace pine::sandbox

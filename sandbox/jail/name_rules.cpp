@@ -1,0 +1,165 @@
+#include "sandbox/jail/name_rules.h"
+
+#include <utf8proc.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace pine::sandbox {
+namespace {
+
+std::vector<std::string> splitComponents(std::string_view path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    if (j > i) out.emplace_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+// '*' matches any run of bytes; the strings are normalised UTF-8, so a run
+// never splits a character in a way that matters for equality.
+bool globMatch(std::string_view pat, std::string_view s) {
+  size_t p = 0, i = 0, starP = std::string_view::npos, starI = 0;
+  while (i < s.size()) {
+    if (p < pat.size() && pat[p] == '*') {
+      starP = p++;
+      starI = i;
+    } else if (p < pat.size() && pat[p] == s[i]) {
+      ++p;
+      ++i;
+    } else if (starP != std::string_view::npos) {
+      p = starP + 1;
+      i = ++starI;
+    } else {
+      return false;
+    }
+  }
+  while (p < pat.size() && pat[p] == '*') ++p;
+  return p == pat.size();
+}
+
+// Can pattern parts [pi..] match path parts starting at [si..]? `subtree`
+// lets the match end before the path does.
+bool matchFrom(const std::vector<std::string>& pat, size_t pi, const std::vector<std::string>& path,
+               size_t si, bool subtree) {
+  if (pi == pat.size()) return subtree || si == path.size();
+  if (pat[pi] == "**") {
+    for (size_t k = si; k <= path.size(); ++k)
+      if (matchFrom(pat, pi + 1, path, k, subtree)) return true;
+    return false;
+  }
+  if (si == path.size() || !globMatch(pat[pi], path[si])) return false;
+  return matchFrom(pat, pi + 1, path, si + 1, subtree);
+}
+
+std::string normaliseOrRaw(const std::string& c) {
+  if (auto n = normaliseName(c)) return *n;
+  // Not UTF-8: no protected name (all valid UTF-8) can equal it; keep the bytes.
+  return c;
+}
+
+}  // namespace
+
+bool isValidUtf8Path(std::string_view s) {
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(s.data());
+  utf8proc_ssize_t left = utf8proc_ssize_t(s.size());
+  while (left > 0) {
+    utf8proc_int32_t cp;
+    auto n = utf8proc_iterate(p, left, &cp);
+    if (n <= 0 || cp < 0) return false;
+    p += n;
+    left -= n;
+  }
+  return true;
+}
+
+std::optional<std::string> normaliseName(std::string_view name) {
+  if (!isValidUtf8Path(name)) return std::nullopt;
+  if (name.empty()) return std::string();
+  utf8proc_uint8_t* out = nullptr;
+  auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(name.data()), utf8proc_ssize_t(name.size()),
+                        &out,
+                        utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT |
+                                          UTF8PROC_CASEFOLD | UTF8PROC_IGNORE));
+  if (n < 0) {
+    std::free(out);
+    return std::nullopt;
+  }
+  std::string result(reinterpret_cast<char*>(out), size_t(n));
+  std::free(out);
+  return result;
+}
+
+NameRules::NameRules(std::vector<NameRule> rules) {
+  for (auto& r : rules) add(std::move(r));
+}
+
+void NameRules::add(NameRule rule) {
+  auto parts = splitComponents(rule.pattern);
+  if (parts.empty()) throw std::invalid_argument("protected-name pattern is empty");
+  std::vector<std::string> compiled;
+  for (const auto& p : parts) {
+    if (p == "." || p == "..") throw std::invalid_argument("protected-name pattern has . or ..: " + rule.pattern);
+    if (p == "**") {
+      compiled.push_back(p);
+      continue;
+    }
+    auto n = normaliseName(p);
+    if (!n || n->empty()) throw std::invalid_argument("protected-name pattern is not valid: " + rule.pattern);
+    compiled.push_back(*n);
+  }
+  compiled_.push_back(std::move(compiled));
+  rules_.push_back(std::move(rule));
+}
+
+std::vector<NameRule> NameRules::secretFiles() {
+  const std::string why = "it may hold secrets";
+  return {{".env", true, true, true, why}, {".env.*", true, true, true, why}};
+}
+
+std::vector<NameRule> NameRules::gitControl() {
+  const std::string why = "git runs programs it names";
+  return {
+      {".git/**/hooks", true, false, true, why},
+      {".git/**/config", true, false, true, why},
+      {".git/**/config.worktree", true, false, true, why},
+      // The entry itself: a file named .git can point git at another folder
+      // (gitdir: ...) whose config and hooks are not protected.
+      {".git", false, false, true, "a .git entry decides which hooks and config git uses"},
+  };
+}
+
+std::vector<NameRule> NameRules::instructionFiles() {
+  const std::string why = "it is read into the agent's instructions and the session is tainted";
+  std::vector<NameRule> out;
+  for (const char* n : {"AGENTS.md", "SOUL.md", "MEMORY.md", "USER.md", "CLAUDE.md", ".pi", ".agents"})
+    out.push_back({n, true, false, true, why});
+  return out;
+}
+
+NameRules NameRules::defaults(bool tainted) {
+  NameRules r;
+  for (auto& rule : secretFiles()) r.add(rule);
+  for (auto& rule : gitControl()) r.add(rule);
+  if (tainted)
+    for (auto& rule : instructionFiles()) r.add(rule);
+  return r;
+}
+
+const NameRule* NameRules::refusing(std::string_view relPath, bool write) const {
+  std::vector<std::string> path;
+  for (const auto& c : splitComponents(relPath)) path.push_back(normaliseOrRaw(c));
+  for (size_t r = 0; r < rules_.size(); ++r) {
+    const auto& rule = rules_[r];
+    if (!(write ? rule.denyWrite : rule.denyRead)) continue;
+    for (size_t start = 0; start < path.size(); ++start)
+      if (matchFrom(compiled_[r], 0, path, start, rule.subtree)) return &rule;
+  }
+  return nullptr;
+}
+
+}  // namespace pine::sandbox

@@ -1,0 +1,363 @@
+#include "sandbox/linux/enter.h"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+
+#include "sandbox/linux/seccomp_filter.h"
+
+namespace pine::sandbox {
+namespace {
+
+struct DirCloser {
+  void operator()(DIR* d) const { closedir(d); }
+};
+using DirPtr = std::unique_ptr<DIR, DirCloser>;
+
+// ---------- parent side ----------
+
+std::string idMap(unsigned id) { return std::to_string(id) + " " + std::to_string(id) + " 1\n"; }
+
+// ---------- child side: async-signal-safe only ----------
+
+constexpr int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH};
+
+// The one pid a monitor or init forwards signals to (each process has its own copy).
+volatile pid_t gForwardTo = 0;
+
+void forwardSignal(int sig) {
+  int saved = errno;
+  if (gForwardTo > 0) kill(gForwardTo, sig);
+  errno = saved;
+}
+
+void blockForwarded(sigset_t* old) noexcept {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : kForwarded) sigaddset(&set, s);
+  sigprocmask(SIG_BLOCK, &set, old);
+}
+
+void startForwarding(pid_t to) noexcept {
+  gForwardTo = to;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = forwardSignal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (int s : kForwarded) sigaction(s, &sa, nullptr);
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : kForwarded) sigaddset(&set, s);
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+void closeAllExcept(int keep) noexcept {
+  auto closeRange = [](unsigned first, unsigned last) {
+    if (first > last) return;
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, first, last, 0) == 0) return;
+#endif
+    for (unsigned fd = first; fd <= last && fd < 65536; ++fd) close((int)fd);
+  };
+  if (keep < 0) {
+    closeRange(0, ~0U);
+    return;
+  }
+  closeRange(0, (unsigned)keep - 1);
+  closeRange((unsigned)keep + 1, ~0U);
+}
+
+// Ends this process the way the worker ended, so the supervisor's waitpid
+// sees the worker's own status.
+[[noreturn]] void exitLike(int status) noexcept {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);  // the worker dumped (or not); we never do
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    kill(getpid(), sig);
+    _exit(128 + sig);
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+}
+
+// Outside the pid namespace: the supervisor's child. Waits for the
+// namespace's init and ends with the worker's status.
+[[noreturn]] void monitor(pid_t init, int statusRead) noexcept {
+  closeAllExcept(statusRead);
+  startForwarding(init);
+  int status = 0;
+  while (waitpid(init, &status, 0) < 0) {
+    if (errno != EINTR) _exit(127);
+  }
+  int worker = 0;
+  ssize_t n;
+  do n = read(statusRead, &worker, sizeof worker);
+  while (n < 0 && errno == EINTR);
+  exitLike(n == (ssize_t)sizeof worker ? worker : status);
+}
+
+// pid 1 of the namespace: reaps orphans, forwards signals (an init only
+// receives signals it has a handler for), and when the worker ends, reports its
+// status and exits, which makes the kernel kill whatever is left inside.
+[[noreturn]] void init(pid_t worker, int statusWrite) noexcept {
+  closeAllExcept(statusWrite);
+  startForwarding(worker);
+  for (;;) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, 0);
+    if (pid == worker) {
+      ssize_t ignored = write(statusWrite, &status, sizeof status);
+      (void)ignored;
+      _exit(0);
+    }
+    if (pid < 0 && errno == ECHILD) _exit(0);
+  }
+}
+
+int capsToZero() noexcept {
+  __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2];
+  memset(data, 0, sizeof data);
+  if (syscall(SYS_capset, &hdr, data) != 0) return errno;
+  memset(data, 0xff, sizeof data);
+  if (syscall(SYS_capget, &hdr, data) != 0) return errno;
+  for (auto& d : data)
+    if (d.effective || d.permitted || d.inheritable) return EPERM;
+  return 0;
+}
+
+// Every capability goes, with no way back: the bounding set (so no exec can
+// grant one), ambient, and securebits locked so that uid 0 (if it were ever
+// regained) means nothing at exec.
+int dropPrivileges(const LinuxPlan& plan) noexcept {
+  bool privileged = plan.changeIds || plan.newUserNs;
+  if (privileged) {
+    unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED |
+                         SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+    if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) != 0) return errno;
+    for (int cap = 0; cap <= plan.lastCap; ++cap)
+      if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) return errno;
+  }
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) return errno;
+  if (plan.changeIds) {
+    if (syscall(SYS_setgroups, 0, nullptr) != 0) return errno;
+    if (syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0) return errno;
+    if (syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid) != 0) return errno;
+    if (getuid() != plan.uid || geteuid() != plan.uid || getgid() != plan.gid) return EPERM;
+  }
+  return capsToZero();
+}
+
+int armParentDeath(pid_t expectedParent) noexcept {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+  if (getppid() != expectedParent) return ESRCH;  // it died before the signal was armed
+  return 0;
+}
+
+}  // namespace
+
+LinuxPlan buildLinuxPlan(const Policy& policy, const LinuxOptions& o, const Probe& probe) {
+  Requirements req;
+  req.minLandlockAbi = o.minLandlockAbi;
+  req.requireNamespaces = o.requireNamespaces && o.useNamespaces;
+  if (auto why = refuseReason(probe, req)) throw PlanError(*why);
+  if (o.requireNamespaces && !o.useNamespaces)
+    throw PlanError("namespaces are required by configuration but switched off for this task");
+
+  LinuxPlan plan;
+  plan.lastCap = probe.lastCap;
+  if (probe.root) {
+    if (o.workerUid == 0 || o.workerGid == 0)
+      throw PlanError("the worker uid/gid must not be 0: a worker never runs as root (set sandbox.uid/gid)");
+    plan.changeIds = true;
+    plan.uid = o.workerUid;
+    plan.gid = o.workerGid;
+  }
+  bool nsOk = o.useNamespaces && (probe.root || probe.userNs);
+  if (nsOk) {
+    plan.newUserNs = !probe.root;
+    plan.newMountNs = probe.mountNs;
+    plan.newPidNs = probe.pidNs;
+    plan.newIpcNs = probe.ipcNs;
+    plan.newNetNs = probe.netNs && policy.network != Network::All;
+    plan.mountProc = plan.newMountNs && plan.newPidNs && probe.procMount;
+    if (plan.newUserNs) {
+      plan.uidMap = idMap(getuid());
+      plan.gidMap = idMap(getgid());
+    }
+  }
+  Network net = policy.network;
+  if (net == Network::Localhost && !plan.newNetNs) {
+    net = Network::None;
+    plan.notes.push_back("network localhost needs a network namespace, which is unavailable: enforced as none");
+  }
+  if (net == Network::Localhost) {
+    plan.loopbackUp = true;
+    plan.notes.push_back("network localhost is the sandbox's own loopback: services on the host's localhost are "
+                         "not reachable");
+  }
+  if (!o.useNamespaces) plan.notes.push_back("namespaces switched off for this task");
+  if (!plan.newMountNs) plan.notes.push_back("no mount namespace: guarded paths inside writable folders are kept "
+                                             "read-only by Landlock alone, which also stops new files next to them");
+  if (!plan.newPidNs) plan.notes.push_back("no pid namespace: the worker can list other processes in /proc");
+  else if (!plan.mountProc) plan.notes.push_back("no fresh /proc: the worker can list other processes in /proc");
+  if (!plan.newNetNs && net == Network::None)
+    plan.notes.push_back("no network namespace: network none rests on seccomp (socket refused) and Landlock");
+
+  std::vector<std::string> guarded, unguarded;
+  std::vector<ns::Bind> binds =
+      ns::computeBinds(policy, plan.changeIds ? plan.uid : (uid_t)-1, plan.changeIds ? plan.gid : (gid_t)-1, guarded,
+                       unguarded);
+  if (plan.newMountNs) {
+    plan.binds = std::move(binds);
+  } else {
+    guarded.clear();  // Landlock carves them out instead
+  }
+  for (auto& u : unguarded)
+    plan.notes.push_back("not guarded (does not exist, and a missing path cannot be bound read-only): " + u);
+
+  plan.landlock.abi = probe.landlockAbi;
+  plan.landlock.handledFs = landlock::handledFs(probe.landlockAbi);
+  plan.landlock.handledNet = net == Network::None ? landlock::handledNet(probe.landlockAbi) : 0;
+  plan.landlock.scoped = landlock::scopes(probe.landlockAbi);
+  plan.landlock.rules = landlock::computeRules(policy, probe.landlockAbi, guarded);
+  if (probe.landlockAbi < 4 && net == Network::None)
+    plan.notes.push_back("Landlock below ABI 4: TCP is refused by seccomp only");
+  if (probe.landlockAbi < 6)
+    plan.notes.push_back("Landlock below ABI 6: signals and abstract sockets are scoped by the pid namespace and "
+                         "seccomp only");
+
+  try {
+    // Compiling the filter is most of a plan's cost (about 2 ms): one per network mode is enough.
+    static std::mutex cacheLock;
+    static std::vector<sock_filter> cache[3];
+    std::lock_guard<std::mutex> lock(cacheLock);
+    auto& cached = cache[(int)net];
+    if (cached.empty()) cached = seccomp::buildFilter(net);
+    plan.seccomp = cached;
+  } catch (const std::exception& e) {
+    throw PlanError(std::string(e.what()) + " (is libseccomp working? the task is refused rather than run "
+                                            "without the filter)");
+  }
+  plan.cwd = o.cwd.empty() ? "/" : o.cwd;
+  return plan;
+}
+
+int enterSandboxInChild(const LinuxPlan& plan) noexcept {
+  const pid_t parent = getppid();
+  int flags = 0;
+  if (plan.newUserNs) flags |= CLONE_NEWUSER;
+  if (plan.newMountNs) flags |= CLONE_NEWNS;
+  if (plan.newNetNs) flags |= CLONE_NEWNET;
+  if (plan.newPidNs) flags |= CLONE_NEWPID;
+  if (plan.newIpcNs) flags |= CLONE_NEWIPC;
+  // /proc/self/{uid,gid}_map belong to root while a process is not dumpable
+  // (a pined that dropped from root is not); exec would make it dumpable anyway.
+  if (plan.newUserNs && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return errno;
+  if (flags && unshare(flags) != 0) return errno;
+  if (plan.newUserNs) {
+    if (int e = ns::writeIdMaps(plan.uidMap.c_str(), plan.gidMap.c_str())) return e;
+  }
+  // A credential change (the user namespace) clears the parent-death signal.
+  if (int e = armParentDeath(parent)) return e;
+
+  if (plan.newPidNs) {
+    sigset_t original;
+    blockForwarded(&original);
+    int status[2];
+    if (pipe2(status, O_CLOEXEC) != 0) return errno;
+    pid_t initPid = fork();
+    if (initPid < 0) {
+      int e = errno;
+      close(status[0]);
+      close(status[1]);
+      sigprocmask(SIG_SETMASK, &original, nullptr);
+      return e;
+    }
+    if (initPid > 0) monitor(initPid, status[0]);
+    // pid 1 in the namespace. Its parent (the monitor) is outside and has no pid here.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+    pollfd pfd = {status[1], POLLOUT, 0};
+    if (poll(&pfd, 1, 0) < 0 || (pfd.revents & (POLLERR | POLLHUP))) return ESRCH;  // the monitor is gone
+    pid_t worker = fork();
+    if (worker < 0) return errno;
+    if (worker > 0) init(worker, status[1]);
+    close(status[0]);
+    close(status[1]);
+    sigprocmask(SIG_SETMASK, &original, nullptr);
+    if (int e = armParentDeath(1)) return e;
+  }
+
+  if (plan.newMountNs) {
+    if (int e = ns::applyMounts(plan.binds, plan.mountProc)) return e;
+  }
+  if (plan.loopbackUp) {
+    if (int e = ns::loopbackUp()) return e;
+  }
+  if (int e = dropPrivileges(plan)) return e;
+  // setresuid cleared the parent-death signal; arm it again for the last time.
+  if (int e = armParentDeath(plan.newPidNs ? 1 : parent)) return e;
+  if (chdir(plan.cwd.c_str()) != 0) return errno;
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+  if (plan.landlock.abi > 0) {
+    if (int e = landlock::restrictSelf(plan.landlock)) return e;
+  }
+  return seccomp::loadInChild(plan.seccomp);
+}
+
+void prepareWorkerOwnership(const std::vector<std::string>& roots, const std::string& stopAt, uid_t uid, gid_t gid) {
+  auto fail = [](const std::string& what, const std::string& path) {
+    throw std::runtime_error(what + " " + path + ": " + strerror(errno));
+  };
+  std::function<void(const std::string&)> chownTree = [&](const std::string& path) {
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) fail("stat", path);
+    if (lchown(path.c_str(), uid, gid) != 0) fail("chown", path);
+    if (!S_ISDIR(st.st_mode)) return;
+    DirPtr d(opendir(path.c_str()));
+    if (!d) fail("opendir", path);
+    while (dirent* e = readdir(d.get())) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      chownTree(path + "/" + name);
+    }
+  };
+  for (auto& root : roots) {
+    chownTree(root);
+    // Traversal only (o+x): the worker reaches its folders without listing what lies beside them.
+    std::string p = root;
+    while (p != "/" && p != stopAt) {
+      size_t slash = p.rfind('/');
+      p = slash == 0 ? "/" : p.substr(0, slash);
+      if (!pathWithin(p, stopAt)) break;
+      struct stat st;
+      if (stat(p.c_str(), &st) != 0) fail("stat", p);
+      if (!(st.st_mode & S_IXOTH) && chmod(p.c_str(), (st.st_mode & 07777) | S_IXOTH) != 0) fail("chmod", p);
+    }
+  }
+}
+
+}  // namespace pine::sandbox

@@ -1,0 +1,90 @@
+// The Linux backend's two entry points: buildLinuxPlan() in the supervisor,
+// before fork (everything that allocates or reads directories happens here),
+// and enterSandboxInChild() in the forked child, just before execve.
+//
+//   LinuxPlan plan = buildLinuxPlan(policy, options, probe);   // may throw
+//   pid_t pid = fork();
+//   if (pid == 0) {
+//     ... fd 3, close the rest, setsid, parent-death signal ...
+//     if (int err = enterSandboxInChild(plan)) { report err on the error pipe; _exit(127); }
+//     execve(...);
+//   }
+//
+// With a pid namespace the call forks twice inside (see README): the process
+// the supervisor forked stays outside as a monitor that forwards signals and
+// reproduces the worker's exit status; the namespace's init (pid 1) reaps
+// orphans; only the worker, pid 2 inside, returns from the call. Killing the
+// monitor kills everything inside (parent-death signals, then the namespace).
+#pragma once
+#include <linux/filter.h>
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandbox/linux/landlock.h"
+#include "sandbox/linux/namespaces.h"
+#include "sandbox/linux/probe.h"
+#include "sandbox/policy.h"
+
+namespace pine::sandbox {
+
+struct LinuxOptions {
+  // When pined runs as root, workers run as this uid/gid with no supplementary
+  // groups (default: nobody). Ignored otherwise: an unprivileged pined's
+  // workers keep its uid, inside a user namespace where available.
+  uid_t workerUid = 65534;
+  gid_t workerGid = 65534;
+  int minLandlockAbi = 1;          // refuse below this
+  bool requireNamespaces = false;  // refuse a degraded backend
+  bool useNamespaces = true;       // false: Landlock + seccomp only (tests of the degraded path)
+  std::string cwd;                 // the worker's working directory (its workspace); empty: "/"
+};
+
+struct LinuxPlan {
+  // Namespaces (all decided from the probe).
+  bool newUserNs = false, newMountNs = false, newNetNs = false, newPidNs = false, newIpcNs = false;
+  bool mountProc = false;
+  bool loopbackUp = false;
+  std::string uidMap, gidMap;  // for a user namespace: "uid uid 1\n"
+  std::vector<ns::Bind> binds;
+  // Credentials.
+  bool changeIds = false;  // setgroups/setresgid/setresuid to the worker's ids
+  uid_t uid = 0;
+  gid_t gid = 0;
+  int lastCap = 40;
+  // Landlock, then seccomp.
+  landlock::ChildPlan landlock;
+  std::vector<sock_filter> seccomp;
+  std::string cwd = "/";
+  // What this plan does not enforce that the policy asks for, and degraded
+  // parts, in words: the lead writes them to the audit log.
+  std::vector<std::string> notes;
+};
+
+struct PlanError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Fail closed: throws PlanError (with what to do) when refuseReason() says so,
+// or when the plan cannot be made. Creates a missing `.git/hooks` it guards.
+LinuxPlan buildLinuxPlan(const Policy& policy, const LinuxOptions& options, const Probe& probe);
+
+// In the forked child, after its descriptors are arranged, before execve.
+// Order: namespaces (and, with a pid namespace, the monitor/init forks),
+// mounts, loopback, drop groups/gid/uid and every capability (bounding,
+// ambient, securebits locked), parent-death signal again, chdir,
+// no_new_privs, Landlock, seccomp. Async-signal-safe, no allocation. Returns 0
+// in the process that is to exec, or an errno value: the caller reports it and
+// _exits. (The monitor and the init never return.)
+int enterSandboxInChild(const LinuxPlan& plan) noexcept;
+
+// When pined runs as root: hand the agent's own folders (workspace, private
+// home, temp) to the worker's uid, recursively and without following links,
+// and make the folders above them up to and including `stopAt` traversable
+// (o+x, never readable) so the worker can reach them. Throws with the path.
+void prepareWorkerOwnership(const std::vector<std::string>& roots, const std::string& stopAt, uid_t uid,
+                            gid_t gid);
+
+}  // namespace pine::sandbox

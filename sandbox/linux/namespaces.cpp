@@ -1,0 +1,134 @@
+#include "sandbox/linux/namespaces.h"
+
+#include <fcntl.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace pine::sandbox::ns {
+namespace {
+
+bool existsNoFollow(const std::string& p, struct stat* st) { return lstat(p.c_str(), st) == 0; }
+
+bool isGitDir(const std::string& p) {
+  struct stat st;
+  return lstat((p + "/HEAD").c_str(), &st) == 0 && (lstat((p + "/objects").c_str(), &st) == 0 ||
+                                                     lstat((p + "/config").c_str(), &st) == 0);
+}
+
+std::string parentOf(const std::string& p) {
+  size_t slash = p.rfind('/');
+  return slash == 0 ? "/" : p.substr(0, slash);
+}
+
+std::string baseOf(const std::string& p) { return p.substr(p.rfind('/') + 1); }
+
+// Flags a bind remount must keep: in a user namespace the kernel refuses to
+// clear nosuid/nodev/noexec/atime flags that the outer mount has (they are locked).
+unsigned long lockedFlags(const char* path) noexcept {
+  struct statfs sf;
+  if (statfs(path, &sf) != 0) return 0;
+  unsigned long out = 0;
+  if (sf.f_flags & ST_NOSUID) out |= MS_NOSUID;
+  if (sf.f_flags & ST_NODEV) out |= MS_NODEV;
+  if (sf.f_flags & ST_NOEXEC) out |= MS_NOEXEC;
+  if (sf.f_flags & ST_NOATIME) out |= MS_NOATIME;
+  if (sf.f_flags & ST_NODIRATIME) out |= MS_NODIRATIME;
+  if (sf.f_flags & ST_RELATIME) out |= MS_RELATIME;
+  return out;
+}
+
+}  // namespace
+
+std::vector<Bind> computeBinds(const Policy& policy, uid_t owner, gid_t group, std::vector<std::string>& guarded,
+                               std::vector<std::string>& unguarded) {
+  std::vector<Bind> binds;
+  for (auto& d : policy.denyWrite) {
+    const std::string* root = nullptr;
+    for (auto& w : policy.writable)
+      if (pathWithin(d, w) && d != w && (!root || w.size() > root->size())) root = &w;
+    if (!root) continue;  // not inside a writable tree: Landlock already keeps it read-only
+    struct stat st;
+    if (!existsNoFollow(d, &st)) {
+      std::string parent = parentOf(d);
+      if (baseOf(d) == "hooks" && isGitDir(parent) && mkdir(d.c_str(), 0755) == 0) {
+        if (owner != (uid_t)-1 && chown(d.c_str(), owner, group) != 0) {
+          // Left root's: the guard still holds, untainted runs just cannot add hooks.
+        }
+      } else {
+        unguarded.push_back(d);
+        continue;
+      }
+    }
+    guarded.push_back(d);
+    binds.push_back({d, true});
+    for (std::string p = parentOf(d); p != *root && pathWithin(p, *root); p = parentOf(p)) binds.push_back({p, false});
+  }
+  // Parents first (a prefix sorts first), one entry per path, read-only wins.
+  std::sort(binds.begin(), binds.end(), [](const Bind& a, const Bind& b) {
+    return a.path != b.path ? a.path < b.path : a.readOnly > b.readOnly;
+  });
+  binds.erase(std::unique(binds.begin(), binds.end(), [](const Bind& a, const Bind& b) { return a.path == b.path; }),
+              binds.end());
+  // "/a/b" < "/a/b.c" < "/a/b/c" in byte order would bind b/c after b.c: harmless,
+  // both are below b, which is bound before either.
+  return binds;
+}
+
+int writeIdMaps(const char* uidMap, const char* gidMap) noexcept {
+  auto writeFile = [](const char* path, const char* text) -> int {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    size_t len = strlen(text);
+    ssize_t n = write(fd, text, len);
+    int e = errno;
+    close(fd);
+    return n == (ssize_t)len ? 0 : (n < 0 ? e : EIO);
+  };
+  if (int e = writeFile("/proc/self/setgroups", "deny")) return e;
+  if (int e = writeFile("/proc/self/uid_map", uidMap)) return e;
+  return writeFile("/proc/self/gid_map", gidMap);
+}
+
+int applyMounts(const std::vector<Bind>& binds, bool mountProc) noexcept {
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+  for (const Bind& b : binds) {
+    if (mount(b.path.c_str(), b.path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      if (errno == ENOENT) continue;  // removed since the plan: nothing left to guard there
+      return errno;
+    }
+    if (b.readOnly) {
+      unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | lockedFlags(b.path.c_str());
+      if (mount(nullptr, b.path.c_str(), nullptr, flags, nullptr) != 0) return errno;
+    }
+  }
+  if (mountProc && mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) return errno;
+  return 0;
+}
+
+int loopbackUp() noexcept {
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return errno;
+  ifreq ifr;
+  memset(&ifr, 0, sizeof ifr);
+  memcpy(ifr.ifr_name, "lo", 3);
+  int rc = ioctl(s, SIOCGIFFLAGS, &ifr);
+  if (rc == 0) {
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    rc = ioctl(s, SIOCSIFFLAGS, &ifr);
+  }
+  int e = errno;
+  close(s);
+  return rc == 0 ? 0 : e;
+}
+
+}  // namespace pine::sandbox::ns

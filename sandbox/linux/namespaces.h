@@ -1,0 +1,44 @@
+// Namespaces and mounts of the Linux backend: the parts that need privilege
+// (real root, or the capabilities a fresh user namespace gives) and so run
+// first in the child, before the credentials are dropped.
+#pragma once
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "sandbox/policy.h"
+
+namespace pine::sandbox::ns {
+
+struct Bind {
+  std::string path;
+  bool readOnly;  // false: a plain bind onto itself, which pins the folder (see below)
+};
+
+// Read-only bind mounts for every existing denyWrite path inside a writable
+// root (.git/hooks, .git/config, instruction files), which Landlock cannot
+// carve out of a writable tree without taking rights from its neighbours.
+// Every folder between the writable root and such a path is bound onto itself
+// first: a mount point cannot be renamed or removed (EBUSY), so a worker
+// cannot move `.git` (or a folder holding it) aside and put another in its
+// place. Sorted parents first. A missing `<gitdir>/hooks` is created (mode
+// 755, owned by `owner` when that is not -1) so that it can be guarded; other
+// missing paths are returned in `unguarded`.
+std::vector<Bind> computeBinds(const Policy& policy, uid_t owner, gid_t group, std::vector<std::string>& guarded,
+                               std::vector<std::string>& unguarded);
+
+// --- in the child; async-signal-safe, allocation-free, 0 or errno ---
+
+// After unshare(CLONE_NEWUSER): map our own uid and gid onto themselves.
+// `uidMap`/`gidMap` are the prepared "uid uid 1\n" lines.
+int writeIdMaps(const char* uidMap, const char* gidMap) noexcept;
+
+// Mount propagation to private (nothing leaks back to the host), the binds, and
+// a fresh /proc when we are in a new pid namespace.
+int applyMounts(const std::vector<Bind>& binds, bool mountProc) noexcept;
+
+// Brings up "lo" in a new network namespace (network localhost).
+int loopbackUp() noexcept;
+
+}  // namespace pine::sandbox::ns

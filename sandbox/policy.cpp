@@ -1,0 +1,435 @@
+#include "sandbox/policy.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+namespace pine::sandbox {
+namespace {
+
+struct DirCloser {
+  void operator()(DIR* d) const { closedir(d); }
+};
+using DirPtr = std::unique_ptr<DIR, DirCloser>;
+
+std::vector<std::string> splitComponents(std::string_view path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    std::string_view c = path.substr(i, j - i);
+    if (!c.empty() && c != ".") out.emplace_back(c);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::optional<std::string> realPath(const std::string& p) {
+  std::unique_ptr<char, decltype(&free)> r(realpath(p.c_str(), nullptr), &free);
+  if (!r) return std::nullopt;
+  return std::string(r.get());
+}
+
+bool isDir(const std::string& p) {
+  struct stat st;
+  return lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool exists(const std::string& p) {
+  struct stat st;
+  return lstat(p.c_str(), &st) == 0;
+}
+
+void sortUnique(std::vector<std::string>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+std::string join(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+// Canonical form of one of pine's own paths (configuration, not a request):
+// empty stays empty.
+std::string canonOwn(const std::string& p, const char* what) {
+  if (p.empty()) return p;
+  try {
+    return canonicalPath(p);
+  } catch (const PolicyError& e) {
+    throw PolicyError(std::string(what) + ": " + e.what());
+  }
+}
+
+// Walks a writable tree for what a tainted session must not change. Does not
+// follow symlinks (a link is not the repository the owner's git would use
+// there) and stops, refusing the task, past a budget: an unscanned tree would be
+// an unguarded one.
+class TaintScan {
+ public:
+  explicit TaintScan(std::vector<std::string>& out) : out_(out) {}
+
+  void tree(const std::string& dir) { walk(dir, 0); }
+
+ private:
+  static constexpr size_t kMaxDirs = 50000;
+  static constexpr int kMaxDepth = 64;
+
+  void visitGitDir(const std::string& g, int depth) {
+    out_.push_back(g + "/hooks");
+    out_.push_back(g + "/config");
+    // Submodules keep their git directories under .git/modules/<name>/, nested
+    // as deep as the submodules are.
+    std::string modules = g + "/modules";
+    if (isDir(modules)) walkModules(modules, depth + 1);
+  }
+
+  void walkModules(const std::string& dir, int depth) {
+    forEachEntry(dir, depth, [&](const std::string& path, const std::string&, bool dir_) {
+      if (!dir_) return;
+      if (exists(path + "/HEAD") && (exists(path + "/config") || isDir(path + "/objects")))
+        visitGitDir(path, depth + 1);
+      else
+        walkModules(path, depth + 1);
+    });
+  }
+
+  void walk(const std::string& dir, int depth) {
+    const auto& names = instructionNames();
+    forEachEntry(dir, depth, [&](const std::string& path, const std::string& name, bool dir_) {
+      if (std::find(names.begin(), names.end(), name) != names.end()) {
+        out_.push_back(path);  // .pi/ and .agents/ are denied whole: no need to look inside
+        return;
+      }
+      if (!dir_) return;
+      if (name == ".git") {
+        visitGitDir(path, depth + 1);
+        return;
+      }
+      walk(path, depth + 1);
+    });
+  }
+
+  template <class F>
+  void forEachEntry(const std::string& dir, int depth, F&& f) {
+    if (depth > kMaxDepth || ++dirs_ > kMaxDirs)
+      throw PolicyError("the writable folder holding " + dir +
+                        " is too large or deep to check for .git and instruction files (more than " +
+                        std::to_string(kMaxDirs) +
+                        " folders); a tainted session there is refused. Open a smaller folder, or reset the "
+                        "conversation so it is no longer tainted.");
+    DirPtr d(opendir(dir.c_str()));
+    if (!d) return;  // unreadable to the supervisor: unreadable to the worker too
+    while (dirent* e = readdir(d.get())) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      std::string path = join(dir, name);
+      bool isDirectory;
+      if (e->d_type == DT_UNKNOWN) {
+        isDirectory = isDir(path);
+      } else {
+        isDirectory = e->d_type == DT_DIR;
+      }
+      f(path, name, isDirectory);
+    }
+  }
+
+  std::vector<std::string>& out_;
+  size_t dirs_ = 0;
+};
+
+struct Protected {
+  std::string path;
+  std::string what;
+};
+
+std::vector<Protected> protectedPaths(const AgentPaths& p) {
+  std::vector<Protected> out;
+  if (!p.pineHome.empty()) {
+    out.push_back({join(p.pineHome, ".env"), "pine's .env (secrets)"});
+    out.push_back({p.pineHome, "pine's home"});
+    std::string agents = join(p.pineHome, "agents");
+    if (DirPtr d(opendir(agents.c_str())); d) {
+      while (dirent* e = readdir(d.get())) {
+        std::string name = e->d_name;
+        if (name == "." || name == ".." || name == p.agentId) continue;
+        out.push_back({join(agents, name), "another agent's folder (" + name + ")"});
+      }
+    }
+  }
+  if (!p.programDir.empty()) out.push_back({p.programDir, "pine's program files"});
+  for (auto& w : p.otherWorkspaces)
+    if (!w.empty()) out.push_back({w, "another agent's workspace"});
+  return out;
+}
+
+AgentPaths canonicalAgentPaths(const AgentPaths& in) {
+  AgentPaths p = in;
+  p.pineHome = canonOwn(in.pineHome, "pine's home");
+  p.userHome = canonOwn(in.userHome, "the owner's home");
+  p.workspace = canonOwn(in.workspace, "the workspace");
+  p.privateHome = canonOwn(in.privateHome, "the private home");
+  p.tmpdir = canonOwn(in.tmpdir, "the temp folder");
+  p.docs = canonOwn(in.docs, "pine's docs");
+  p.programDir = canonOwn(in.programDir, "pine's program folder");
+  p.openedFolder = canonOwn(in.openedFolder, "the opened folder");
+  p.userMd = canonOwn(in.userMd, "USER.md");
+  for (auto& s : p.skills) s = canonOwn(s, "a skills folder");
+  for (auto& w : p.otherWorkspaces) w = canonOwn(w, "another agent's workspace");
+  if (p.pineHome.empty()) throw PolicyError("pine's home is not set: no policy can keep it closed");
+  if (p.workspace.empty() || p.privateHome.empty() || p.tmpdir.empty())
+    throw PolicyError("an agent needs a workspace, a private home and a temp folder");
+  return p;
+}
+
+// The agent's own writable roots may lie inside pine's home (agents/<id>/..,
+// sandbox/<id>/) but may not contain what must stay closed or overlap another
+// agent. This is a configuration error, reported as such.
+void checkOwnRoot(const std::string& root, const char* what, const AgentPaths& p,
+                  const std::vector<Protected>& prot) {
+  for (auto& x : prot) {
+    if (pathWithin(x.path, root))
+      throw PolicyError(std::string(what) + " " + root + " contains " + x.what + " (" + x.path +
+                        "); move it so it does not, pine never exposes that to an agent");
+    if (x.what != "pine's home" && pathWithin(root, x.path))
+      throw PolicyError(std::string(what) + " " + root + " lies inside " + x.what + " (" + x.path + ")");
+  }
+  (void)p;
+}
+
+std::string grantPath(const std::string& request, const Variables& vars, const AgentPaths& p, const char* kind) {
+  std::string canon;
+  try {
+    canon = canonicalPath(expandVariables(request, vars));
+  } catch (const PolicyError& e) {
+    throw PolicyError(std::string(kind) + " grant \"" + request + "\": " + e.what());
+  }
+  if (auto why = neverGrantableReason(canon, p))
+    throw PolicyError(std::string(kind) + " grant \"" + request + "\" (" + canon + ") refused: " + *why);
+  return canon;
+}
+
+}  // namespace
+
+const char* networkName(Network n) {
+  switch (n) {
+    case Network::None: return "none";
+    case Network::Localhost: return "localhost";
+    case Network::All: return "all";
+  }
+  return "none";
+}
+
+Network parseNetwork(std::string_view s) {
+  if (s == "none") return Network::None;
+  if (s == "localhost") return Network::Localhost;
+  if (s == "all") return Network::All;
+  throw PolicyError("network must be none, localhost or all, not \"" + std::string(s) + "\"");
+}
+
+Network widest(Network a, Network b) { return (int)a > (int)b ? a : b; }
+
+std::string expandVariables(std::string_view text, const Variables& vars) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '{') {
+      size_t end = text.find('}', i + 2);
+      if (end == std::string_view::npos)
+        throw PolicyError("unterminated variable in \"" + std::string(text) + "\" (write ${NAME})");
+      std::string name(text.substr(i + 2, end - i - 2));
+      auto it = vars.find(name);
+      if (it == vars.end()) {
+        std::string known;
+        for (auto& [k, v] : vars) known += (known.empty() ? "${" : ", ${") + k + "}";
+        throw PolicyError("unknown variable ${" + name + "} in \"" + std::string(text) + "\" (known: " + known + ")");
+      }
+      if (it->second.empty()) throw PolicyError("variable ${" + name + "} has no value here");
+      out += it->second;
+      i = end + 1;
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+std::string canonicalPath(std::string_view path) {
+  if (path.empty()) throw PolicyError("empty path");
+  if (path[0] != '/') throw PolicyError("relative path \"" + std::string(path) + "\": sandbox paths must be absolute");
+  if (path.find('\0') != std::string_view::npos) throw PolicyError("path contains a NUL byte");
+  std::vector<std::string> comps = splitComponents(path);
+  // The longest prefix that exists is resolved by the kernel's rules (symlinks,
+  // ".." after a link); the rest cannot contain links, only plain names.
+  for (size_t k = comps.size() + 1; k-- > 0;) {
+    std::string prefix = "/";
+    for (size_t i = 0; i < k; ++i) prefix = join(prefix, comps[i]);
+    auto real = realPath(prefix);
+    if (!real) continue;
+    std::string out = *real;
+    for (size_t i = k; i < comps.size(); ++i) {
+      if (comps[i] == "..")
+        throw PolicyError("\"" + std::string(path) + "\" uses \"..\" after " + join(out, "") +
+                          " which does not exist; name the folder directly");
+      out = join(out, comps[i]);
+    }
+    return out;
+  }
+  throw PolicyError("cannot resolve \"" + std::string(path) + "\"");
+}
+
+bool pathWithin(std::string_view inner, std::string_view outer) {
+  if (outer == "/") return !inner.empty() && inner[0] == '/';
+  if (inner.size() < outer.size() || inner.compare(0, outer.size(), outer) != 0) return false;
+  return inner.size() == outer.size() || inner[outer.size()] == '/';
+}
+
+std::vector<std::string> defaultSystemReadable() {
+  std::vector<std::string> out;
+#ifdef __APPLE__
+  const char* roots[] = {"/usr", "/bin", "/sbin", "/System", "/Library", "/private/etc", "/dev/urandom",
+                         "/dev/random", "/private/var/db/timezone"};
+#else
+  const char* roots[] = {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
+                         "/etc", "/proc", "/dev/urandom", "/dev/random"};
+#endif
+  for (const char* r : roots)
+    if (auto real = realPath(r)) out.push_back(*real);
+  sortUnique(out);
+  return out;
+}
+
+std::vector<std::string> defaultSystemWritable() {
+  std::vector<std::string> out;
+  for (const char* r : {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"})
+    if (auto real = realPath(r)) out.push_back(*real);
+  sortUnique(out);
+  return out;
+}
+
+std::vector<std::string> defaultSystemDenyRead() {
+  std::vector<std::string> out;
+  for (const char* r : {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
+                        "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private", "/etc/security/opasswd",
+                        "/etc/credstore", "/etc/credstore.encrypted", "/etc/krb5.keytab",
+                        "/private/etc/sudoers", "/private/etc/master.passwd"})
+    if (auto real = realPath(r)) out.push_back(*real);
+  sortUnique(out);
+  return out;
+}
+
+const std::vector<std::string>& instructionNames() {
+  static const std::vector<std::string> names = {"AGENTS.md", "SOUL.md", "MEMORY.md", "USER.md",
+                                                 "CLAUDE.md", ".pi",     ".agents"};
+  return names;
+}
+
+std::optional<std::string> neverGrantableReason(const std::string& canonical, const AgentPaths& raw) {
+  if (canonical.empty() || canonical[0] != '/') return "not an absolute path";
+  // Callers may pass paths as configured; compare canonical forms only.
+  AgentPaths p = raw;
+  auto canonOr = [](const std::string& s) {
+    if (s.empty()) return s;
+    try {
+      return canonicalPath(s);
+    } catch (const PolicyError&) {
+      return s;
+    }
+  };
+  p.pineHome = canonOr(p.pineHome);
+  p.programDir = canonOr(p.programDir);
+  p.workspace = canonOr(p.workspace);
+  p.privateHome = canonOr(p.privateHome);
+  p.tmpdir = canonOr(p.tmpdir);
+  for (auto& w : p.otherWorkspaces) w = canonOr(w);
+  bool insideOwn = false;
+  for (const std::string* own : {&p.workspace, &p.privateHome, &p.tmpdir})
+    if (!own->empty() && pathWithin(canonical, *own)) insideOwn = true;
+  auto prot = protectedPaths(p);
+  for (auto& x : prot)
+    if (canonical == x.path) return "it is " + x.what + " (" + x.path + "), which no grant can open";
+  for (auto& x : prot) {
+    if (pathWithin(x.path, canonical))
+      return "it contains " + x.what + " (" + x.path +
+             "), which no grant can open; grant a folder that does not contain it";
+    if (pathWithin(canonical, x.path) && !insideOwn)
+      return "it lies inside " + x.what + " (" + x.path + "), which no grant can open";
+  }
+  return std::nullopt;
+}
+
+Variables agentVariables(const AgentPaths& p) {
+  return {{"WORKSPACE", p.workspace}, {"HOME", p.userHome}, {"TMPDIR", p.tmpdir}};
+}
+
+Policy agentPolicy(const AgentPaths& raw, const Grants& grants, bool tainted) {
+  AgentPaths p = canonicalAgentPaths(raw);
+  auto prot = protectedPaths(p);
+  checkOwnRoot(p.workspace, "the workspace", p, prot);
+  checkOwnRoot(p.privateHome, "the private home", p, prot);
+  checkOwnRoot(p.tmpdir, "the temp folder", p, prot);
+  if (!p.openedFolder.empty())
+    if (auto why = neverGrantableReason(p.openedFolder, p))
+      throw PolicyError("the opened folder " + p.openedFolder + " is refused: " + *why);
+  if (!p.userMd.empty() && p.userMd != join(p.pineHome, "USER.md"))
+    throw PolicyError("USER.md must be pine's own (" + join(p.pineHome, "USER.md") + "), not " + p.userMd);
+
+  Variables vars = agentVariables(p);
+  Policy pol;
+  pol.network = grants.network;
+
+  pol.readable = p.systemReadable.empty() ? defaultSystemReadable() : p.systemReadable;
+  for (auto& r : pol.readable) r = canonOwn(r, "a system path");
+  if (!p.programDir.empty()) pol.readable.push_back(p.programDir);
+  if (!p.docs.empty()) pol.readable.push_back(p.docs);
+  for (auto& s : p.skills) pol.readable.push_back(s);
+  for (auto& r : grants.read) pol.readable.push_back(grantPath(r, vars, p, "read"));
+
+  pol.writable = {p.workspace, p.privateHome, p.tmpdir};
+  if (!p.openedFolder.empty()) pol.writable.push_back(p.openedFolder);
+  if (!p.userMd.empty() && !tainted) pol.writable.push_back(p.userMd);
+  for (auto& w : p.systemWritable.empty() ? defaultSystemWritable() : p.systemWritable)
+    pol.writable.push_back(canonOwn(w, "a system path"));
+  std::vector<std::string> grantedWrite;
+  for (auto& w : grants.write) grantedWrite.push_back(grantPath(w, vars, p, "write"));
+  pol.writable.insert(pol.writable.end(), grantedWrite.begin(), grantedWrite.end());
+
+  pol.denyRead = defaultSystemDenyRead();
+  for (auto& x : prot)
+    if (x.what != "pine's home" && x.what != "pine's program files") pol.denyRead.push_back(x.path);
+  pol.denyRead.push_back(join(p.pineHome, "data"));
+  if (!p.userHome.empty())
+    for (const char* s : {".ssh", ".gnupg", ".aws"}) pol.denyRead.push_back(join(p.userHome, s));
+
+  if (!p.programDir.empty()) pol.denyWrite.push_back(p.programDir);
+  if (tainted) {
+    std::vector<std::string> scanRoots = {p.workspace};
+    if (!p.openedFolder.empty()) scanRoots.push_back(p.openedFolder);
+    for (auto& w : grantedWrite) scanRoots.push_back(w);
+    TaintScan scan(pol.denyWrite);
+    for (auto& root : scanRoots) {
+      if (!isDir(root)) continue;
+      for (auto& n : instructionNames()) pol.denyWrite.push_back(join(root, n));
+      scan.tree(root);
+    }
+  }
+  sortUnique(pol.readable);
+  sortUnique(pol.writable);
+  sortUnique(pol.denyRead);
+  sortUnique(pol.denyWrite);
+  return pol;
+}
+
+std::vector<std::string> workerEnvironment(const AgentPaths& p, const std::string& lang, const std::string& term) {
+  return {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=" + lang, "HOME=" + p.privateHome, "TMPDIR=" + p.tmpdir,
+          "TERM=" + term};
+}
+
+}  // namespace pine::sandbox

@@ -1,0 +1,241 @@
+// `pinectl check`: each security note of the checklist is triggered from the
+// example home, names the file and key, and is gone once fixed.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <sstream>
+
+#include "config/check.h"
+#include "helpers.h"
+
+using namespace pine::config;
+using pine::config::test::dump;
+using pine::config::test::TempHome;
+
+namespace {
+
+std::vector<SecurityNote> notesOf(const TempHome& h, const std::string& backend = "full", const std::string& detail = "") {
+  auto r = h.load();
+  REQUIRE_MESSAGE(r.ok(), dump(r.errors));
+  return securityNotes(*r.home, gatherHomeFacts(*r.home, backend, detail));
+}
+
+const SecurityNote* findNote(const std::vector<SecurityNote>& notes, const std::string& file, const std::string& key,
+                             const std::string& text = {}) {
+  for (auto& n : notes)
+    if (n.file == file && n.keyPath == key && n.message.find(text) != std::string::npos) return &n;
+  return nullptr;
+}
+
+std::string all(const std::vector<SecurityNote>& notes) {
+  std::string out;
+  for (auto& n : notes) out += n.format() + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("note: modes of .env, pine.yaml, models.yaml (600) and the home (700)") {
+  TempHome h;
+  h.write(".env", "X=1\n", 0644);
+  chmod(h.path("pine.yaml").c_str(), 0640);
+  chmod(h.path("models.yaml").c_str(), 0664);
+  chmod(h.root.c_str(), 0755);
+  auto notes = notesOf(h);
+  CHECK(notes.size() == 4);
+  auto* env = findNote(notes, h.path(".env"), "", "mode 644");
+  REQUIRE_MESSAGE(env, all(notes));
+  CHECK(env->fix == "chmod 600 " + h.path(".env"));
+  CHECK(findNote(notes, h.path("pine.yaml"), "", "mode 640: other users can read it"));
+  CHECK(findNote(notes, h.path("models.yaml"), "", "mode 664: other users can change it"));
+  auto* home = findNote(notes, h.root, "", "mode 755");
+  REQUIRE(home);
+  CHECK(home->fix == "chmod 700 " + h.root);
+
+  chmod(h.path(".env").c_str(), 0600);
+  chmod(h.path("pine.yaml").c_str(), 0600);
+  chmod(h.path("models.yaml").c_str(), 0600);
+  chmod(h.root.c_str(), 0700);
+  CHECK(notesOf(h).empty());
+
+  // The .json spelling is checked the same way.
+  h.remove("pine.yaml");
+  h.write("pine.json", "{\"defaults\": {\"model\": \"demo\"}}", 0644);
+  CHECK(findNote(notesOf(h), h.path("pine.json"), "", "mode 644"));
+}
+
+TEST_CASE("note: webhooks and webhook sources without a secret") {
+  TempHome h;
+  h.append("pine.yaml", "webhooks:\n  - {name: ci, topic: ci/deploy, open: true}\n");
+  h.replace("pine.yaml", "sources:\n", "sources:\n  - {name: form, type: webhook, topic: web/form, open: true}\n");
+  auto notes = notesOf(h);
+  auto* hook = findNote(notes, h.path("pine.yaml"), "webhooks[0].open", "webhook 'ci' has no secret");
+  REQUIRE_MESSAGE(hook, all(notes));
+  CHECK(hook->fix.find("secret: NAME") != std::string::npos);
+  CHECK(findNote(notes, h.path("pine.yaml"), "sources[0].open", "webhook source 'form' has no secret"));
+
+  h.write(".env", "CI_HOOK=x\nFORM_HOOK=y\n");
+  h.replace("pine.yaml", "open: true}\n", "secret: CI_HOOK}\n");
+  h.replace("pine.yaml", "open: true}\n", "secret: FORM_HOOK}\n");
+  CHECK(notesOf(h).empty());
+}
+
+TEST_CASE("note: routes and sources marked owner-trusted, a paired Telegram account excepted") {
+  TempHome h;
+  h.replace("pine.yaml", "    prompt: \"A device", "    trust: owner\n    prompt: \"A device");
+  h.replace("pine.yaml", "    agent: house\n    topics:", "    agent: house\n    trust: owner\n    topics:");
+  auto notes = notesOf(h);
+  auto* route = findNote(notes, h.path("pine.yaml"), "routes[0].trust", "marks its events as yours");
+  REQUIRE_MESSAGE(route, all(notes));
+  CHECK(route->message.find("source house-devices") != std::string::npos);
+  CHECK(findNote(notes, h.path("pine.yaml"), "sources[0].trust", "counts as yours"));
+  h.replace("pine.yaml", "    trust: owner\n", "");
+  h.replace("pine.yaml", "    trust: owner\n", "");
+  CHECK(notesOf(h).empty());
+
+  // Telegram: owner trust is how it works for the paired account; not a note.
+  h.write(".env", "TELEGRAM_TOKEN=x\n");
+  h.replace("pine.yaml", "sources:\n", "sources:\n  - {name: telegram, type: telegram, tokenSecret: TELEGRAM_TOKEN}\n");
+  h.replace("pine.yaml", "routes:\n", "routes:\n  - {source: telegram, agent: main, trust: owner}\n");
+  CHECK_MESSAGE(notesOf(h).empty(), all(notesOf(h)));
+}
+
+TEST_CASE("note: sandbox false, trustWorkspace true, mode bypass (in agent.yaml or through defaults.mode)") {
+  TempHome h;
+  h.append("agents/house/agent.yaml", "trustWorkspace: true\n");
+  h.replace("agents/house/agent.yaml", "sandbox:\n  network: none\n", "sandbox: false\n");
+  h.replace("agents/main/agent.yaml", "mode: auto", "mode: bypass");
+  auto notes = notesOf(h);
+  CHECK(notes.size() == 3);
+  auto* sb = findNote(notes, h.path("agents/house/agent.yaml"), "sandbox", "unconfined");
+  REQUIRE_MESSAGE(sb, all(notes));
+  CHECK(findNote(notes, h.path("agents/house/agent.yaml"), "trustWorkspace"));
+  auto* bypass = findNote(notes, h.path("agents/main/agent.yaml"), "mode", "agent 'main' is in bypass");
+  REQUIRE(bypass);
+  CHECK(bypass->fix.find("mode: auto") != std::string::npos);
+
+  h.replace("agents/house/agent.yaml", "trustWorkspace: true\n", "");
+  h.replace("agents/house/agent.yaml", "sandbox: false\n", "sandbox: {enabled: true}\n");
+  h.replace("agents/main/agent.yaml", "mode: bypass", "mode: auto");
+  CHECK(notesOf(h).empty());
+
+  // defaults.mode: bypass reaches the agents that set no mode of their own (scout, house; main says auto).
+  h.replace("pine.yaml", "mode: auto ", "mode: bypass ");
+  notes = notesOf(h);
+  CHECK(notes.size() == 2);
+  CHECK(findNote(notes, h.path("pine.yaml"), "defaults.mode", "agent 'scout'"));
+  CHECK(findNote(notes, h.path("pine.yaml"), "defaults.mode", "agent 'house'"));
+}
+
+TEST_CASE("note: security.bypassWhenTainted, naming the agents in bypass") {
+  TempHome h;
+  h.replace("pine.yaml", "bypassWhenTainted: false", "bypassWhenTainted: true");
+  auto notes = notesOf(h);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0].keyPath == "security.bypassWhenTainted");
+  CHECK(notes[0].message.find("an agent switched to bypass") != std::string::npos);
+
+  h.replace("agents/main/agent.yaml", "mode: auto", "mode: bypass");
+  notes = notesOf(h);
+  auto* n = findNote(notes, h.path("pine.yaml"), "security.bypassWhenTainted", "main can act with your rights");
+  CHECK_MESSAGE(n, all(notes));
+
+  h.replace("pine.yaml", "bypassWhenTainted: true", "bypassWhenTainted: false");
+  h.replace("agents/main/agent.yaml", "mode: bypass", "mode: auto");
+  CHECK(notesOf(h).empty());
+}
+
+TEST_CASE("note: an http host that is not loopback") {
+  TempHome h;
+  h.replace("pine.yaml", "host: 127.0.0.1", "host: 0.0.0.0");
+  auto notes = notesOf(h);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0].keyPath == "http.host");
+  CHECK(notes[0].file == h.path("pine.yaml"));
+  CHECK(notes[0].fix.find("127.0.0.1") != std::string::npos);
+  for (const char* host : {"localhost", "::1", "127.0.0.2"}) {
+    h.write("pine.yaml", std::string("defaults: {model: demo}\nhttp: {host: \"") + host + "\"}\n");
+    CHECK_MESSAGE(notesOf(h).empty(), host);
+  }
+}
+
+TEST_CASE("note: no or a degraded sandbox backend") {
+  TempHome h;
+  auto none = notesOf(h, "none", "Landlock unavailable");
+  REQUIRE(none.size() == 1);
+  CHECK(none[0].file.empty());
+  CHECK(none[0].message == "no sandbox backend (Landlock unavailable): bash is withheld from house, main, scout "
+                           "and command sources do not run");
+  auto degraded = notesOf(h, "degraded", "Landlock ABI 1");
+  REQUIRE(degraded.size() == 1);
+  CHECK(degraded[0].message.find("degraded (Landlock ABI 1)") != std::string::npos);
+  // An unknown status is treated as none: fail closed.
+  CHECK(notesOf(h, "weird").size() == 1);
+  CHECK(notesOf(h, "full").empty());
+}
+
+TEST_CASE("note: web tools on an agent whose workspace holds private data") {
+  TempHome h;
+  h.write("agents/scout/workspace/notes/bank.txt", "account 123\n");
+  auto notes = notesOf(h);
+  auto* n = findNote(notes, h.path("agents/scout/agent.yaml"), "mcpServers.web", "has web tools and private data");
+  REQUIRE_MESSAGE(n, all(notes));
+  CHECK(n->message.find("notes/bank.txt") != std::string::npos);
+  h.remove("agents/scout/workspace/notes");
+  CHECK(notesOf(h).empty());
+
+  // A link out of the workspace counts as content too.
+  std::filesystem::create_directory_symlink("/etc", h.path("agents/scout/workspace/etc"));
+  CHECK(findNote(notesOf(h), h.path("agents/scout/agent.yaml"), "mcpServers.web", "holds etc"));
+  h.remove("agents/scout/workspace/etc");
+  CHECK(notesOf(h).empty());
+
+  // A folder granted to the sandbox is private data too.
+  h.append("agents/scout/agent.yaml", "sandbox:\n  read: [/srv/photos]\n");
+  CHECK(findNote(notesOf(h), h.path("agents/scout/agent.yaml"), "mcpServers.web", "sandbox.read grants /srv/photos"));
+  // Main has private things and no web tools: no note for it.
+  h.write("agents/main/workspace/diary.md", "private\n");
+  CHECK(notesOf(h).size() == 1);
+}
+
+TEST_CASE("note: registered source programs, by sourceTypes and by `use`") {
+  TempHome h;
+  h.write("source-types/imap.js", "export default {}\n");
+  h.write("source-types/once.js", "export default {}\n");
+  h.append("pine.yaml", "sourceTypes:\n  - {name: imap, file: source-types/imap.js}\n");
+  h.replace("pine.yaml", "sources:\n",
+            "sources:\n  - {name: mail, type: imap, options: {host: imap.example}}\n"
+            "  - {name: oneoff, use: source-types/once.js}\n");
+  auto notes = notesOf(h);
+  CHECK(notes.size() == 2);
+  auto* t = findNote(notes, h.path("pine.yaml"), "sourceTypes[0].file", "source-types/imap.js");
+  REQUIRE_MESSAGE(t, all(notes));
+  CHECK(t->message.find("pine's rights") != std::string::npos);
+  CHECK(findNote(notes, h.path("pine.yaml"), "sources[1].use", "source-types/once.js"));
+
+  h.replace("pine.yaml", "  - {name: mail, type: imap, options: {host: imap.example}}\n", "");
+  h.replace("pine.yaml", "  - {name: oneoff, use: source-types/once.js}\n", "");
+  h.replace("pine.yaml", "sourceTypes:\n  - {name: imap, file: source-types/imap.js}\n", "");
+  CHECK(notesOf(h).empty());
+}
+
+TEST_CASE("runCheck: exit 0 clean, 1 with notes, 2 when the configuration is invalid") {
+  TempHome h;
+  std::ostringstream clean;
+  CHECK(runCheck(h.root, "full", "", clean) == 0);
+  CHECK(clean.str() == "No security notes\n");
+
+  h.replace("pine.yaml", "host: 127.0.0.1", "host: 0.0.0.0");
+  std::ostringstream notes;
+  CHECK(runCheck(h.root, "full", "", notes) == 1);
+  CHECK(notes.str().find(h.path("pine.yaml") + ": http.host: the control API listens on 0.0.0.0") != std::string::npos);
+  CHECK(notes.str().find("    fix: set http.host: 127.0.0.1") != std::string::npos);
+  CHECK(notes.str().find("1 security note\n") != std::string::npos);
+
+  h.replace("pine.yaml", "port: 7433", "port: 99999");
+  std::ostringstream invalid;
+  CHECK(runCheck(h.root, "full", "", invalid) == 2);
+  CHECK(invalid.str().find("http.port: 99999 is out of range") != std::string::npos);
+  CHECK(invalid.str().find("Configuration is invalid (1 error)") != std::string::npos);
+}

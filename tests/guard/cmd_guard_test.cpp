@@ -1,0 +1,28 @@
+// pinectl guard bash: one answer per input line, in order, JSON or plain.
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "pinectl/cmd_guard.h"
+
+TEST_CASE("guard bash: one answer per line, in order") {
+  std::istringstream in("ls -la\ncurl evil.example\n\ngit status\r\n");
+  std::ostringstream out;
+  CHECK(pine::cmdGuardBash(in, out, false) == 0);
+  CHECK(out.str() == "allow\nblock: network tool: curl\nallow\nallow\n");
+}
+
+TEST_CASE("guard bash --json: commands with newlines, and bad lines keep their place") {
+  std::istringstream in(
+      "\"ls\\nrm -rf /\"\n"
+      "not json\n"
+      "42\n"
+      "\"cat <<'EOF' > notes.txt\\nhello\\nEOF\"\n");
+  std::ostringstream out;
+  CHECK(pine::cmdGuardBash(in, out, true) == 0);
+  CHECK(out.str() ==
+        "block: destructive: aimed at the root of the file system (/)\n"
+        "block: invalid JSON line\n"
+        "block: invalid JSON line\n"
+        "allow\n");
+}

@@ -1,0 +1,225 @@
+#include "tests/integration/harness.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace pine::test {
+
+static std::string envOr(const char* name, const std::string& fallback) {
+  const char* v = getenv(name);
+  return v && *v ? v : fallback;
+}
+std::string binDir() { return envOr("PINE_BIN_DIR", "build/bin"); }
+std::string testBinDir() { return envOr("PINE_TEST_BIN_DIR", "build/tests"); }
+std::string sourceDir() { return envOr("PINE_SOURCE_DIR", "."); }
+
+static std::string slurp(int fd) {
+  std::string s;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) s.append(buf, (size_t)n);
+  return s;
+}
+
+Result run(const std::vector<std::string>& argv, const std::string& input) {
+  char outPath[] = "/tmp/pine-run-out-XXXXXX";
+  char errPath[] = "/tmp/pine-run-err-XXXXXX";
+  int outFd = mkstemp(outPath), errFd = mkstemp(errPath);
+  int in[2];
+  if (outFd < 0 || errFd < 0 || pipe(in) != 0) throw std::runtime_error("run: cannot make temp files");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(outFd, 1);
+    dup2(errFd, 2);
+    close(in[1]);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(in[0]);
+  signal(SIGPIPE, SIG_IGN);
+  ssize_t ignored = write(in[1], input.data(), input.size());
+  (void)ignored;
+  close(in[1]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  Result r;
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  lseek(outFd, 0, SEEK_SET);
+  lseek(errFd, 0, SEEK_SET);
+  r.out = slurp(outFd);
+  r.err = slurp(errFd);
+  close(outFd);
+  close(errFd);
+  unlink(outPath);
+  unlink(errPath);
+  return r;
+}
+
+bool waitUntil(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
+  auto end = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (cond()) return true;
+    if (std::chrono::steady_clock::now() >= end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+static std::string procFile(pid_t pid, const char* name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + name, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+static char procState(pid_t pid) {
+  std::string stat = procFile(pid, "stat");
+  size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+}
+
+bool alive(pid_t pid) {
+  if (kill(pid, 0) != 0) return false;
+  char s = procState(pid);
+  return s != 'Z' && s != 'X' && s != '?';
+}
+
+std::vector<pid_t> processesMentioning(const std::string& needle) {
+  std::vector<pid_t> out;
+  DIR* d = opendir("/proc");
+  if (!d) return out;
+  while (auto* e = readdir(d)) {
+    pid_t pid = atoi(e->d_name);
+    if (pid <= 0 || pid == getpid()) continue;
+    std::string cmd = procFile(pid, "cmdline");
+    if (cmd.find(needle) != std::string::npos && alive(pid)) out.push_back(pid);
+  }
+  closedir(d);
+  return out;
+}
+
+std::vector<pid_t> childrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* d = opendir("/proc");
+  if (!d) return out;
+  while (auto* e = readdir(d)) {
+    pid_t pid = atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::string stat = procFile(pid, "stat");
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state;
+    pid_t ppid;
+    rest >> state >> ppid;
+    if (ppid == parent && state != 'Z') out.push_back(pid);
+  }
+  closedir(d);
+  return out;
+}
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/pine-test-XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+  // As root, workers run under another uid and must be able to walk down to pine's home.
+  chmod(tmpl, 0711);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+Pined::Pined(const std::string& home, std::vector<std::string> extraArgs) : home_(home) {
+  errPath_ = home + ".stderr";
+  pid_ = fork();
+  if (pid_ == 0) {
+    int err = open(errPath_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(err, 2);
+    int devnull = open("/dev/null", O_RDWR);
+    dup2(devnull, 0);
+    dup2(devnull, 1);
+    std::vector<std::string> argv = {binDir() + "/pined", "--home", home, "--foreground"};
+    for (auto& a : extraArgs) argv.push_back(a);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  bool up = waitUntil([&] { return ctl({"status"}).exitCode == 0; }, std::chrono::seconds(10));
+  if (!up) throw std::runtime_error("pined did not come up: " + stderrText());
+}
+
+Pined::~Pined() {
+  if (!reaped_) {
+    for (pid_t p : processesMentioning(home_)) kill(p, SIGKILL);
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  unlink(errPath_.c_str());
+}
+
+Result Pined::ctl(std::vector<std::string> args, const std::string& input) {
+  std::vector<std::string> argv = {binDir() + "/pinectl", "--home", home_};
+  for (auto& a : args) argv.push_back(a);
+  return run(argv, input);
+}
+
+std::string Pined::stderrText() const {
+  std::ifstream in(errPath_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+pid_t Pined::rolePid(const std::string& role) {
+  auto r = ctl({"status", "--json"});
+  if (r.exitCode != 0) return 0;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (j.is_discarded()) return 0;
+  for (auto& p : j["processes"])
+    if (p["role"] == role) return p["pid"].get<pid_t>();
+  return 0;
+}
+
+int Pined::stop(std::chrono::milliseconds timeout) {
+  kill(pid_, SIGTERM);
+  int status = -1;
+  waitUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, timeout);
+  if (status == -1) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+  }
+  reaped_ = true;
+  return status;
+}
+
+std::vector<std::string> Pined::auditEvents(const std::string& event) {
+  std::vector<std::string> out;
+  std::ifstream in(home_ + "/data/logs/audit.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.value("event", "") == event) out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace pine::test

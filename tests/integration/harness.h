@@ -1,0 +1,67 @@
+// Starts the real process tree in a temporary home and drives it the way an
+// operator would: pined, pinectl, signals, /proc.
+#pragma once
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pine::test {
+
+std::string binDir();      // the built programs (PINE_BIN_DIR)
+std::string testBinDir();  // test fixtures (PINE_TEST_BIN_DIR)
+std::string sourceDir();   // the source tree (PINE_SOURCE_DIR)
+
+struct Result {
+  int exitCode = -1;
+  std::string out, err;
+};
+
+// Runs a program to completion with the given stdin; never through a shell.
+Result run(const std::vector<std::string>& argv, const std::string& input = "");
+
+// Polls `cond` every 20 ms until it holds or `timeout` passes.
+bool waitUntil(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
+
+// Every live process whose command line mentions `needle` (zombies excluded).
+std::vector<pid_t> processesMentioning(const std::string& needle);
+bool alive(pid_t pid);
+// The pids of the direct children of `pid`.
+std::vector<pid_t> childrenOf(pid_t pid);
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+class Pined {
+ public:
+  // Starts `pined --foreground` on a fresh home inside `dir`; waits until the broker answers.
+  explicit Pined(const std::string& home, std::vector<std::string> extraArgs = {});
+  ~Pined();  // SIGKILL whatever is left (the tests check clean stops themselves)
+
+  Result ctl(std::vector<std::string> args, const std::string& input = "");
+  pid_t pid() const { return pid_; }
+  const std::string& home() const { return home_; }
+  std::string stderrText() const;
+  // The pid of the process of `role` per `pinectl status --json` (0 if none).
+  pid_t rolePid(const std::string& role);
+  // Sends SIGTERM and waits for pined to exit; returns its wait status.
+  int stop(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+  std::vector<std::string> auditEvents(const std::string& event);
+
+ private:
+  std::string home_;
+  std::string errPath_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+}  // namespace pine::test

@@ -1,0 +1,218 @@
+// The real process tree in a temporary home: start, tasks, crashes, stop.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "tests/integration/harness.h"
+
+using namespace pine::test;
+using namespace std::chrono_literals;
+
+static unsigned modeOf(const std::string& path) {
+  struct stat st;
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  return st.st_mode & 0777;
+}
+
+TEST_CASE("pined lays out a private home and answers pinectl status") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  Pined pined(home);
+  CHECK(modeOf(home) == 0700);
+  CHECK(modeOf(home + "/data") == 0700);
+  CHECK(modeOf(home + "/data/logs") == 0700);
+  CHECK(modeOf(home + "/data/http-token") == 0600);
+  CHECK(modeOf(home + "/pine.sock") == 0600);
+
+  auto r = pined.ctl({"status", "--json"});
+  REQUIRE(r.exitCode == 0);
+  auto j = nlohmann::json::parse(r.out);
+  std::set<std::string> roles;
+  for (auto& p : j["processes"]) roles.insert(p["role"].get<std::string>());
+  CHECK(roles == std::set<std::string>{"supervisor", "broker"});
+  CHECK(j["api"]["unix"] == home + "/pine.sock");
+  CHECK(j["processes"][0]["pid"] == pined.pid());
+
+  auto text = pined.ctl({"status"});
+  CHECK(text.out.find("supervisor") != std::string::npos);
+  CHECK(text.out.find("broker") != std::string::npos);
+
+  // Each process has its own log; the audit log says both started.
+  CHECK(access((home + "/data/logs/pined.log").c_str(), F_OK) == 0);
+  CHECK(access((home + "/data/logs/broker.log").c_str(), F_OK) == 0);
+  CHECK(pined.auditEvents("process.start").size() >= 2);
+  auto logs = pined.ctl({"logs", "--json"});
+  CHECK(logs.exitCode == 0);
+  std::istringstream lines(logs.out);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    CHECK_FALSE(nlohmann::json::parse(line, nullptr, false).is_discarded());
+    ++n;
+  }
+  CHECK(n >= 2);
+  auto readable = pined.ctl({"logs"});
+  CHECK(readable.out.find("process.start") != std::string::npos);
+}
+
+TEST_CASE("pinectl without a running pine says what to do") {
+  TempDir dir;
+  auto r = run({binDir() + "/pinectl", "--home", dir.path() + "/nohome", "status"});
+  CHECK(r.exitCode == 1);
+  CHECK(r.err.find("is pined running") != std::string::npos);
+}
+
+TEST_CASE("a task runs in a worker that is gone afterwards, and the audit log tells the story") {
+  TempDir dir;
+  Pined pined(dir.path() + "/home");
+  auto r = pined.ctl({"send", "main", "hello worker"});
+  REQUIRE(r.exitCode == 0);
+  CHECK(r.out.find("hello worker") != std::string::npos);
+  CHECK(r.out.find("sandbox: linux:") != std::string::npos);
+  REQUIRE(pined.auditEvents("task.start").size() == 1);
+  auto end = nlohmann::json::parse(pined.auditEvents("task.end").at(0));
+  CHECK(end["state"] == "done");
+  CHECK(waitUntil([&] { return pined.rolePid("worker") == 0; }, 3s));
+  CHECK(childrenOf(pined.pid()).size() == 1);  // just the broker
+  auto start = nlohmann::json::parse(pined.auditEvents("task.start").at(0));
+  CHECK(start["sandbox"].get<std::string>().rfind("linux:", 0) == 0);
+  CHECK(pined.auditEvents("sandbox.probe").size() == 1);
+}
+
+TEST_CASE("bad requests get clear errors") {
+  TempDir dir;
+  Pined pined(dir.path() + "/home");
+  auto r = pined.ctl({"send", "../etc", "x"});
+  CHECK(r.exitCode == 1);
+  CHECK(r.err.find("agent ids are") != std::string::npos);
+}
+
+TEST_CASE("kill -9 of the broker: a new broker answers within 2 s and the restart is audited") {
+  TempDir dir;
+  Pined pined(dir.path() + "/home");
+  pid_t broker = pined.rolePid("broker");
+  REQUIRE(broker > 0);
+  REQUIRE(kill(broker, SIGKILL) == 0);
+  auto t0 = std::chrono::steady_clock::now();
+  bool back = waitUntil([&] { pid_t b = pined.rolePid("broker"); return b > 0 && b != broker; }, 2s);
+  CHECK_MESSAGE(back, "no new broker within 2 s");
+  auto took = std::chrono::steady_clock::now() - t0;
+  MESSAGE("broker back after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  auto j = nlohmann::json::parse(pined.ctl({"status", "--json"}).out);
+  for (auto& p : j["processes"])
+    if (p["role"] == "broker") CHECK(p["restarts"] == 1);
+  CHECK(pined.auditEvents("process.restart").size() == 1);
+  bool sawKill = false;
+  for (auto& l : pined.auditEvents("process.exit"))
+    if (nlohmann::json::parse(l).value("signal", 0) == SIGKILL) sawKill = true;
+  CHECK(sawKill);
+  CHECK(pined.ctl({"send", "main", "after restart"}).exitCode == 0);
+}
+
+TEST_CASE("kill -9 of a worker fails its task and leaves nothing behind") {
+  TempDir dir;
+  Pined pined(dir.path() + "/home", {"--worker-program", testBinDir() + "/fixtures/test-worker"});
+  auto started = pined.ctl({"send", "--no-wait", "slow", "wait for me"});
+  REQUIRE(started.exitCode == 0);
+  pid_t worker = 0;
+  REQUIRE(waitUntil([&] { return (worker = pined.rolePid("worker")) > 0; }, 3s));
+  std::vector<pid_t> grandchildren;
+  REQUIRE(waitUntil([&] { return !(grandchildren = childrenOf(worker)).empty(); }, 3s));
+  REQUIRE(kill(worker, SIGKILL) == 0);
+  CHECK(waitUntil([&] { return pined.auditEvents("task.end").size() == 1; }, 3s));
+  auto end = nlohmann::json::parse(pined.auditEvents("task.end").at(0));
+  CHECK(end["state"] == "failed");
+  CHECK(end["error"].get<std::string>().find("before answering") != std::string::npos);
+  CHECK(waitUntil([&] { return !alive(worker); }, 2s));
+  for (pid_t g : grandchildren) CHECK_MESSAGE(waitUntil([&] { return !alive(g); }, 2s), "orphan " << g);
+  auto tasks = nlohmann::json::parse(pined.ctl({"tasks", "--json"}).out);
+  CHECK(tasks["tasks"][0]["state"] == "failed");
+  CHECK(pined.rolePid("broker") > 0);
+}
+
+TEST_CASE("SIGTERM to pined: every process is gone within 2 s, running workers included") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  Pined pined(home, {"--worker-program", testBinDir() + "/fixtures/test-worker"});
+  REQUIRE(pined.ctl({"send", "--no-wait", "slow", "x"}).exitCode == 0);
+  pid_t worker = 0;
+  REQUIRE(waitUntil([&] { return (worker = pined.rolePid("worker")) > 0; }, 3s));
+  std::vector<pid_t> grandchildren;
+  REQUIRE(waitUntil([&] { return !(grandchildren = childrenOf(worker)).empty(); }, 3s));
+  pid_t broker = pined.rolePid("broker");
+  auto t0 = std::chrono::steady_clock::now();
+  int status = pined.stop(2000ms);
+  auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(took < 2s);
+  for (pid_t p : std::vector<pid_t>{broker, worker}) CHECK_FALSE(alive(p));
+  for (pid_t g : grandchildren) CHECK(waitUntil([&] { return !alive(g); }, 500ms));
+  CHECK(processesMentioning(home).empty());
+  CHECK(access((home + "/pine.sock").c_str(), F_OK) != 0);
+}
+
+TEST_CASE("SIGHUP reopens the logs and is audited") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  Pined pined(home);
+  std::string log = home + "/data/logs/pined.log";
+  REQUIRE(rename(log.c_str(), (log + ".1").c_str()) == 0);
+  REQUIRE(kill(pined.pid(), SIGHUP) == 0);
+  CHECK(waitUntil([&] { return access(log.c_str(), F_OK) == 0; }, 2s));
+  CHECK(waitUntil([&] { return pined.auditEvents("config.reload").size() == 1; }, 2s));
+  CHECK(pined.ctl({"status"}).exitCode == 0);
+}
+
+TEST_CASE("a second pined on the same home is refused and names the first") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  Pined pined(home);
+  auto r = run({binDir() + "/pined", "--home", home, "--foreground"});
+  CHECK(r.exitCode == 1);
+  CHECK(r.err.find("another pined already runs") != std::string::npos);
+  CHECK(r.err.find(std::to_string(pined.pid())) != std::string::npos);
+  CHECK(pined.ctl({"status"}).exitCode == 0);
+}
+
+TEST_CASE("the control socket refuses requests without the token or from a browser") {
+  TempDir dir;
+  Pined pined(dir.path() + "/home");
+  std::string sock = pined.home() + "/pine.sock";
+  auto curl = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {"/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                     "--unix-socket", sock};
+    for (auto& e : extra) argv.push_back(e);
+    return run(argv).out;
+  };
+  std::string token = pine::test::run({"/bin/cat", pined.home() + "/data/http-token"}).out;
+  token.erase(token.find_last_not_of("\n") + 1);
+  CHECK(curl({"http://localhost/health"}) == "200");
+  CHECK(curl({"http://localhost/v1/status"}) == "401");
+  CHECK(curl({"-H", "Authorization: Bearer wrong", "http://localhost/v1/status"}) == "401");
+  CHECK(curl({"-H", "Authorization: Bearer " + token, "http://localhost/v1/status"}) == "200");
+  CHECK(curl({"-H", "Authorization: Bearer " + token, "-H", "Origin: http://evil.example",
+              "http://localhost/v1/status"}) == "403");
+  CHECK(curl({"-H", "Authorization: Bearer " + token, "http://localhost/v1/status?token=" + token}) == "400");
+  CHECK(curl({"-H", "Authorization: Bearer " + token, "-d", "not json", "http://localhost/v1/agents/main/messages"}) ==
+        "400");
+}
+
+TEST_CASE("no usable sandbox: the task is refused with what to fix, never run unconfined") {
+  TempDir dir;
+  std::string parent = dir.path() + "/private";
+  REQUIRE(mkdir(parent.c_str(), 0700) == 0);  // as root, the worker uid cannot walk through this
+  if (geteuid() != 0) return;                 // only root drops workers to another uid
+  Pined pined(parent + "/home");
+  auto r = pined.ctl({"send", "main", "hello"});
+  CHECK(r.exitCode == 1);
+  CHECK(r.err.find("chmod o+x") != std::string::npos);
+  CHECK(pined.auditEvents("sandbox.refused").size() == 1);
+  CHECK(pined.auditEvents("task.start").empty());
+}
