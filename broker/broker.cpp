@@ -239,3 +239,15 @@ kj::Promise<nlohmann::json> Broker::status() {
 }
 
 }  // namespace pine
+
+namespace pine {
+
+kj::Promise<nlohmann::json> Broker::reloadConfig() {
+  return supervisor_.reloadConfigRequest().send().then([](auto&& r) {
+    nlohmann::json errors = nlohmann::json::array();
+    for (auto e : r.getErrors()) errors.push_back(std::string(e.cStr()));
+    return nlohmann::json{{"ok", errors.empty()}, {"errors", errors}};
+  });
+}
+
+}  // namespace pine

@@ -30,6 +30,8 @@ class Broker : private kj::TaskSet::ErrorHandler {
   // Resolves once the task has ended (done or failed); nullptr for an unknown task.
   kj::Promise<const TaskRecord*> whenEnded(const std::string& id);
   kj::Promise<nlohmann::json> status();
+  // Asks pined to re-read the configuration: {"ok": bool, "errors": [...]}.
+  kj::Promise<nlohmann::json> reloadConfig();
   nlohmann::json tasksJson(size_t limit) const;
   const Home& home() const { return home_; }
   std::string token() const { return token_; }

@@ -119,6 +119,12 @@ kj::Promise<void> ControlApi::route(kj::HttpMethod method, std::string path, con
           return sendJson(response, 502, errorBody(std::string("pined did not answer: ") + e.getDescription().cStr()));
         });
   }
+  if (path == "/v1/reload") {
+    if (method != M::POST) return sendJson(response, 405, errorBody("use POST"));
+    return broker_.reloadConfig().then([this, &response](nlohmann::json j) {
+      return sendJson(response, 200, j.dump());
+    });
+  }
   if (path == "/v1/tasks") {
     if (method != M::GET) return sendJson(response, 405, errorBody("use GET"));
     return sendJson(response, 200, nlohmann::json{{"tasks", broker_.tasksJson(100)}}.dump());

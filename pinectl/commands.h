@@ -11,6 +11,10 @@ int cmdStatus(const std::string& home, bool json);
 int cmdTasks(const std::string& home, bool json);
 int cmdSend(const std::string& home, const std::string& agent, const std::string& text, bool wait, bool json);
 int cmdLogs(const std::string& home, bool follow, bool json);
+// Security notes of the home's configuration: exit 0 clean, 1 notes, 2 invalid configuration.
+int cmdCheck(const std::string& home);
+// Asks pined to re-read the configuration: exit 0 reloaded, 2 invalid (the old one stays).
+int cmdReload(const std::string& home);
 
 // One audit line made readable: time, event, who, then the other fields as key=value.
 std::string formatAuditLine(const std::string& line);

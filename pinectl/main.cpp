@@ -49,6 +49,10 @@ int main(int argc, char** argv) {
   sandboxRun->add_option("command", command, "-- CMD ARGS...")->required();
   sandboxRun->prefix_command();  // everything after the command belongs to it
 
+  auto* check = app.add_subcommand("check", "security notes of the configuration (exit 0 clean, 1 notes, 2 invalid)");
+  auto* reload = app.add_subcommand("reload", "make pined re-read the configuration (a bad one never replaces"
+                                              " the one in force)");
+
   CLI11_PARSE(app, argc, argv);
   try {
     std::string home = pine::resolveHome(homeFlag);
@@ -56,6 +60,8 @@ int main(int argc, char** argv) {
     if (*tasks) return pine::cmdTasks(home, json);
     if (*send) return pine::cmdSend(home, agent, text, !noWait, json);
     if (*logs) return pine::cmdLogs(home, follow, json);
+    if (*check) return pine::cmdCheck(home);
+    if (*reload) return pine::cmdReload(home);
     if (*guardBash) return pine::cmdGuardBash(std::cin, std::cout, json);
     if (*sandboxRun) return pine::cmdSandboxRun(home, agent, tainted, command);
     if (*redact) {

@@ -19,6 +19,9 @@ interface Supervisor {
 
   ready @2 () -> ();
   # The broker is listening for the owner; pined may report that it has started.
+
+  reloadConfig @3 () -> (errors :List(Text));
+  # Re-read the home's configuration (`pinectl reload`); on errors the old one stays and they are returned.
 }
 
 struct WorkerSpec {

@@ -12,6 +12,7 @@
 
 #include "common/fd.h"
 #include "common/log.h"
+#include "config/load.h"
 #include "supervisor/home_layout.h"
 #include "supervisor/supervisor.h"
 
@@ -100,6 +101,13 @@ int main(int argc, char** argv) {
       if (access(prog.c_str(), X_OK) != 0) throw std::runtime_error("cannot execute " + prog + ": " + strerror(errno));
     pine::prepareHome(options.home);
     pine::lockHome(options.home);  // held until exit
+    auto loaded = pine::config::loadHome(options.home.root);
+    if (!loaded.ok()) {
+      std::cerr << "pined: the configuration in " << options.home.root
+                << " does not validate; nothing was started:\n"
+                << loaded.formatErrors();
+      return 2;
+    }
     pine::ensureControlToken(options.home);
     options.foreground = foreground;
     if (!foreground) options.readyFd = daemonize(options.home);

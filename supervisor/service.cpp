@@ -107,3 +107,14 @@ kj::Promise<void> SupervisorService::ready(ReadyContext) {
 }
 
 }  // namespace pine
+
+namespace pine {
+
+kj::Promise<void> SupervisorService::reloadConfig(ReloadConfigContext context) {
+  auto errors = sup_.reloadConfig("pinectl reload");
+  auto list = context.getResults().initErrors(errors.size());
+  for (size_t i = 0; i < errors.size(); ++i) list.set(i, errors[i]);
+  return kj::READY_NOW;
+}
+
+}  // namespace pine

@@ -15,6 +15,7 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> spawnWorker(SpawnWorkerContext context) override;
   kj::Promise<void> status(StatusContext context) override;
   kj::Promise<void> ready(ReadyContext context) override;
+  kj::Promise<void> reloadConfig(ReloadConfigContext context) override;
 
  private:
   Supervisor& sup_;

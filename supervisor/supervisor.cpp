@@ -43,7 +43,24 @@ Supervisor::Supervisor(kj::AsyncIoContext& io, SupervisorOptions options)
       tasks_(*this),
       startedAtMs_(nowMs()),
       sandboxes_(options_.home.root, options_.workerProgram.substr(0, options_.workerProgram.find_last_of('/')),
-                 sandbox::probeKernel(), options_.sandbox) {}
+                 sandbox::probeKernel(), options_.sandbox),
+      config_(options_.home.root) {
+  // main() validated the configuration before anything started; this cannot fail short of a race.
+  for (auto& e : config_.reload()) spdlog::error("{}", e.format());
+}
+
+std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {
+  std::vector<std::string> errors;
+  for (auto& e : config_.reload()) errors.push_back(e.format());
+  if (errors.empty()) {
+    spdlog::info("configuration reloaded ({})", by);
+  } else {
+    spdlog::error("configuration NOT reloaded ({}): {} error(s); the previous one stays in force", by, errors.size());
+    for (auto& e : errors) spdlog::error("  {}", e);
+  }
+  audit("config.reload", {{"by", by}, {"ok", errors.empty()}, {"errors", errors}});
+  return errors;
+}
 
 void Supervisor::taskFailed(kj::Exception&& e) {
   spdlog::error("supervisor task failed: {}", e.getDescription().cStr());
@@ -77,8 +94,8 @@ kj::Promise<void> Supervisor::run() {
 kj::Promise<void> Supervisor::onHangup() {
   return io_.unixEventPort.onSignal(SIGHUP).then([this](siginfo_t) {
     reopenLogs();
-    spdlog::info("SIGHUP: logs reopened, asking the broker to reload");
-    audit("config.reload", {{"by", "SIGHUP"}});
+    spdlog::info("SIGHUP: logs reopened, configuration re-read, asking the broker to reload");
+    reloadConfig("SIGHUP");
     KJ_IF_MAYBE(admin, brokerAdmin_) {
       tasks_.add(admin->reloadRequest().send().ignoreResult().catch_([](kj::Exception&& e) {
         spdlog::warn("broker reload failed: {}", e.getDescription().cStr());
@@ -155,9 +172,29 @@ void Supervisor::brokerReady() {
 SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::string& agent,
                                       const sandbox::Grants& grants, bool tainted) {
   KJ_REQUIRE(!stopping_, "pined is stopping");
+  auto cfg = config_.current();
+  const config::AgentConfig* agentCfg = nullptr;
+  if (cfg) {
+    auto it = cfg->agents.find(agent);
+    if (it != cfg->agents.end()) agentCfg = &it->second;
+  }
+  if (!agentCfg)
+    kj::throwFatalException(kj::Exception(
+        kj::Exception::Type::FAILED, __FILE__, __LINE__,
+        kj::str("no agent '", agent, "': create ", options_.home.agents(), "/", agent, "/agent.yaml")));
+  // What the configuration grants, widened by what the owner granted this conversation.
+  sandbox::Grants all = grants;
+  for (auto& r : agentCfg->sandbox.read) all.read.push_back(r);
+  for (auto& w : agentCfg->sandbox.write) all.write.push_back(w);
+  all.network = sandbox::widest(all.network, sandbox::parseNetwork(config::enumName(agentCfg->sandbox.network)));
+  if (!agentCfg->sandbox.enabled)
+    kj::throwFatalException(kj::Exception(
+        kj::Exception::Type::FAILED, __FILE__, __LINE__,
+        kj::str("agent '", agent, "' has sandbox.enabled: false in ", agentCfg->file,
+                "; running a worker unconfined is not supported: remove that key")));
   sandbox::PreparedSandbox box;
   try {
-    box = sandboxes_.prepare({agent, grants, tainted});
+    box = sandboxes_.prepare({agent, all, tainted});
   } catch (std::exception& e) {
     // Fail closed: the task is refused, never run unconfined.
     audit("sandbox.refused", {{"task", taskId}, {"agent", agent}, {"reason", e.what()}});

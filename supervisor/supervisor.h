@@ -8,6 +8,7 @@
 
 #include "common/home.h"
 #include "common/rpc_link.h"
+#include "config/load.h"
 #include "proto/supervisor.capnp.h"
 #include "sandbox/agent_sandbox.h"
 #include "supervisor/backoff.h"
@@ -48,6 +49,8 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   long long startedAtMs() const { return startedAtMs_; }
   unsigned brokerRestarts() const { return brokerRestarts_; }
   void brokerReady();
+  // Re-reads the configuration; on errors keeps the one in force and returns them (formatted).
+  std::vector<std::string> reloadConfig(const std::string& by);
 
  private:
   kj::Promise<void> keepBroker();
@@ -67,6 +70,7 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   kj::Maybe<kj::Own<RpcLink>> brokerLink_;
   kj::Maybe<proto::BrokerAdmin::Client> brokerAdmin_;
   sandbox::AgentSandboxes sandboxes_;
+  config::ActiveConfig config_;
 };
 
 }  // namespace pine

@@ -146,7 +146,28 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-Pined::Pined(const std::string& home, std::vector<std::string> extraArgs) : home_(home) {
+static void writeText(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+void writeMinimalConfig(const std::string& home, const std::vector<std::string>& agents) {
+  std::filesystem::create_directories(home);
+  chmod(home.c_str(), 0700);
+  writeText(home + "/pine.yaml", "defaults:\n  model: demo\n");
+  writeText(home + "/models.yaml",
+            "providers:\n  demo:\n    kind: script\n    script: providers/replies.yaml\n"
+            "models:\n  demo:\n    provider: demo\n    contextWindow: 32768\n");
+  std::ifstream replies(sourceDir() + "/config/examples/home/providers/demo-replies.yaml");
+  std::stringstream ss;
+  ss << replies.rdbuf();
+  writeText(home + "/providers/replies.yaml", ss.str());
+  for (auto& a : agents) writeText(home + "/agents/" + a + "/agent.yaml", "description: test agent " + a + "\n");
+}
+
+Pined::Pined(const std::string& home, std::vector<std::string> extraArgs, std::vector<std::string> agents)
+    : home_(home) {
+  if (!agents.empty()) writeMinimalConfig(home, agents);
   errPath_ = home + ".stderr";
   pid_ = fork();
   if (pid_ == 0) {

@@ -41,10 +41,15 @@ class TempDir {
   std::string path_;
 };
 
+// A configuration pined accepts: pine.yaml, models.yaml (offline script model) and agents/<id>/agent.yaml.
+void writeMinimalConfig(const std::string& home, const std::vector<std::string>& agents);
+
 class Pined {
  public:
-  // Starts `pined --foreground` on a fresh home inside `dir`; waits until the broker answers.
-  explicit Pined(const std::string& home, std::vector<std::string> extraArgs = {});
+  // Writes a minimal configuration with these agents (a `script` model), starts
+  // `pined --foreground` on that home and waits until the broker answers.
+  explicit Pined(const std::string& home, std::vector<std::string> extraArgs = {},
+                 std::vector<std::string> agents = {"main"});
   ~Pined();  // SIGKILL whatever is left (the tests check clean stops themselves)
 
   Result ctl(std::vector<std::string> args, const std::string& input = "");

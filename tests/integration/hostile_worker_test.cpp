@@ -23,7 +23,8 @@ nlohmann::json runHostile(Pined& pined, const std::string& mode) {
 
 TEST_CASE("hostile workers cannot crash or stall the broker") {
   TempDir dir;
-  Pined pined(dir.path() + "/home", {"--worker-program", testBinDir() + "/fixtures/test-worker"});
+  Pined pined(dir.path() + "/home", {"--worker-program", testBinDir() + "/fixtures/test-worker"},
+              {"garbage-first", "garbage", "huge", "badutf8", "bigmsg", "flood", "exit", "good"});
   pid_t broker = pined.rolePid("broker");
   REQUIRE(broker > 0);
 

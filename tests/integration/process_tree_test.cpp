@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -117,7 +119,7 @@ TEST_CASE("kill -9 of the broker: a new broker answers within 2 s and the restar
 
 TEST_CASE("kill -9 of a worker fails its task and leaves nothing behind") {
   TempDir dir;
-  Pined pined(dir.path() + "/home", {"--worker-program", testBinDir() + "/fixtures/test-worker"});
+  Pined pined(dir.path() + "/home", {"--worker-program", testBinDir() + "/fixtures/test-worker"}, {"slow"});
   auto started = pined.ctl({"send", "--no-wait", "slow", "wait for me"});
   REQUIRE(started.exitCode == 0);
   pid_t worker = 0;
@@ -139,7 +141,7 @@ TEST_CASE("kill -9 of a worker fails its task and leaves nothing behind") {
 TEST_CASE("SIGTERM to pined: every process is gone within 2 s, running workers included") {
   TempDir dir;
   std::string home = dir.path() + "/home";
-  Pined pined(home, {"--worker-program", testBinDir() + "/fixtures/test-worker"});
+  Pined pined(home, {"--worker-program", testBinDir() + "/fixtures/test-worker"}, {"slow"});
   REQUIRE(pined.ctl({"send", "--no-wait", "slow", "x"}).exitCode == 0);
   pid_t worker = 0;
   REQUIRE(waitUntil([&] { return (worker = pined.rolePid("worker")) > 0; }, 3s));
@@ -215,4 +217,59 @@ TEST_CASE("no usable sandbox: the task is refused with what to fix, never run un
   CHECK(r.err.find("chmod o+x") != std::string::npos);
   CHECK(pined.auditEvents("sandbox.refused").size() == 1);
   CHECK(pined.auditEvents("task.start").empty());
+}
+
+TEST_CASE("a task for an agent that is not configured is refused and says where to create it") {
+  TempDir dir;
+  Pined pined(dir.path() + "/home");
+  auto r = pined.ctl({"send", "ghost", "hello"});
+  CHECK(r.exitCode == 1);
+  CHECK(r.err.find("agents/ghost/agent.yaml") != std::string::npos);
+}
+
+TEST_CASE("an invalid configuration stops pined from starting, with file:line:column") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeMinimalConfig(home, {"main"});
+  std::ofstream(home + "/pine.yaml") << "defaults:\n  model: demo\nlimitz:\n  queuePerAgent: 3\n";
+  auto r = run({binDir() + "/pined", "--home", home, "--foreground"});
+  CHECK(r.exitCode == 2);
+  CHECK(r.err.find("pine.yaml:3:1") != std::string::npos);
+  CHECK(r.err.find("limits") != std::string::npos);  // did you mean
+  CHECK(processesMentioning(home).empty());
+}
+
+TEST_CASE("a bad edit never replaces the configuration in force: SIGHUP and pinectl reload say why") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  Pined pined(home);
+  std::ofstream(home + "/agents/main/agent.yaml") << "description: x\nmode: sideways\n";
+  auto r = pined.ctl({"reload"});
+  CHECK(r.exitCode == 2);
+  CHECK(r.err.find("agent.yaml:2:7") != std::string::npos);
+  CHECK(r.err.find("previous one stays") != std::string::npos);
+  REQUIRE(kill(pined.pid(), SIGHUP) == 0);
+  CHECK(waitUntil([&] { return pined.auditEvents("config.reload").size() == 2; }, 2s));
+  for (auto& line : pined.auditEvents("config.reload")) CHECK(nlohmann::json::parse(line)["ok"] == false);
+  // The old configuration still runs tasks.
+  CHECK(pined.ctl({"send", "main", "still here"}).exitCode == 0);
+  std::ofstream(home + "/agents/main/agent.yaml") << "description: fixed\nmode: manual\n";
+  CHECK(pined.ctl({"reload"}).exitCode == 0);
+}
+
+TEST_CASE("pinectl check on the example home, and a note that goes away once fixed") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  std::filesystem::copy(sourceDir() + "/config/examples/home", home, std::filesystem::copy_options::recursive);
+  chmod(home.c_str(), 0700);
+  for (auto f : {"/pine.yaml", "/models.yaml"}) chmod((home + f).c_str(), 0600);
+  auto clean = run({binDir() + "/pinectl", "--home", home, "check"});
+  CHECK(clean.exitCode == 0);
+  CHECK(clean.out.find("No security notes") != std::string::npos);
+  chmod((home + "/pine.yaml").c_str(), 0644);
+  auto noted = run({binDir() + "/pinectl", "--home", home, "check"});
+  CHECK(noted.exitCode == 1);
+  CHECK(noted.out.find("pine.yaml") != std::string::npos);
+  std::ofstream(home + "/pine.yaml", std::ios::app) << "bogus: 1\n";
+  CHECK(run({binDir() + "/pinectl", "--home", home, "check"}).exitCode == 2);
 }

@@ -1,0 +1,37 @@
+#include <iostream>
+
+#include "config/check.h"
+#include "config/load.h"
+#include "pinectl/commands.h"
+#include "pinectl/http_client.h"
+#include "sandbox/linux/probe.h"
+
+namespace pine {
+
+int cmdCheck(const std::string& home) {
+  // The sandbox this machine can give, probed the way pined probes it.
+  auto probe = sandbox::probeKernel();
+  std::string backend = "full";
+  if (sandbox::refuseReason(probe, {})) backend = "none";
+  else if (probe.degraded()) backend = "degraded";
+  return config::runCheck(home, backend, sandbox::describe(probe), std::cout);
+}
+
+int cmdReload(const std::string& home) {
+  ControlClient client(home);
+  HttpResult r = client.request("POST", "/v1/reload", "{}");
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_discarded() || r.status != 200) {
+    std::cerr << "pinectl: reload failed: " << (j.is_discarded() ? r.body : j.value("error", r.body)) << "\n";
+    return 1;
+  }
+  if (j.value("ok", false)) {
+    std::cout << "configuration reloaded\n";
+    return 0;
+  }
+  std::cerr << "configuration NOT reloaded; the previous one stays in force:\n";
+  for (auto& e : j["errors"]) std::cerr << "  " << e.get<std::string>() << "\n";
+  return 2;
+}
+
+}  // namespace pine
