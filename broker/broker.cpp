@@ -197,15 +197,15 @@ void Broker::endTask(const std::string& id, bool done, const std::string& text) 
   if (it != running_.end()) {
     auto running = kj::mv(it->second);
     running_.erase(it);
-    // A worker that answered gets a moment to exit on its own; then it is killed with all it started.
+    // A worker that answered gets a moment to exit on its own, its link still open so that
+    // it can close it first; then it is killed with all it started, and the link dropped.
     auto process = running->process;
     auto exited = process.waitRequest().send().ignoreResult();
     auto grace = io_.provider->getTimer().afterDelay(done ? 1 * kj::SECONDS : 0 * kj::SECONDS);
     background_.add(exited.exclusiveJoin(kj::mv(grace))
                         .then([process]() mutable { return process.killRequest().send().ignoreResult(); })
-                        .catch_([](kj::Exception&&) {}));
-    // Drop the link on a later turn: we may be inside one of its callbacks.
-    background_.add(kj::evalLater([r = kj::mv(running)]() {}));
+                        .catch_([](kj::Exception&&) {})
+                        .attach(kj::mv(running)));
   }
 }
 

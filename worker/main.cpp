@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <iostream>
 
 #include "common/fd.h"
@@ -27,5 +28,10 @@ int main(int argc, char** argv) {
   pine::RpcLink link(pine::wrapSocket(*io.lowLevelProvider, 3), capnp::rpc::twoparty::Side::CLIENT, nullptr,
                      pine::LinkLimits{0, 1 << 20});
   auto broker = link.peer().castAs<pine::proto::Broker>();
-  return pine::runWorkerTask(broker).wait(io.waitScope);
+  int code = pine::runWorkerTask(broker).wait(io.waitScope);
+  // Leave without tearing the link down in destructors: the broker may already have closed
+  // its end, and nothing is left to say.
+  fflush(stdout);
+  fflush(stderr);
+  _exit(code);
 }
