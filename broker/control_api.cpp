@@ -13,6 +13,7 @@
 #include "broker/broker.h"
 #include "common/log.h"
 #include "common/names.h"
+#include "common/unix_socket.h"
 
 namespace pine {
 namespace {
@@ -40,21 +41,7 @@ ControlApi::~ControlApi() noexcept(false) {}
 void ControlApi::taskFailed(kj::Exception&& e) { spdlog::warn("control API: {}", e.getDescription().cStr()); }
 
 void ControlApi::listenUnix(const std::string& path) {
-  struct sockaddr_un addr = {};
-  addr.sun_family = AF_UNIX;
-  KJ_REQUIRE(path.size() < sizeof addr.sun_path, "the home's path is too long for a unix socket", path);
-  memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  int fd;
-  KJ_SYSCALL(fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  kj::AutoCloseFd owned(fd);
-  unlink(path.c_str());
-  KJ_SYSCALL(bind(fd, (struct sockaddr*)&addr, sizeof addr), path);
-  KJ_SYSCALL(chmod(path.c_str(), 0600), path);
-  KJ_SYSCALL(listen(fd, 64));
-  unixReceiver_ = io_.lowLevelProvider->wrapListenSocketFd(owned.release(),
-                                                           kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
-                                                               kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC |
-                                                               kj::LowLevelAsyncIoProvider::ALREADY_NONBLOCK);
+  unixReceiver_ = listenUnixSocket(*io_.lowLevelProvider, path);
   tasks_.add(acceptLoop(*unixReceiver_));
 }
 
@@ -62,10 +49,9 @@ kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver) {
   return receiver.accept().then([this, &receiver](kj::Own<kj::AsyncIoStream>&& conn) {
     bool allowed = false;
     KJ_IF_MAYBE(fd, conn->getFd()) {
-      struct ucred cred;
-      socklen_t len = sizeof cred;
-      allowed = getsockopt(*fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == getuid();
-      if (!allowed) spdlog::warn("control API: refused a connection from uid {}", cred.uid);
+      unsigned uid = 0;
+      allowed = peerIsOwner(*fd, &uid);
+      if (!allowed) spdlog::warn("control API: refused a connection from uid {}", uid);
     }
     if (allowed) tasks_.add(server_->listenHttp(kj::mv(conn)));
     return acceptLoop(receiver);

@@ -12,7 +12,8 @@ struct Home {
   std::string logs() const { return root + "/data/logs"; }
   std::string agents() const { return root + "/agents"; }
   std::string sandboxes() const { return root + "/sandbox"; }
-  std::string socket() const { return root + "/pine.sock"; }
+  std::string socket() const { return root + "/pine.sock"; }        // the broker's control API
+  std::string ownerSocket() const { return root + "/pined.sock"; }  // pinectl -> pined: secrets only
   std::string token() const { return root + "/data/http-token"; }
   std::string audit() const { return root + "/data/logs/audit.jsonl"; }
   std::string lock() const { return root + "/data/pined.lock"; }

@@ -10,19 +10,11 @@
 
 #include "common/fd.h"
 #include "common/names.h"
+#include "common/unix_socket.h"
 #include "sandbox/agent_sandbox.h"
 
 namespace pine {
 namespace {
-
-std::string programDir() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "/usr/local/bin";
-  buf[n] = 0;
-  std::string s(buf);
-  return s.substr(0, s.find_last_of('/'));
-}
 
 // The command is looked up on the sandbox's PATH, not pinectl's.
 std::string findProgram(const std::string& name, const std::vector<std::string>& env) {

@@ -15,6 +15,8 @@ int cmdLogs(const std::string& home, bool follow, bool json);
 int cmdCheck(const std::string& home);
 // Asks pined to re-read the configuration: exit 0 reloaded, 2 invalid (the old one stays).
 int cmdReload(const std::string& home);
+// secret set NAME (value from the terminal without echo, or stdin) | unset NAME | list.
+int cmdSecret(const std::string& home, const std::string& action, const std::string& name);
 
 // One audit line made readable: time, event, who, then the other fields as key=value.
 std::string formatAuditLine(const std::string& line);

@@ -53,6 +53,16 @@ int main(int argc, char** argv) {
   auto* reload = app.add_subcommand("reload", "make pined re-read the configuration (a bad one never replaces"
                                               " the one in force)");
 
+  auto* secret = app.add_subcommand("secret", "secrets in .env, kept by pined alone");
+  secret->require_subcommand(1);
+  std::string secretName;
+  auto* secretSet = secret->add_subcommand("set", "store a secret: the value is read from the terminal without"
+                                                  " echo, or from stdin");
+  secretSet->add_option("name", secretName, "the name configuration refers to, like OPENAI_KEY")->required();
+  auto* secretUnset = secret->add_subcommand("unset", "remove a secret");
+  secretUnset->add_option("name", secretName)->required();
+  auto* secretList = secret->add_subcommand("list", "the names of the stored secrets (never their values)");
+
   CLI11_PARSE(app, argc, argv);
   try {
     std::string home = pine::resolveHome(homeFlag);
@@ -60,6 +70,9 @@ int main(int argc, char** argv) {
     if (*tasks) return pine::cmdTasks(home, json);
     if (*send) return pine::cmdSend(home, agent, text, !noWait, json);
     if (*logs) return pine::cmdLogs(home, follow, json);
+    if (*secretSet) return pine::cmdSecret(home, "set", secretName);
+    if (*secretUnset) return pine::cmdSecret(home, "unset", secretName);
+    if (*secretList) return pine::cmdSecret(home, "list", "");
     if (*check) return pine::cmdCheck(home);
     if (*reload) return pine::cmdReload(home);
     if (*guardBash) return pine::cmdGuardBash(std::cin, std::cout, json);

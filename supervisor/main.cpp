@@ -12,6 +12,7 @@
 
 #include "common/fd.h"
 #include "common/log.h"
+#include "common/unix_socket.h"
 #include "config/load.h"
 #include "supervisor/home_layout.h"
 #include "supervisor/supervisor.h"
@@ -24,15 +25,6 @@ const char kUsage[] =
     "  --foreground           stay attached and log to stderr too (for launchd, systemd, tests)\n"
     "  --broker-program PATH  the pine-broker to run (default: beside pined)\n"
     "  --worker-program PATH  the pine-worker to run (default: beside pined)\n";
-
-std::string selfDir() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  buf[n] = 0;
-  std::string s(buf);
-  return s.substr(0, s.find_last_of('/'));
-}
 
 // Detach from the terminal. The first process returns only once the broker is
 // ready (or after a timeout), so `pined && pinectl status` works.
@@ -94,7 +86,7 @@ int main(int argc, char** argv) {
   pine::SupervisorOptions options;
   try {
     options.home.root = pine::resolveHome(homeFlag);
-    std::string dir = selfDir();
+    std::string dir = pine::programDir();
     options.brokerProgram = pine::absolutePath(brokerProgram.empty() ? dir + "/pine-broker" : brokerProgram);
     options.workerProgram = pine::absolutePath(workerProgram.empty() ? dir + "/pine-worker" : workerProgram);
     for (auto& prog : {options.brokerProgram, options.workerProgram})
@@ -128,6 +120,7 @@ int main(int argc, char** argv) {
   pine::Supervisor supervisor(io, options);
   supervisor.run().wait(io.waitScope);
   unlink(options.home.pidFile().c_str());
+  unlink(options.home.ownerSocket().c_str());
   spdlog::info("pined stopped");
   return 0;
 }

@@ -44,10 +44,15 @@ Supervisor::Supervisor(kj::AsyncIoContext& io, SupervisorOptions options)
       startedAtMs_(nowMs()),
       sandboxes_(options_.home.root, options_.workerProgram.substr(0, options_.workerProgram.find_last_of('/')),
                  sandbox::probeKernel(), options_.sandbox),
-      config_(options_.home.root) {
+      config_(options_.home.root),
+      secrets_(options_.home.root + "/.env"),
+      owner_(io, *this) {
   // main() validated the configuration before anything started; this cannot fail short of a race.
   for (auto& e : config_.reload()) spdlog::error("{}", e.format());
+  for (auto& e : secrets_.load()) spdlog::error("{}", e);  // positions only, never a value
 }
+
+void Supervisor::secretsChanged() { reloadConfig("pinectl secret"); }
 
 std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {
   std::vector<std::string> errors;
@@ -82,6 +87,7 @@ kj::Promise<void> Supervisor::run() {
                           {"landlock_abi", probe.landlockAbi},
                           {"notes", probe.notes},
                           {"refused", refused ? *refused : ""}});
+  owner_.listen(options_.home.ownerSocket());
   tasks_.add(keepBroker());
   tasks_.add(onHangup());
   auto term = io_.unixEventPort.onSignal(SIGTERM).exclusiveJoin(io_.unixEventPort.onSignal(SIGINT));
@@ -95,6 +101,7 @@ kj::Promise<void> Supervisor::onHangup() {
   return io_.unixEventPort.onSignal(SIGHUP).then([this](siginfo_t) {
     reopenLogs();
     spdlog::info("SIGHUP: logs reopened, configuration re-read, asking the broker to reload");
+    for (auto& e : secrets_.load()) spdlog::error("{}", e);
     reloadConfig("SIGHUP");
     KJ_IF_MAYBE(admin, brokerAdmin_) {
       tasks_.add(admin->reloadRequest().send().ignoreResult().catch_([](kj::Exception&& e) {

@@ -13,6 +13,8 @@
 #include "sandbox/agent_sandbox.h"
 #include "supervisor/backoff.h"
 #include "supervisor/children.h"
+#include "supervisor/owner_service.h"
+#include "supervisor/secrets/secret_store.h"
 
 namespace pine {
 
@@ -49,6 +51,9 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   long long startedAtMs() const { return startedAtMs_; }
   unsigned brokerRestarts() const { return brokerRestarts_; }
   void brokerReady();
+  secrets::SecretStore& secrets() { return secrets_; }
+  // After `pinectl secret set/unset`: configuration may name the secret now.
+  void secretsChanged();
   // Re-reads the configuration; on errors keeps the one in force and returns them (formatted).
   std::vector<std::string> reloadConfig(const std::string& by);
 
@@ -71,6 +76,8 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   kj::Maybe<proto::BrokerAdmin::Client> brokerAdmin_;
   sandbox::AgentSandboxes sandboxes_;
   config::ActiveConfig config_;
+  secrets::SecretStore secrets_;
+  OwnerListener owner_;
 };
 
 }  // namespace pine

@@ -273,3 +273,40 @@ TEST_CASE("pinectl check on the example home, and a note that goes away once fix
   std::ofstream(home + "/pine.yaml", std::ios::app) << "bogus: 1\n";
   CHECK(run({binDir() + "/pinectl", "--home", home, "check"}).exitCode == 2);
 }
+
+TEST_CASE("pinectl secret set: pined writes .env (mode 600); the value is in no log, audit line or environment") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  Pined pined(home);
+  const std::string value = "zq-Secret-Value-7f3a9b2c41";
+  auto r = pined.ctl({"secret", "set", "TEST_TOKEN"}, value + "\n");
+  REQUIRE_MESSAGE(r.exitCode == 0, r.err);
+  CHECK(modeOf(home + "/.env") == 0600);
+  std::ifstream env(home + "/.env");
+  std::stringstream ss;
+  ss << env.rdbuf();
+  CHECK(ss.str().find("TEST_TOKEN=" + value) != std::string::npos);
+  CHECK(pined.ctl({"secret", "list"}).out == "TEST_TOKEN\n");
+  CHECK(pined.auditEvents("secret.set").size() == 1);
+  // A task runs, so a worker existed while the secret was held.
+  CHECK(pined.ctl({"send", "main", "x"}).exitCode == 0);
+  for (auto& entry : std::filesystem::recursive_directory_iterator(home + "/data")) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream f(entry.path());
+    std::stringstream c;
+    c << f.rdbuf();
+    CHECK_MESSAGE(c.str().find(value) == std::string::npos, entry.path());
+  }
+  for (pid_t p : {pined.rolePid("broker"), pined.pid()}) {
+    std::ifstream f("/proc/" + std::to_string(p) + "/environ");
+    std::stringstream c;
+    c << f.rdbuf();
+    CHECK(c.str().find(value) == std::string::npos);
+  }
+  // Bad names are refused without echoing anything back.
+  auto bad = pined.ctl({"secret", "set", "lower-case"}, "whatever-value-123\n");
+  CHECK(bad.exitCode == 1);
+  CHECK(bad.err.find("whatever-value-123") == std::string::npos);
+  CHECK(pined.ctl({"secret", "unset", "TEST_TOKEN"}).exitCode == 0);
+  CHECK(pined.ctl({"secret", "list"}).out.empty());
+}

@@ -1,0 +1,94 @@
+// `pinectl secret set NAME`: the value goes straight to pined over the owner's
+// socket, never through the broker, never on a command line or in the environment.
+#include <kj/async-io.h>
+#include <openssl/crypto.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "common/home.h"
+#include "common/rpc_link.h"
+#include "pinectl/commands.h"
+#include "proto/owner.capnp.h"
+
+namespace pine {
+namespace {
+
+// From the terminal without echo, else all of stdin (one trailing newline dropped).
+std::string readSecretValue(const std::string& name) {
+  std::string value;
+  if (isatty(0)) {
+    struct termios old, quiet;
+    tcgetattr(0, &old);
+    quiet = old;
+    quiet.c_lflag &= ~(tcflag_t)ECHO;
+    std::cerr << "value for " << name << " (not shown): " << std::flush;
+    tcsetattr(0, TCSAFLUSH, &quiet);
+    std::getline(std::cin, value);
+    tcsetattr(0, TCSAFLUSH, &old);
+    std::cerr << "\n";
+  } else {
+    value.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    if (!value.empty() && value.back() == '\n') value.pop_back();
+    if (!value.empty() && value.back() == '\r') value.pop_back();
+  }
+  return value;
+}
+
+int connectOwnerSocket(const std::string& home) {
+  std::string path = home + "/pined.sock";
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  if (fd < 0 || path.size() >= sizeof addr.sun_path) throw std::runtime_error("cannot reach pined at " + path);
+  memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  if (connect(fd, (struct sockaddr*)&addr, sizeof addr) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot reach pined at " + path + ": " + strerror(errno) + " (is pined running?)");
+  }
+  return fd;
+}
+
+}  // namespace
+
+int cmdSecret(const std::string& home, const std::string& action, const std::string& name) {
+  auto io = kj::setupAsyncIo();
+  RpcLink link(wrapSocket(*io.lowLevelProvider, connectOwnerSocket(home)), capnp::rpc::twoparty::Side::CLIENT,
+               nullptr, LinkLimits{0, 1 << 20});
+  auto owner = link.peer().castAs<proto::Owner>();
+  try {
+    if (action == "set") {
+      std::string value = readSecretValue(name);
+      if (value.empty()) {
+        std::cerr << "pinectl: an empty value is not stored; nothing changed\n";
+        return 1;
+      }
+      auto req = owner.setSecretRequest();
+      req.setName(name);
+      req.setValue(kj::arrayPtr(reinterpret_cast<const kj::byte*>(value.data()), value.size()));
+      OPENSSL_cleanse(value.data(), value.size());
+      req.send().wait(io.waitScope);
+      std::cout << "stored " << name << " in " << home << "/.env\n";
+    } else if (action == "unset") {
+      auto req = owner.unsetSecretRequest();
+      req.setName(name);
+      req.send().wait(io.waitScope);
+      std::cout << "removed " << name << "\n";
+    } else {
+      auto names = owner.secretNamesRequest().send().wait(io.waitScope);
+      for (auto n : names.getNames()) std::cout << n.cStr() << "\n";
+    }
+  } catch (kj::Exception& e) {
+    std::string d = e.getDescription().cStr();
+    const std::string remote = "remote exception: ";
+    if (d.rfind(remote, 0) == 0) d = d.substr(remote.size());
+    std::cerr << "pinectl: " << d << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace pine

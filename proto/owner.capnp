@@ -1,0 +1,18 @@
+@0x8b3e4a9b48f6cdb4;
+# Trust boundary: the owner's pinectl -> pined, over <home>/pined.sock (mode 600,
+# peer uid checked). Only what must not pass through the broker goes here:
+# secret values. pined re-validates every argument.
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("pine::proto");
+
+interface Owner {
+  setSecret @0 (name :Text, value :Data) -> ();
+  # Store a secret in .env (atomically, mode 600); the value stays in pined and is never echoed or logged.
+
+  unsetSecret @1 (name :Text) -> ();
+  # Remove a secret from .env.
+
+  secretNames @2 () -> (names :List(Text));
+  # The names of the stored secrets, never their values.
+}

@@ -1,0 +1,615 @@
+// Egress: fill in secrets, check where the request goes, make it with libcurl, and
+// redact what comes back. Order matters: the URL and headers are checked as templates
+// (placeholders still in) before any secret is looked up, and the host is resolved and
+// checked before a byte is sent; curl is then pinned to exactly the checked addresses.
+#include "supervisor/egress/egress.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "supervisor/egress/address_policy.h"
+
+namespace pine::egress {
+namespace {
+
+constexpr std::string_view kOpen = "${secret:";
+constexpr std::size_t kMaxNameLength = 128;
+constexpr std::size_t kMaxHeaderBytes = 256 << 10;
+// The marker curl sees in place of a placeholder when the template is checked: plain
+// letters, valid in every URL part, so curl reports the part it landed in.
+constexpr std::string_view kDummy = "pinesecretplaceholder";
+
+using Clock = std::chrono::steady_clock;
+
+void globalInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+bool isNameChar(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+         c == '.';
+}
+
+bool isTokenChar(char c) {  // RFC 9110 tchar
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool isToken(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), isTokenChar); }
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+struct Placeholder {
+  std::size_t begin;  // offset of "${secret:"
+  std::size_t end;    // one past "}"
+  std::string name;
+};
+
+// Every placeholder in text, or an error for a malformed one.
+std::optional<std::string> findPlaceholders(std::string_view text, std::string_view where,
+                                            std::vector<Placeholder>& out) {
+  for (std::size_t p = text.find(kOpen); p != std::string_view::npos; p = text.find(kOpen, p)) {
+    const std::size_t nameStart = p + kOpen.size();
+    std::size_t q = nameStart;
+    while (q < text.size() && isNameChar(text[q])) ++q;
+    if (q == nameStart || q >= text.size() || text[q] != '}' || q - nameStart > kMaxNameLength) {
+      return "malformed secret placeholder in " + std::string(where) +
+             " (expected ${secret:NAME}, NAME of letters, digits, '_', '-', '.')";
+    }
+    out.push_back({p, q + 1, std::string(text.substr(nameStart, q - nameStart))});
+    p = q + 1;
+  }
+  return std::nullopt;
+}
+
+enum class UrlPart { Scheme, Userinfo, Host, Path, Query };
+
+// Which part of the URL template an offset falls in. Placeholders contain none of
+// "/?#@", so the template's structure is that of the URL that will be sent.
+UrlPart partAt(std::string_view url, std::size_t pos) {
+  const std::size_t sep = url.find("://");
+  if (sep == std::string_view::npos || pos < sep + 3) return UrlPart::Scheme;
+  const std::size_t authStart = sep + 3;
+  std::size_t authEnd = url.find_first_of("/?#", authStart);
+  if (authEnd == std::string_view::npos) authEnd = url.size();
+  if (pos < authEnd) {
+    const std::size_t at = url.substr(authStart, authEnd - authStart).rfind('@');
+    return at != std::string_view::npos && pos < authStart + at ? UrlPart::Userinfo : UrlPart::Host;
+  }
+  const std::size_t query = url.find_first_of("?#", authEnd);
+  return query == std::string_view::npos || pos < query ? UrlPart::Path : UrlPart::Query;
+}
+
+// Percent-encode a secret so that it cannot change the URL's structure: only bytes
+// that mean nothing to the part it sits in stay as they are.
+std::string encodeFor(UrlPart part, std::string_view value) {
+  std::string_view keep;
+  switch (part) {
+    case UrlPart::Userinfo: keep = "-._~!$&'()*+,;="; break;  // ':' and '@' would split it
+    case UrlPart::Path: keep = "-._~!$&'()*+,;=:@"; break;   // '/' would add a segment
+    default: keep = "-._~!$'()*,;:@/?"; break;               // '&', '=', '+' mean something in a query
+  }
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : value) {
+    const bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (alnum || keep.find(static_cast<char>(c)) != std::string_view::npos) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// Owns a CURLU and frees it.
+struct UrlHandle {
+  CURLU* h = curl_url();
+  UrlHandle() = default;
+  UrlHandle(const UrlHandle&) = delete;
+  UrlHandle& operator=(const UrlHandle&) = delete;
+  ~UrlHandle() { curl_url_cleanup(h); }
+  std::optional<std::string> get(CURLUPart part, unsigned flags = 0) const {
+    char* s = nullptr;
+    if (curl_url_get(h, part, &s, flags) != CURLUE_OK || s == nullptr) return std::nullopt;
+    std::string out(s);
+    curl_free(s);
+    return out;
+  }
+};
+
+struct Resolved {
+  std::vector<sockaddr_storage> addrs;
+  std::string error;
+};
+
+// getaddrinfo has no timeout of its own: it runs on a helper thread that may outlive
+// the call (it then frees its result alone).
+Resolved resolve(const std::string& host, long timeoutMs) {
+  struct State {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    int rc = 0;
+    std::vector<sockaddr_storage> addrs;
+  };
+  auto st = std::make_shared<State>();
+  try {
+    std::thread([st, host] {
+      addrinfo hints{};
+      hints.ai_family = AF_UNSPEC;
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* res = nullptr;
+      const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+      std::vector<sockaddr_storage> addrs;
+      for (addrinfo* ai = res; rc == 0 && ai != nullptr; ai = ai->ai_next) {
+        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
+        sockaddr_storage ss{};
+        std::memcpy(&ss, ai->ai_addr, std::min<std::size_t>(ai->ai_addrlen, sizeof ss));
+        addrs.push_back(ss);
+      }
+      if (res != nullptr) freeaddrinfo(res);
+      std::lock_guard lock(st->m);
+      st->rc = rc;
+      st->addrs = std::move(addrs);
+      st->done = true;
+      st->cv.notify_all();
+    }).detach();
+  } catch (const std::exception& e) {
+    return {{}, std::string("cannot start name resolution: ") + e.what()};
+  }
+  std::unique_lock lock(st->m);
+  if (!st->cv.wait_for(lock, std::chrono::milliseconds(timeoutMs), [&] { return st->done; })) {
+    return {{}, "resolving " + host + " timed out after " + std::to_string(timeoutMs) + " ms"};
+  }
+  if (st->rc != 0) return {{}, "cannot resolve " + host + ": " + gai_strerror(st->rc)};
+  if (st->addrs.empty()) return {{}, "cannot resolve " + host + ": no IPv4 or IPv6 address"};
+  return {std::move(st->addrs), {}};
+}
+
+bool sameAddress(const sockaddr* a, const sockaddr_storage& b) {
+  if (a->sa_family != b.ss_family) return false;
+  if (a->sa_family == AF_INET) {
+    sockaddr_in x, y;
+    std::memcpy(&x, a, sizeof x);
+    std::memcpy(&y, &b, sizeof y);
+    return x.sin_addr.s_addr == y.sin_addr.s_addr;
+  }
+  if (a->sa_family == AF_INET6) {
+    sockaddr_in6 x, y;
+    std::memcpy(&x, a, sizeof x);
+    std::memcpy(&y, &b, sizeof y);
+    return std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr) == 0;
+  }
+  return false;
+}
+
+// Redacts with the values this request used first, then with everything the caller's
+// redactor knows (patterns included).
+struct Scrubber {
+  const redact::Redactor& used;
+  const redact::Redactor& known;
+  std::string operator()(std::string_view text) const { return known.redact(used.redact(text)); }
+};
+
+struct Transfer {
+  Transfer(Scrubber s, const redact::Redactor& used, const redact::Redactor& known,
+           const std::function<void(const EgressResponseHead&)>& head,
+           const std::function<bool(std::string_view)>& chunk)
+      : scrub(s), usedStream(used), knownStream(known), onHead(head), onChunk(chunk) {}
+
+  Scrubber scrub;
+  redact::StreamRedactor usedStream;
+  redact::StreamRedactor knownStream;
+  const std::function<void(const EgressResponseHead&)>& onHead;
+  const std::function<bool(std::string_view)>& onChunk;
+  CURL* curl = nullptr;
+  const std::vector<sockaddr_storage>* allowed = nullptr;
+  AddressRules rules;
+  std::size_t maxBytes = 0;
+  std::size_t bodyBytes = 0;
+  std::size_t headerBytes = 0;
+  EgressResponseHead head;
+  bool headSent = false;
+  std::string error;  // set by a callback that stopped the transfer
+  std::exception_ptr thrown;
+
+  void sendHead() {
+    if (headSent) return;
+    headSent = true;
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    head.status = status;
+    if (onHead) onHead(head);
+  }
+
+  bool deliver(std::string_view redacted) { return redacted.empty() || !onChunk || onChunk(redacted); }
+};
+
+size_t onHeaderLine(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const std::size_t len = size * n;
+  try {
+    t->headerBytes += len;
+    if (t->headerBytes > kMaxHeaderBytes) {
+      t->error = "response headers larger than " + std::to_string(kMaxHeaderBytes) + " bytes";
+      return 0;
+    }
+    std::string_view line(data, len);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+    if (line.starts_with("HTTP/")) {
+      t->head.headers.clear();  // a new response (after a 1xx) starts its own header list
+      return len;
+    }
+    if (line.empty()) return len;
+    const std::string clean = t->scrub(line);
+    const std::size_t colon = clean.find(':');
+    if (colon == std::string::npos) return len;  // an obsolete folded line: dropped
+    std::string_view value = std::string_view(clean).substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    t->head.headers.emplace_back(clean.substr(0, colon), std::string(value));
+    return len;
+  } catch (...) {
+    t->thrown = std::current_exception();
+    return 0;
+  }
+}
+
+size_t onBody(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const std::size_t len = size * n;
+  try {
+    t->sendHead();
+    if (len > t->maxBytes - std::min(t->maxBytes, t->bodyBytes)) {
+      t->error = "response larger than " + std::to_string(t->maxBytes) + " bytes";
+      return 0;
+    }
+    t->bodyBytes += len;
+    const std::string stage = t->usedStream.feed(std::string_view(data, len));
+    if (!t->deliver(t->knownStream.feed(stage))) {
+      t->error = "the receiver stopped the transfer";
+      return 0;
+    }
+    return len;
+  } catch (...) {
+    t->thrown = std::current_exception();
+    return 0;
+  }
+}
+
+// curl asks for a socket for each address it tries: only the checked ones get one, so
+// neither its own resolver nor anything else can redirect the connection.
+curl_socket_t onOpenSocket(void* user, curlsocktype purpose, curl_sockaddr* addr) {
+  auto* t = static_cast<Transfer*>(user);
+  const auto* sa = reinterpret_cast<const sockaddr*>(&addr->addr);
+  const bool listed = std::any_of(t->allowed->begin(), t->allowed->end(),
+                                  [&](const sockaddr_storage& ok) { return sameAddress(sa, ok); });
+  if (purpose != CURLSOCKTYPE_IPCXN || !listed || refusal(sa, t->rules)) {
+    if (t->error.empty()) t->error = "refused to connect to " + addressText(sa) + ": not an address that was checked";
+    return CURL_SOCKET_BAD;
+  }
+  // Close-on-exec: the supervisor spawns children, which must not inherit the connection.
+  const int fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+  return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
+struct CurlDeleter {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+struct SlistDeleter {
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+
+bool hostAllowed(const std::string& host, const std::vector<std::string>& allow) {
+  if (allow.empty()) return true;
+  const std::string h = lower(host);
+  for (const std::string& entry : allow) {
+    const std::string e = lower(entry);
+    if (e.starts_with("*.")) {
+      const std::string_view suffix = std::string_view(e).substr(1);  // ".example.com"
+      if (h.size() > suffix.size() && h.ends_with(suffix)) return true;
+    } else if (h == e) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string shortTemplate(std::string_view url) {
+  constexpr std::size_t kMax = 200;
+  return url.size() <= kMax ? std::string(url) : std::string(url.substr(0, kMax)) + "...";
+}
+
+// Header names egress sets itself or that would defeat a check.
+std::optional<std::string> reservedHeader(const std::string& name) {
+  const std::string n = lower(name);
+  if (n == "host") return "the Host header is set from the URL (it must match the host that was checked)";
+  if (n == "accept-encoding") return "Accept-Encoding is set by egress, which decodes the body so that it can be redacted";
+  if (n == "content-length" || n == "transfer-encoding") return name + " is set by egress from the body";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> perform(const EgressRequest& request, const EgressPolicy& policy,
+                                   const SecretLookup& secrets, const redact::Redactor& redactor,
+                                   const std::function<void(const EgressResponseHead&)>& onHead,
+                                   const std::function<bool(std::string_view)>& onChunk) {
+  const Clock::time_point started = Clock::now();
+  globalInit();
+  const std::string what = request.method + " " + shortTemplate(request.url);
+  // For texts that cannot hold a secret value (template checks, fixed messages); the
+  // caller's redactor still runs in case the template itself carries a literal credential.
+  auto fail = [&](const std::string& why) { return std::optional<std::string>(redactor.redact(what + ": " + why)); };
+
+  // libcurl with OpenSSL writes every TLS session key to this file when it is set.
+  if (const char* keylog = std::getenv("SSLKEYLOGFILE"); keylog != nullptr && *keylog != '\0') {
+    return fail("SSLKEYLOGFILE is set in the supervisor's environment (TLS keys would be written to a file)");
+  }
+  if (policy.connectTimeoutMs <= 0 || policy.totalTimeoutMs <= 0) return fail("timeouts must be positive");
+
+  // --- templates: where the placeholders are, before any secret is looked up
+  if (request.method.find(kOpen) != std::string::npos) return fail("a secret placeholder in the method is refused");
+  if (!isToken(request.method)) return fail("the method is not a valid HTTP token");
+  if (request.body.find(kOpen) != std::string::npos) {
+    return fail("a secret placeholder in the body is refused (placeholders go in the URL or header values)");
+  }
+  std::vector<Placeholder> urlPlaceholders;
+  if (auto e = findPlaceholders(request.url, "the URL", urlPlaceholders)) return fail(*e);
+  for (const Placeholder& p : urlPlaceholders) {
+    const UrlPart part = partAt(request.url, p.begin);
+    if (part == UrlPart::Host) {
+      return fail("a secret placeholder in the host part is refused (the host name is sent to DNS in clear)");
+    }
+    if (part == UrlPart::Scheme) return fail("a secret placeholder in the scheme is refused");
+  }
+  std::vector<std::vector<Placeholder>> headerPlaceholders(request.headers.size());
+  for (std::size_t i = 0; i < request.headers.size(); ++i) {
+    const auto& [name, value] = request.headers[i];
+    if (name.find(kOpen) != std::string::npos) return fail("a secret placeholder in a header name is refused");
+    if (!isToken(name)) return fail("header name '" + name + "' is not a valid HTTP token");
+    if (auto r = reservedHeader(name)) return fail(*r);
+    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+      return fail("header " + name + " contains a line break or NUL");
+    }
+    if (auto e = findPlaceholders(value, "header " + name, headerPlaceholders[i])) return fail(*e);
+  }
+
+  // --- the URL as curl will read it, with a harmless word in place of each placeholder
+  std::string dummyUrl;
+  {
+    std::size_t at = 0;
+    for (const Placeholder& p : urlPlaceholders) {
+      dummyUrl.append(request.url, at, p.begin - at);
+      dummyUrl += kDummy;
+      at = p.end;
+    }
+    dummyUrl.append(request.url, at);
+  }
+  UrlHandle checked;
+  if (checked.h == nullptr) return fail("out of memory");
+  if (const CURLUcode rc = curl_url_set(checked.h, CURLUPART_URL, dummyUrl.c_str(), 0); rc != CURLUE_OK) {
+    return fail(std::string("invalid URL: ") + curl_url_strerror(rc));
+  }
+  const std::string scheme = lower(checked.get(CURLUPART_SCHEME).value_or(""));
+  if (scheme != "https" && scheme != "http") return fail("only http and https URLs are allowed");
+  if (scheme == "http" && !policy.allowPlainHttp) return fail("plain http is refused (allowPlainHttp is off)");
+  const std::string host = checked.get(CURLUPART_HOST).value_or("");
+  const std::string port = checked.get(CURLUPART_PORT, CURLU_DEFAULT_PORT).value_or("");
+  if (host.empty() || port.empty()) return fail("the URL has no host");
+  if (lower(host).find(kDummy) != std::string::npos) {
+    return fail("a secret placeholder in the host part is refused (the host name is sent to DNS in clear)");
+  }
+  if (checked.get(CURLUPART_ZONEID)) return fail("IPv6 zone ids are refused");
+  if (std::any_of(host.begin(), host.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
+    return fail("non-ASCII host names are refused (use the punycode form)");
+  }
+  const bool literalV6 = host.size() > 2 && host.front() == '[' && host.back() == ']';
+  const std::string bareHost = literalV6 ? host.substr(1, host.size() - 2) : host;
+  if (!hostAllowed(bareHost, policy.allowHosts)) return fail("host " + host + " is not in allowHosts");
+
+  // --- secrets: looked up only now that the templates are known to be acceptable
+  std::map<std::string, std::string, std::less<>> values;
+  auto lookup = [&](const std::string& name) -> std::optional<std::string> {
+    if (values.count(name) != 0) return std::nullopt;
+    std::optional<std::string> v = secrets.get(name);
+    if (!v) return "unknown secret " + name;
+    if (v->size() < redact::kMinKnownLength) {
+      return "secret " + name + " is shorter than " + std::to_string(redact::kMinKnownLength) +
+             " bytes, too short to redact from the response reliably, so it is not used";
+    }
+    values.emplace(name, std::move(*v));
+    return std::nullopt;
+  };
+  for (const Placeholder& p : urlPlaceholders) {
+    if (auto e = lookup(p.name)) return fail(*e);
+  }
+  for (const auto& list : headerPlaceholders) {
+    for (const Placeholder& p : list) {
+      if (auto e = lookup(p.name)) return fail(*e);
+    }
+  }
+  // The values as they go out, also in the encoded form they take in the URL, so that
+  // an echo of either is redacted.
+  std::vector<std::string> usedValues;
+  for (const auto& [name, value] : values) usedValues.push_back(value);
+  std::string filledUrl;
+  {
+    std::size_t at = 0;
+    for (const Placeholder& p : urlPlaceholders) {
+      const std::string encoded = encodeFor(partAt(request.url, p.begin), values.at(p.name));
+      if (encoded != values.at(p.name)) usedValues.push_back(encoded);
+      filledUrl.append(request.url, at, p.begin - at);
+      filledUrl += encoded;
+      at = p.end;
+    }
+    filledUrl.append(request.url, at);
+  }
+  const redact::Redactor usedRedactor(usedValues);
+  const Scrubber scrub{usedRedactor, redactor};
+  auto failScrubbed = [&](const std::string& why) { return std::optional<std::string>(scrub(what + ": " + why)); };
+
+  UrlHandle url;
+  if (url.h == nullptr) return fail("out of memory");
+  if (curl_url_set(url.h, CURLUPART_URL, filledUrl.c_str(), 0) != CURLUE_OK ||
+      url.get(CURLUPART_HOST).value_or("") != host || url.get(CURLUPART_PORT, CURLU_DEFAULT_PORT).value_or("") != port ||
+      lower(url.get(CURLUPART_SCHEME).value_or("")) != scheme) {
+    // Cannot happen with encoded values; checked so that a parser surprise fails closed.
+    return fail("the URL changed shape when the secrets were filled in");
+  }
+
+  std::unique_ptr<curl_slist, SlistDeleter> headerList;
+  for (std::size_t i = 0; i < request.headers.size(); ++i) {
+    const auto& [name, value] = request.headers[i];
+    std::string filled;
+    std::size_t at = 0;
+    for (const Placeholder& p : headerPlaceholders[i]) {
+      const std::string& v = values.at(p.name);
+      if (v.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+        return fail("secret " + p.name + " contains a line break or NUL and cannot go into a header");
+      }
+      filled.append(value, at, p.begin - at);
+      filled += v;
+      at = p.end;
+    }
+    filled.append(value, at);
+    // "Name:" would tell curl to remove the header; "Name;" sends it empty.
+    const std::string line = filled.empty() ? name + ";" : name + ": " + filled;
+    curl_slist* next = curl_slist_append(headerList.get(), line.c_str());
+    if (next == nullptr) return fail("out of memory");
+    headerList.release();
+    headerList.reset(next);
+  }
+  // curl would add "Expect: 100-continue" to large bodies and wait for the server.
+  if (!request.body.empty()) {
+    curl_slist* next = curl_slist_append(headerList.get(), "Expect:");
+    if (next == nullptr) return fail("out of memory");
+    headerList.release();
+    headerList.reset(next);
+  }
+
+  // --- where it goes: every address the name resolves to must pass
+  const auto elapsedMs = [&] {
+    return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
+  };
+  Resolved resolved = resolve(bareHost, std::min(policy.connectTimeoutMs, policy.totalTimeoutMs));
+  if (!resolved.error.empty()) return failScrubbed(resolved.error);
+  const AddressRules rules{policy.allowPrivate, policy.allowLoopback};
+  std::string pinned;
+  for (const sockaddr_storage& ss : resolved.addrs) {
+    const auto* sa = reinterpret_cast<const sockaddr*>(&ss);
+    if (auto why = refusal(sa, rules)) {
+      return failScrubbed(literalV6 || bareHost == addressText(sa) ? *why : "host " + host + " resolves to " + *why);
+    }
+    const std::string text = addressText(sa);
+    if (pinned.find(text) != std::string::npos) continue;
+    if (!pinned.empty()) pinned += ',';
+    pinned += ss.ss_family == AF_INET6 ? "[" + text + "]" : text;
+  }
+  const long remainingMs = policy.totalTimeoutMs - elapsedMs();
+  if (remainingMs <= 0) return failScrubbed("timed out after " + std::to_string(policy.totalTimeoutMs) + " ms");
+
+  // --- the transfer
+  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+  if (!curl) return fail("cannot create a curl handle");
+  CURL* c = curl.get();
+  Transfer t(scrub, usedRedactor, redactor, onHead, onChunk);
+  t.curl = c;
+  t.allowed = &resolved.addrs;
+  t.rules = rules;
+  t.maxBytes = policy.maxResponseBytes;
+  char errbuf[CURL_ERROR_SIZE] = {};
+
+  // An IP literal is never looked up by curl; a name is answered from this entry.
+  std::unique_ptr<curl_slist, SlistDeleter> resolveList;
+  if (!literalV6 && bareHost != addressText(reinterpret_cast<const sockaddr*>(&resolved.addrs.front()))) {
+    const std::string entry = bareHost + ":" + port + ":" + pinned;
+    resolveList.reset(curl_slist_append(nullptr, entry.c_str()));
+    if (!resolveList) return fail("out of memory");
+  }
+
+  bool setOk = true;
+  auto set = [&](CURLoption opt, auto value) { setOk = setOk && curl_easy_setopt(c, opt, value) == CURLE_OK; };
+  set(CURLOPT_ERRORBUFFER, errbuf);
+  set(CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: other threads run in this process
+  set(CURLOPT_CURLU, url.h);
+  set(CURLOPT_PROTOCOLS_STR, policy.allowPlainHttp ? "http,https" : "https");
+  set(CURLOPT_FOLLOWLOCATION, 0L);
+  set(CURLOPT_NETRC, static_cast<long>(CURL_NETRC_IGNORED));
+  set(CURLOPT_PROXY, "");     // "" and NOPROXY "*": the http_proxy/https_proxy/all_proxy
+  set(CURLOPT_NOPROXY, "*");  // variables are never used
+  set(CURLOPT_SSL_VERIFYPEER, 1L);
+  set(CURLOPT_SSL_VERIFYHOST, 2L);
+  set(CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
+  if (!policy.caFile.empty()) {
+    set(CURLOPT_CAINFO, policy.caFile.c_str());
+    set(CURLOPT_CAPATH, static_cast<const char*>(nullptr));  // only the given bundle, not the system folder
+  }
+  set(CURLOPT_CONNECTTIMEOUT_MS, std::min(policy.connectTimeoutMs, remainingMs));
+  set(CURLOPT_TIMEOUT_MS, remainingMs);
+  set(CURLOPT_ACCEPT_ENCODING, "");  // curl decodes, so redaction and the size cap see plain bytes
+  set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(policy.maxResponseBytes));
+  set(CURLOPT_OPENSOCKETFUNCTION, &onOpenSocket);
+  set(CURLOPT_OPENSOCKETDATA, &t);
+  set(CURLOPT_HEADERFUNCTION, &onHeaderLine);
+  set(CURLOPT_HEADERDATA, &t);
+  set(CURLOPT_WRITEFUNCTION, &onBody);
+  set(CURLOPT_WRITEDATA, &t);
+  if (headerList) set(CURLOPT_HTTPHEADER, headerList.get());
+  if (resolveList) set(CURLOPT_RESOLVE, resolveList.get());
+  if (request.method == "GET" && request.body.empty()) {
+    set(CURLOPT_HTTPGET, 1L);
+  } else if (request.method == "HEAD" && request.body.empty()) {
+    set(CURLOPT_NOBODY, 1L);
+  } else {
+    set(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    set(CURLOPT_POSTFIELDS, request.body.data());
+    if (request.method != "POST") set(CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  }
+  if (!setOk) return fail("this libcurl lacks an option egress needs (libcurl 7.85 or newer)");
+
+  const CURLcode rc = curl_easy_perform(c);
+  if (t.thrown) std::rethrow_exception(t.thrown);
+  if (!t.error.empty()) return failScrubbed(t.error);
+  if (rc == CURLE_FILESIZE_EXCEEDED) {
+    return failScrubbed("response larger than " + std::to_string(policy.maxResponseBytes) + " bytes");
+  }
+  if (rc != CURLE_OK) {
+    std::string why = curl_easy_strerror(rc);
+    if (errbuf[0] != '\0') why += ": " + std::string(errbuf);
+    if (rc == CURLE_OPERATION_TIMEDOUT) why = "timed out (" + why + ")";
+    if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) why = "TLS verification failed: " + why;
+    return failScrubbed(why);
+  }
+  t.sendHead();
+  // Two statements: the operands of + may be evaluated in either order.
+  std::string tail = t.knownStream.feed(t.usedStream.finish());
+  tail += t.knownStream.finish();
+  if (!t.deliver(tail)) return failScrubbed("the receiver stopped the transfer");
+  return std::nullopt;
+}
+
+}  // namespace pine::egress

@@ -1,0 +1,216 @@
+#include "supervisor/secrets/config_writer.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "common/fd.h"
+#include "common/log.h"
+#include "common/names.h"
+#include "config/load.h"
+
+namespace pine::secrets {
+namespace {
+
+std::string hex(const unsigned char* p, std::size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (std::size_t i = 0; i < n; ++i) {
+    out += digits[p[i] >> 4];
+    out += digits[p[i] & 15];
+  }
+  return out;
+}
+
+// Closes on scope exit, so every early return and throw releases the fd.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f = -1) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& o) noexcept : fd(o.fd) { o.fd = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      if (fd >= 0) ::close(fd);
+      fd = o.fd;
+      o.fd = -1;
+    }
+    return *this;
+  }
+};
+
+std::vector<std::string> splitPath(const std::string& p) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t slash = p.find('/', start);
+    parts.push_back(p.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return parts;
+}
+
+// Why relPath may not be written, or empty when it may.
+std::string pathRefusal(const std::string& rel, bool fromOwner) {
+  if (rel.empty()) return "empty path";
+  if (rel.find('\0') != std::string::npos) return "path contains a NUL byte";
+  if (rel[0] == '/') return "absolute paths are refused (give a path relative to the home)";
+  auto parts = splitPath(rel);
+  for (auto& c : parts) {
+    if (c == "..") return "'..' is refused";
+    if (c == "." || c.empty()) return "'.' and empty path components are refused";
+  }
+  if (parts[0] == ".env") return ".env holds secrets: set them with `pinectl secret set NAME`";
+  if (parts[0] == "data") return "data/ is pine's state, not configuration";
+  if (parts.size() == 1 && (rel == "pine.yaml" || rel == "pine.json" || rel == "models.yaml" || rel == "models.json"))
+    return {};
+  if (parts.size() == 3 && parts[0] == "agents") {
+    if (!isValidAgentId(parts[1])) return "'" + parts[1] + "' is not a valid agent id";
+    if (parts[2] == "agent.yaml" || parts[2] == "agent.json") return {};
+    // An agent's AGENTS.md holds the owner's rules for it: an agent may not rewrite its own.
+    if (parts[2] == "AGENTS.md") return fromOwner ? std::string() : "an agent's AGENTS.md is changed by the owner only";
+  }
+  if (parts.size() == 3 && parts[0] == "skills" && parts[2] == "SKILL.md") {
+    if (!isValidAgentId(parts[1])) return "'" + parts[1] + "' is not a valid skill name";
+    return {};
+  }
+  return "not a configuration file pine writes (pine.yaml, models.yaml, agents/<id>/agent.yaml, "
+         "agents/<id>/AGENTS.md, skills/<name>/SKILL.md; .json for the first three)";
+}
+
+// Opens the folder holding relPath, walking from the home with O_NOFOLLOW so a
+// link anywhere on the way is refused rather than followed. With create,
+// missing folders are made (mode 700); without it a missing folder yields -1
+// and no error (the change would create it). Throws with the reason otherwise.
+Fd openParent(int homeFd, const std::vector<std::string>& parts, bool create) {
+  Fd cur(::dup(homeFd));
+  if (cur.fd < 0) throw std::runtime_error(std::string("dup: ") + strerror(errno));
+  std::string walked;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    walked += (walked.empty() ? "" : "/") + parts[i];
+    struct stat st;
+    if (fstatat(cur.fd, parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno != ENOENT) throw std::runtime_error(walked + ": " + strerror(errno));
+      if (!create) return Fd(-1);
+      if (mkdirat(cur.fd, parts[i].c_str(), 0700) != 0 && errno != EEXIST)
+        throw std::runtime_error("cannot create " + walked + ": " + strerror(errno));
+    } else {
+      if (S_ISLNK(st.st_mode)) throw std::runtime_error(walked + " is a symbolic link; refused");
+      if (!S_ISDIR(st.st_mode)) throw std::runtime_error(walked + " is not a folder");
+      // Another uid owning a folder on the way could swap its entries under us.
+      if (st.st_uid != geteuid()) throw std::runtime_error(walked + " is not owned by pined's user");
+    }
+    Fd next(openat(cur.fd, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (next.fd < 0)
+      throw std::runtime_error(walked + (errno == ELOOP || errno == ENOTDIR ? " is not a folder (or is a link); refused"
+                                                                            : std::string(": ") + strerror(errno)));
+    cur = std::move(next);
+  }
+  return cur;
+}
+
+// The target itself: absent, or a regular file of ours (never a link).
+void checkTarget(int dirFd, const std::string& name, const std::string& rel) {
+  struct stat st;
+  if (fstatat(dirFd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return;
+    throw std::runtime_error(rel + ": " + strerror(errno));
+  }
+  if (S_ISLNK(st.st_mode)) throw std::runtime_error(rel + " is a symbolic link; refused");
+  if (!S_ISREG(st.st_mode)) throw std::runtime_error(rel + " is not a regular file");
+  if (st.st_uid != geteuid()) throw std::runtime_error(rel + " is not owned by pined's user");
+}
+
+ChangeResult refuse(const std::string& rel, const std::string& by, const std::string& why) {
+  audit("config.change.refused", {{"file", rel}, {"by", by}, {"reason", why}});
+  return {false, {rel + ": " + why}};
+}
+
+}  // namespace
+
+std::string sha256Hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("sha256 failed");
+  return hex(md, len);
+}
+
+void writeFileAtomicAt(int dirfd, const std::string& name, std::string_view content, unsigned mode) {
+  unsigned char rnd[8];
+  if (RAND_bytes(rnd, sizeof rnd) != 1) throw std::runtime_error("cannot write " + name + ": no randomness");
+  // Hidden and unpredictable, created with O_EXCL: nothing can be planted at the temp name.
+  const std::string tmp = "." + name + ".tmp-" + hex(rnd, sizeof rnd);
+  Fd fd(openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (fd.fd < 0) throw std::runtime_error("cannot write " + name + ": " + strerror(errno));
+  bool ok = fchmod(fd.fd, mode) == 0 && writeAll(fd.fd, content.data(), content.size()) && fsync(fd.fd) == 0;
+  int e = errno;
+  if (::close(fd.fd) != 0 && ok) {
+    ok = false;
+    e = errno;
+  }
+  fd.fd = -1;
+  if (ok && renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0) {
+    ok = false;
+    e = errno;
+  }
+  if (!ok) {
+    unlinkat(dirfd, tmp.c_str(), 0);
+    throw std::runtime_error("cannot write " + name + ": " + strerror(e));
+  }
+  // The new name is in place; a failed folder fsync only weakens durability across a crash.
+  fsync(dirfd);
+}
+
+ChangeResult applyConfigChange(const std::string& home, const std::string& relPath, const std::string& text,
+                               const std::string& by, bool fromOwner) {
+  if (std::string why = pathRefusal(relPath, fromOwner); !why.empty()) return refuse(relPath, by, why);
+  if (text.size() > kMaxConfigFile)
+    return refuse(relPath, by, "too large (" + std::to_string(text.size()) + " bytes, at most " +
+                                   std::to_string(kMaxConfigFile) + ")");
+  if (text.find('\0') != std::string::npos) return refuse(relPath, by, "contains a NUL byte");
+
+  Fd homeFd(::open(home.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (homeFd.fd < 0) return refuse(relPath, by, "cannot open the home: " + std::string(strerror(errno)));
+  const auto parts = splitPath(relPath);
+  try {
+    // Check the way first without creating anything: a refused change leaves no trace.
+    Fd parent = openParent(homeFd.fd, parts, false);
+    if (parent.fd >= 0) checkTarget(parent.fd, parts.back(), relPath);
+  } catch (const std::exception& e) {
+    return refuse(relPath, by, e.what());
+  }
+
+  config::LoadResult r = config::validateChange(home, relPath, text);
+  if (!r.ok()) {
+    ChangeResult out;
+    for (auto& e : r.errors) out.errors.push_back(e.format());
+    // Validation messages may quote parts of the text: the audit gets the count only.
+    audit("config.change.refused",
+          {{"file", relPath}, {"by", by}, {"reason", "does not validate"}, {"errors", r.errors.size()}});
+    return out;
+  }
+
+  try {
+    Fd parent = openParent(homeFd.fd, parts, true);
+    checkTarget(parent.fd, parts.back(), relPath);
+    writeFileAtomicAt(parent.fd, parts.back(), text, 0600);
+  } catch (const std::exception& e) {
+    return refuse(relPath, by, e.what());
+  }
+  audit("config.change", {{"file", relPath}, {"by", by}, {"sha256", sha256Hex(text)}, {"bytes", text.size()}});
+  return {true, {}};
+}
+
+}  // namespace pine::secrets
