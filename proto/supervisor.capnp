@@ -22,6 +22,15 @@ interface Supervisor {
 
   reloadConfig @3 () -> (errors :List(Text));
   # Re-read the home's configuration (`pinectl reload`); on errors the old one stays and they are returned.
+
+  verifyHmac @4 (secret :Text, body :Data, signature :Text) -> (valid :Bool);
+  # Check a webhook's HMAC-SHA256 of body (at most 1 MiB) with the named secret, in constant time; the secret stays in pined.
+
+  redact @5 (text :Text) -> (text :Text);
+  # Replace every known secret value and secret-shaped string in text (at most 4 MiB) with [redacted].
+
+  changeConfig @6 (path :Text, content :Text, reason :Text) -> (ok :Bool, errors :List(Text));
+  # The only way configuration is written: validated like the file on disk, written atomically (mode 600), audited.
 }
 
 struct WorkerSpec {

@@ -6,6 +6,8 @@
 
 #include "common/log.h"
 #include "common/names.h"
+#include "supervisor/secrets/config_writer.h"
+#include "supervisor/secrets/hmac.h"
 #include "supervisor/supervisor.h"
 
 namespace pine {
@@ -114,6 +116,44 @@ kj::Promise<void> SupervisorService::reloadConfig(ReloadConfigContext context) {
   auto errors = sup_.reloadConfig("pinectl reload");
   auto list = context.getResults().initErrors(errors.size());
   for (size_t i = 0; i < errors.size(); ++i) list.set(i, errors[i]);
+  return kj::READY_NOW;
+}
+
+}  // namespace pine
+
+namespace pine {
+
+kj::Promise<void> SupervisorService::verifyHmac(VerifyHmacContext context) {
+  auto p = context.getParams();
+  KJ_REQUIRE(p.getBody().size() <= (1 << 20), "verifyHmac: body over 1 MiB");
+  KJ_REQUIRE(p.getSecret().size() <= 128 && p.getSignature().size() <= 512, "verifyHmac: argument too long");
+  auto body = p.getBody();
+  bool valid = secrets::verifyHmacSha256(
+      sup_.secrets(), std::string_view(p.getSecret().cStr(), p.getSecret().size()),
+      std::string_view(reinterpret_cast<const char*>(body.begin()), body.size()),
+      std::string_view(p.getSignature().cStr(), p.getSignature().size()));
+  context.getResults().setValid(valid);
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> SupervisorService::redact(RedactContext context) {
+  auto text = context.getParams().getText();
+  KJ_REQUIRE(text.size() <= (4 << 20), "redact: text over 4 MiB");
+  context.getResults().setText(sup_.redactor().redact(std::string_view(text.cStr(), text.size())));
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> SupervisorService::changeConfig(ChangeConfigContext context) {
+  auto p = context.getParams();
+  KJ_REQUIRE(p.getPath().size() <= 256 && p.getReason().size() <= 1024, "changeConfig: argument too long");
+  std::string reason = p.getReason();
+  // The broker never writes the owner's rules (agents/<id>/AGENTS.md): fromOwner is false here.
+  auto result = secrets::applyConfigChange(sup_.home().root, p.getPath(), p.getContent(), "broker: " + reason, false);
+  auto out = context.getResults();
+  out.setOk(result.ok);
+  auto list = out.initErrors(result.errors.size());
+  for (size_t i = 0; i < result.errors.size(); ++i) list.set(i, result.errors[i]);
+  if (result.ok) sup_.reloadConfig("config change");
   return kj::READY_NOW;
 }
 

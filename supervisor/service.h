@@ -16,6 +16,9 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> status(StatusContext context) override;
   kj::Promise<void> ready(ReadyContext context) override;
   kj::Promise<void> reloadConfig(ReloadConfigContext context) override;
+  kj::Promise<void> verifyHmac(VerifyHmacContext context) override;
+  kj::Promise<void> redact(RedactContext context) override;
+  kj::Promise<void> changeConfig(ChangeConfigContext context) override;
 
  private:
   Supervisor& sup_;

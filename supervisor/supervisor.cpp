@@ -7,7 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fd.h"
 #include "common/log.h"
+
+#include <openssl/crypto.h>
 #include "supervisor/service.h"
 #include "supervisor/spawn.h"
 
@@ -50,9 +53,25 @@ Supervisor::Supervisor(kj::AsyncIoContext& io, SupervisorOptions options)
   // main() validated the configuration before anything started; this cannot fail short of a race.
   for (auto& e : config_.reload()) spdlog::error("{}", e.format());
   for (auto& e : secrets_.load()) spdlog::error("{}", e);  // positions only, never a value
+  rebuildRedactor();
 }
 
-void Supervisor::secretsChanged() { reloadConfig("pinectl secret"); }
+void Supervisor::rebuildRedactor() {
+  auto known = secrets_.values();
+  try {
+    std::string token = readFile(options_.home.token());
+    while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
+    known.push_back(token);
+  } catch (std::exception&) {
+  }
+  redactor_ = std::make_unique<redact::Redactor>(std::move(known));
+  for (auto& v : known) OPENSSL_cleanse(v.data(), v.size());
+}
+
+void Supervisor::secretsChanged() {
+  rebuildRedactor();
+  reloadConfig("pinectl secret");
+}
 
 std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {
   std::vector<std::string> errors;
@@ -102,6 +121,7 @@ kj::Promise<void> Supervisor::onHangup() {
     reopenLogs();
     spdlog::info("SIGHUP: logs reopened, configuration re-read, asking the broker to reload");
     for (auto& e : secrets_.load()) spdlog::error("{}", e);
+    rebuildRedactor();
     reloadConfig("SIGHUP");
     KJ_IF_MAYBE(admin, brokerAdmin_) {
       tasks_.add(admin->reloadRequest().send().ignoreResult().catch_([](kj::Exception&& e) {

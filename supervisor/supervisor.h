@@ -14,6 +14,7 @@
 #include "supervisor/backoff.h"
 #include "supervisor/children.h"
 #include "supervisor/owner_service.h"
+#include "supervisor/redact/redactor.h"
 #include "supervisor/secrets/secret_store.h"
 
 namespace pine {
@@ -52,6 +53,8 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   unsigned brokerRestarts() const { return brokerRestarts_; }
   void brokerReady();
   secrets::SecretStore& secrets() { return secrets_; }
+  const redact::Redactor& redactor() const { return *redactor_; }
+  const Home& home() const { return options_.home; }
   // After `pinectl secret set/unset`: configuration may name the secret now.
   void secretsChanged();
   // Re-reads the configuration; on errors keeps the one in force and returns them (formatted).
@@ -77,7 +80,9 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   sandbox::AgentSandboxes sandboxes_;
   config::ActiveConfig config_;
   secrets::SecretStore secrets_;
+  std::unique_ptr<redact::Redactor> redactor_;  // rebuilt whenever the secrets change
   OwnerListener owner_;
+  void rebuildRedactor();
 };
 
 }  // namespace pine
