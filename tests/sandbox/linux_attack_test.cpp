@@ -183,6 +183,8 @@ Result spawn(const Opt& o, std::vector<std::string> args, bool detach = false) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::vector<std::string> env = workerEnvironment(f.paths);
+  // In the sanitizer build: LeakSanitizer needs ptrace at exit, which the sandbox refuses (as pined does for workers).
+  env.push_back("ASAN_OPTIONS=detect_leaks=0");
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
