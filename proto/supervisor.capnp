@@ -31,6 +31,27 @@ interface Supervisor {
 
   changeConfig @6 (path :Text, content :Text, reason :Text) -> (ok :Bool, errors :List(Text));
   # The only way configuration is written: validated like the file on disk, written atomically (mode 600), audited.
+
+  egress @7 (request :EgressRequest, sink :ByteSink) -> (status :UInt16, headers :List(Header), error :Text);
+  # One HTTPS request made by pined, ${secret:NAME} in the URL and header values filled in there; the body,
+  # every secret redacted, streams to sink. Loopback, private and plain-http only to a configured provider.
+}
+
+struct EgressRequest {
+  method @0 :Text;           # GET, POST, ...
+  url @1 :Text;              # at most 8 KiB; placeholders never in the host
+  headers @2 :List(Header);  # at most 64
+  body @3 :Data;             # at most 16 MiB; no placeholders
+}
+
+struct Header {
+  name @0 :Text;
+  value @1 :Text;
+}
+
+interface ByteSink {
+  write @0 (chunk :Data) -> stream;
+  # The next piece of a response body.
 }
 
 struct WorkerSpec {

@@ -24,7 +24,8 @@ const char kUsage[] =
     "  --home DIR             pine's home (default: $PINE_HOME, else ~/.pine)\n"
     "  --foreground           stay attached and log to stderr too (for launchd, systemd, tests)\n"
     "  --broker-program PATH  the pine-broker to run (default: beside pined)\n"
-    "  --worker-program PATH  the pine-worker to run (default: beside pined)\n";
+    "  --worker-program PATH  the pine-worker to run (default: beside pined)\n"
+    "  --egress-ca FILE       trust only this CA bundle for outgoing HTTPS (default: the system's)\n";
 
 // Detach from the terminal. The first process returns only once the broker is
 // ready (or after a timeout), so `pined && pinectl status` works.
@@ -60,6 +61,7 @@ int daemonize(const pine::Home& home) {
 int main(int argc, char** argv) {
   std::string homeFlag, brokerProgram, workerProgram;
   bool foreground = false;
+  pine::SupervisorOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -73,6 +75,7 @@ int main(int argc, char** argv) {
     else if (a == "--foreground") foreground = true;
     else if (a == "--broker-program") brokerProgram = value();
     else if (a == "--worker-program") workerProgram = value();
+    else if (a == "--egress-ca") options.egressCaFile = pine::absolutePath(value());
     else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       return 0;
@@ -83,7 +86,6 @@ int main(int argc, char** argv) {
   }
   umask(077);
 
-  pine::SupervisorOptions options;
   try {
     options.home.root = pine::resolveHome(homeFlag);
     std::string dir = pine::programDir();

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/names.h"
+#include "supervisor/egress_call.h"
 #include "supervisor/secrets/config_writer.h"
 #include "supervisor/secrets/hmac.h"
 #include "supervisor/supervisor.h"
@@ -156,5 +157,11 @@ kj::Promise<void> SupervisorService::changeConfig(ChangeConfigContext context) {
   if (result.ok) sup_.reloadConfig("config change");
   return kj::READY_NOW;
 }
+
+}  // namespace pine
+
+namespace pine {
+
+kj::Promise<void> SupervisorService::egress(EgressContext context) { return runEgressCall(sup_, io_, context); }
 
 }  // namespace pine

@@ -1,6 +1,8 @@
 // The Supervisor capability served to the broker (proto/supervisor.capnp).
 // Every argument is re-validated here: the broker is less trusted than pined.
 #pragma once
+#include <kj/async-io.h>
+
 #include "proto/supervisor.capnp.h"
 
 namespace pine {
@@ -9,7 +11,7 @@ class Supervisor;
 
 class SupervisorService final : public proto::Supervisor::Server {
  public:
-  explicit SupervisorService(Supervisor& sup) : sup_(sup) {}
+  SupervisorService(Supervisor& sup, kj::AsyncIoContext& io) : sup_(sup), io_(io) {}
 
  protected:
   kj::Promise<void> spawnWorker(SpawnWorkerContext context) override;
@@ -19,9 +21,11 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> verifyHmac(VerifyHmacContext context) override;
   kj::Promise<void> redact(RedactContext context) override;
   kj::Promise<void> changeConfig(ChangeConfigContext context) override;
+  kj::Promise<void> egress(EgressContext context) override;
 
  private:
   Supervisor& sup_;
+  kj::AsyncIoContext& io_;
 };
 
 }  // namespace pine

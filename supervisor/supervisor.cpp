@@ -64,7 +64,7 @@ void Supervisor::rebuildRedactor() {
     known.push_back(token);
   } catch (std::exception&) {
   }
-  redactor_ = std::make_unique<redact::Redactor>(std::move(known));
+  redactor_ = std::make_shared<const redact::Redactor>(known);
   for (auto& v : known) OPENSSL_cleanse(v.data(), v.size());
 }
 
@@ -163,7 +163,7 @@ kj::Promise<void> Supervisor::keepBroker() {
   spdlog::info("broker started, pid {}", pid);
 
   auto link = kj::heap<RpcLink>(wrapSocket(*io_.lowLevelProvider, ours.release()), capnp::rpc::twoparty::Side::SERVER,
-                                kj::heap<SupervisorService>(*this), LinkLimits{1, 1 << 20});
+                                kj::heap<SupervisorService>(*this, io_), LinkLimits{1, 1 << 20});
   brokerAdmin_ = link->peer().castAs<proto::BrokerAdmin>();
   brokerLink_ = kj::mv(link);
 
@@ -262,6 +262,30 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
                   .eagerlyEvaluate(nullptr)  // reap and audit even if the broker never asks
                   .fork();
   return SpawnedWorker{pid, brokerEnd.release(), kj::mv(exit), sandbox};
+}
+
+std::vector<std::string> Supervisor::providerBaseUrls() const {
+  std::vector<std::string> out;
+  if (auto cfg = config_.current())
+    for (auto& [name, provider] : cfg->models.providers)
+      if (!provider.baseUrl.empty()) out.push_back(provider.baseUrl);
+  return out;
+}
+
+void Supervisor::adoptChild(pid_t pid, const std::string& role) {
+  long long started = nowMs();
+  tasks_.add(children_.add(pid, {role, started, 0, "", ""}).then([pid, role, started](int status) {
+    auto fields = exitFields(status);
+    fields["process"] = role;
+    fields["process_pid"] = pid;
+    fields["uptime_ms"] = msSince(started);
+    audit("process.exit", fields);
+  }));
+}
+
+void Supervisor::killChild(pid_t pid, const std::string& role) {
+  for (auto& [p, info] : children_.list())
+    if (p == pid && info.role == role) children_.signal(pid, SIGKILL);
 }
 
 void Supervisor::killWorker(pid_t pid) {

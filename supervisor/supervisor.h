@@ -26,6 +26,7 @@ struct SupervisorOptions {
   bool foreground = false;
   int readyFd = -1;  // written to once the broker is ready (daemon start-up), then closed
   sandbox::LinuxOptions sandbox;  // worker uid/gid when root, Landlock minimum
+  std::string egressCaFile;       // trust only this CA bundle for egress (empty: the system's)
 };
 
 struct SpawnedWorker {
@@ -54,6 +55,13 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   void brokerReady();
   secrets::SecretStore& secrets() { return secrets_; }
   const redact::Redactor& redactor() const { return *redactor_; }
+  std::shared_ptr<const redact::Redactor> redactorSnapshot() const { return redactor_; }
+  const std::string& egressCaFile() const { return options_.egressCaFile; }
+  // The base URLs of the model providers in force (egress may reach these even on loopback).
+  std::vector<std::string> providerBaseUrls() const;
+  // A child forked for a helper job ("egress"): reaped and audited like the others.
+  void adoptChild(pid_t pid, const std::string& role);
+  void killChild(pid_t pid, const std::string& role);
   const Home& home() const { return options_.home; }
   // After `pinectl secret set/unset`: configuration may name the secret now.
   void secretsChanged();
@@ -80,7 +88,7 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   sandbox::AgentSandboxes sandboxes_;
   config::ActiveConfig config_;
   secrets::SecretStore secrets_;
-  std::unique_ptr<redact::Redactor> redactor_;  // rebuilt whenever the secrets change
+  std::shared_ptr<const redact::Redactor> redactor_;  // rebuilt whenever the secrets change
   OwnerListener owner_;
   void rebuildRedactor();
 };

@@ -14,6 +14,7 @@
 #include "supervisor/home_layout.h"
 #include "supervisor/service.h"
 #include "supervisor/supervisor.h"
+#include "tests/egress/test_server.h"
 
 using namespace pine;
 
@@ -24,14 +25,19 @@ void write(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
+struct CaptureChildren {
+  CaptureChildren() { kj::UnixEventPort::captureChildExit(); }  // before the event port exists
+};
+
 struct Fixture {
   std::string dir, home;
+  CaptureChildren capture;
   kj::AsyncIoContext io = kj::setupAsyncIo();
   kj::Own<Supervisor> sup;
   kj::Own<RpcLink> pinedSide, brokerSide;
   proto::Supervisor::Client client = nullptr;
 
-  Fixture() {
+  explicit Fixture(std::string extraProviders = "", std::string caFile = "") {
     char tmpl[] = "/tmp/pine-svc-XXXXXX";
     REQUIRE(mkdtemp(tmpl));
     chmod(tmpl, 0711);
@@ -39,8 +45,8 @@ struct Fixture {
     home = dir + "/home";
     write(home + "/pine.yaml", "defaults:\n  model: demo\n");
     write(home + "/models.yaml",
-          "providers:\n  demo:\n    kind: script\n    script: providers/r.yaml\nmodels:\n  demo:\n    provider: demo\n"
-          "    contextWindow: 32768\n");
+          "providers:\n  demo:\n    kind: script\n    script: providers/r.yaml\n" + extraProviders +
+              "models:\n  demo:\n    provider: demo\n    contextWindow: 32768\n");
     write(home + "/providers/r.yaml", "[]\n");
     write(home + "/agents/main/agent.yaml", "description: main\n");
     write(home + "/agents/other/agent.yaml", "description: other\n");
@@ -52,11 +58,12 @@ struct Fixture {
     options.home = h;
     options.workerProgram = programDir() + "/../../bin/pine-worker";
     options.brokerProgram = programDir() + "/../../bin/pine-broker";
+    options.egressCaFile = caFile;
     sup = kj::heap<Supervisor>(io, options);
     int sv[2];
     REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
     pinedSide = kj::heap<RpcLink>(wrapSocket(*io.lowLevelProvider, sv[0]), capnp::rpc::twoparty::Side::SERVER,
-                                  kj::heap<SupervisorService>(*sup), LinkLimits{1, 1 << 20});
+                                  kj::heap<SupervisorService>(*sup, io), LinkLimits{1, 1 << 20});
     brokerSide = kj::heap<RpcLink>(wrapSocket(*io.lowLevelProvider, sv[1]), capnp::rpc::twoparty::Side::CLIENT,
                                    nullptr, LinkLimits{4, 1 << 20});
     client = brokerSide->peer().castAs<proto::Supervisor>();
@@ -176,4 +183,68 @@ TEST_CASE("changeConfig: valid changes are written (600) and take effect; invali
   std::stringstream ss;
   ss << in.rdbuf();
   CHECK(ss.str() == "description: main\n");
+}
+
+namespace {
+class Collect final : public proto::ByteSink::Server {
+ public:
+  std::string& out;
+  explicit Collect(std::string& o) : out(o) {}
+
+ protected:
+  kj::Promise<void> write(WriteContext context) override {
+    auto chunk = context.getParams().getChunk();
+    out.append(reinterpret_cast<const char*>(chunk.begin()), chunk.size());
+    return kj::READY_NOW;
+  }
+};
+}  // namespace
+
+TEST_CASE("egress: pined fills in the secret, the server gets it, what comes back is redacted") {
+  auto ca = egress::test::makeCa("pine test CA");
+  auto cert = egress::test::makeServerCert(ca);
+  egress::test::TestServer server(&cert);
+  char tmpl[] = "/tmp/pine-ca-XXXXXX";
+  REQUIRE(mkdtemp(tmpl));
+  std::string caFile = std::string(tmpl) + "/ca.pem";
+  egress::test::writePem(caFile, ca.cert.get());
+  std::string base = "https://127.0.0.1:" + std::to_string(server.port());
+  Fixture f("  local:\n    kind: openai\n    baseUrl: " + base + "/v1\n    keySecret: API_KEY\n", caFile);
+
+  std::string body;
+  auto req = f.client.egressRequest();
+  auto r = req.initRequest();
+  r.setMethod("POST");
+  r.setUrl(base + "/echo");
+  auto headers = r.initHeaders(1);
+  headers[0].setName("Authorization");
+  headers[0].setValue("Bearer ${secret:API_KEY}");
+  std::string payload = "hello";
+  r.setBody(kj::arrayPtr((const kj::byte*)payload.data(), payload.size()));
+  req.setSink(kj::heap<Collect>(body));
+  auto res = req.send().wait(f.io.waitScope);
+  CHECK(std::string(res.getError().cStr()) == "");
+  CHECK(res.getStatus() == 200);
+  bool sent = false;
+  for (auto& q : server.requests()) sent |= q.find("Bearer sk-live-known-value-9876543210") != std::string::npos;
+  CHECK(sent);                                                      // the server got the real key
+  CHECK(body.find("sk-live-known-value") == std::string::npos);     // the broker never sees it
+  CHECK(body.find("[redacted]") != std::string::npos);
+  CHECK(body.find("hello") != std::string::npos);
+
+  // Loopback that is not a configured provider is refused; so is an unknown secret, by name only.
+  auto other = f.client.egressRequest();
+  other.initRequest().setMethod("GET");
+  other.getRequest().setUrl("https://127.0.0.1:1/echo");
+  std::string ignored;
+  other.setSink(kj::heap<Collect>(ignored));
+  std::string err = other.send().wait(f.io.waitScope).getError().cStr();
+  CHECK(err.find("loopback") != std::string::npos);
+  auto unknown = f.client.egressRequest();
+  unknown.initRequest().setMethod("GET");
+  unknown.getRequest().setUrl(base + "/echo?k=${secret:NOT_THERE}");
+  unknown.setSink(kj::heap<Collect>(ignored));
+  err = unknown.send().wait(f.io.waitScope).getError().cStr();
+  CHECK(err.find("NOT_THERE") != std::string::npos);
+  std::filesystem::remove_all(tmpl);
 }
