@@ -165,7 +165,8 @@ void writeMinimalConfig(const std::string& home, const std::vector<std::string>&
   for (auto& a : agents) writeText(home + "/agents/" + a + "/agent.yaml", "description: test agent " + a + "\n");
 }
 
-Pined::Pined(const std::string& home, std::vector<std::string> extraArgs, std::vector<std::string> agents)
+Pined::Pined(const std::string& home, std::vector<std::string> extraArgs, std::vector<std::string> agents,
+             bool waitForApi)
     : home_(home) {
   if (!agents.empty()) writeMinimalConfig(home, agents);
   errPath_ = home + ".stderr";
@@ -184,7 +185,12 @@ Pined::Pined(const std::string& home, std::vector<std::string> extraArgs, std::v
     execv(args[0], args.data());
     _exit(127);
   }
-  bool up = waitUntil([&] { return ctl({"status"}).exitCode == 0; }, std::chrono::seconds(10));
+  // Without the real broker there is no control API: wait for pined's own socket instead.
+  bool up = waitUntil(
+      [&] {
+        return waitForApi ? ctl({"status"}).exitCode == 0 : access((home + "/pined.sock").c_str(), F_OK) == 0;
+      },
+      std::chrono::seconds(10));
   if (!up) throw std::runtime_error("pined did not come up: " + stderrText());
 }
 

@@ -49,7 +49,7 @@ class Pined {
   // Writes a minimal configuration with these agents (a `script` model), starts
   // `pined --foreground` on that home and waits until the broker answers.
   explicit Pined(const std::string& home, std::vector<std::string> extraArgs = {},
-                 std::vector<std::string> agents = {"main"});
+                 std::vector<std::string> agents = {"main"}, bool waitForApi = true);
   ~Pined();  // SIGKILL whatever is left (the tests check clean stops themselves)
 
   Result ctl(std::vector<std::string> args, const std::string& input = "");
