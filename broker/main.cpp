@@ -11,6 +11,7 @@
 #include "broker/broker.h"
 #include "common/fd.h"
 #include "common/log.h"
+#include "supervisor/redact/redactor.h"
 
 int main(int argc, char** argv) {
   std::string homeDir;
@@ -33,6 +34,9 @@ int main(int argc, char** argv) {
   pine::Home home{homeDir};
   pine::setupLogging("broker", home.logFile("broker"), logStderr);
   pine::setupAudit(home.audit());
+  // The broker holds no secrets, but outside content may carry secret-shaped strings: keep them out of logs.
+  auto patterns = std::make_shared<const pine::redact::Redactor>(std::vector<std::string>{});
+  pine::setLogFilter([patterns](std::string_view line) { return patterns->redact(line); });
   signal(SIGPIPE, SIG_IGN);
   kj::UnixEventPort::captureSignal(SIGTERM);
   try {

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <spdlog/sinks/base_sink.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,17 +13,20 @@
 namespace pine {
 namespace {
 
-// A file sink that writes each formatted line with one write() on an O_APPEND fd
-// and can reopen its file (spdlog's own file sink buffers and cannot reopen).
+std::function<std::string(std::string_view)> g_filter;
+
+// A sink that writes each formatted line, filtered, with one write() on an
+// O_APPEND fd, and can reopen its file (spdlog's own file sink buffers and
+// cannot reopen). An empty path means stderr.
 class AppendFileSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
   explicit AppendFileSink(std::string path) : path_(std::move(path)) { open(); }
   ~AppendFileSink() override {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ > 2) ::close(fd_);
   }
   void reopen() {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ > 2) ::close(fd_);
     open();
   }
 
@@ -32,12 +34,20 @@ class AppendFileSink final : public spdlog::sinks::base_sink<std::mutex> {
   void sink_it_(const spdlog::details::log_msg& msg) override {
     spdlog::memory_buf_t buf;
     formatter_->format(msg, buf);
-    if (fd_ >= 0) writeAll(fd_, buf.data(), buf.size());
+    if (fd_ < 0) return;
+    if (g_filter) {
+      std::string line = g_filter(std::string_view(buf.data(), buf.size()));
+      writeAll(fd_, line.data(), line.size());
+    } else {
+      writeAll(fd_, buf.data(), buf.size());
+    }
   }
   void flush_() override {}
 
  private:
-  void open() { fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600); }
+  void open() {
+    fd_ = path_.empty() ? 2 : ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  }
   std::string path_;
   int fd_ = -1;
 };
@@ -71,7 +81,7 @@ void setupLogging(const std::string& role, const std::string& file, bool alsoStd
     g_fileSinks.push_back(sink);
     sinks.push_back(sink);
   }
-  if (alsoStderr || file.empty()) sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  if (alsoStderr || file.empty()) sinks.push_back(std::make_shared<AppendFileSink>(""));
   auto logger = std::make_shared<spdlog::logger>(role, sinks.begin(), sinks.end());
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z [%n %P] %l: %v");
   logger->set_level(spdlog::level::info);
@@ -86,6 +96,8 @@ void setupAudit(const std::string& file) {
   g_audit->set_pattern("%v");
   g_audit->flush_on(spdlog::level::trace);
 }
+
+void setLogFilter(std::function<std::string(std::string_view)> filter) { g_filter = std::move(filter); }
 
 void reopenLogs() {
   for (auto& sink : g_fileSinks) sink->reopen();

@@ -6,7 +6,9 @@
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <string>
+#include <string_view>
 
 namespace pine {
 
@@ -19,6 +21,11 @@ void setupAudit(const std::string& file);
 
 // Reopen every log file (after rotation, on SIGHUP).
 void reopenLogs();
+
+// A filter every log and audit line passes through before it is written (pined:
+// its redactor of known secrets and patterns; the broker: patterns only). Set
+// from the thread that logs; an empty function removes it.
+void setLogFilter(std::function<std::string(std::string_view)> filter);
 
 // One audit line: {"ts":..., "event":event, "pid":<this pid>, "role":<this role>, ...fields}.
 void audit(const std::string& event, nlohmann::json fields = nlohmann::json::object());

@@ -65,6 +65,8 @@ void Supervisor::rebuildRedactor() {
   } catch (std::exception&) {
   }
   redactor_ = std::make_shared<const redact::Redactor>(known);
+  // No secret pined knows of, and nothing shaped like one, reaches a log line.
+  setLogFilter([r = redactor_](std::string_view line) { return r->redact(line); });
   for (auto& v : known) OPENSSL_cleanse(v.data(), v.size());
 }
 

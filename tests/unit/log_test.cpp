@@ -2,10 +2,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "supervisor/redact/redactor.h"
 
 TEST_CASE("every audit line is one valid JSON object, whatever the fields hold, even from two processes") {
   char dir[] = "/tmp/pine-audit-XXXXXX";
@@ -43,4 +46,27 @@ TEST_CASE("every audit line is one valid JSON object, whatever the fields hold, 
 TEST_CASE("isoTime prints UTC with milliseconds") {
   CHECK(pine::isoTime(0) == "1970-01-01T00:00:00.000Z");
   CHECK(pine::isoTime(1796018719988LL) == "2026-11-30T06:05:19.988Z");
+}
+
+TEST_CASE("every log and audit line passes the filter: a known secret and a patterned one never reach the file") {
+  char dir[] = "/tmp/pine-logf-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  std::string log = std::string(dir) + "/x.log", aud = std::string(dir) + "/a.jsonl";
+  pine::setupLogging("test", log, false);
+  pine::setupAudit(aud);
+  auto r = std::make_shared<const pine::redact::Redactor>(std::vector<std::string>{"known-secret-value-42"});
+  pine::setLogFilter([r](std::string_view line) { return r->redact(line); });
+  spdlog::info("calling with known-secret-value-42 and ghp_abcdefghijklmnopqrstuvwxyz0123456789");
+  pine::audit("test.secret", {{"detail", "token known-secret-value-42"}});
+  pine::setLogFilter({});
+  std::ifstream l(log), a(aud);
+  std::stringstream ls, as;
+  ls << l.rdbuf();
+  as << a.rdbuf();
+  CHECK(ls.str().find("known-secret-value-42") == std::string::npos);
+  CHECK(ls.str().find("ghp_abc") == std::string::npos);
+  CHECK(ls.str().find("[redacted]") != std::string::npos);
+  CHECK(as.str().find("known-secret-value-42") == std::string::npos);
+  CHECK_FALSE(nlohmann::json::parse(as.str(), nullptr, false).is_discarded());  // still valid JSON
+  std::filesystem::remove_all(dir);
 }
