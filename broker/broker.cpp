@@ -238,9 +238,6 @@ kj::Promise<nlohmann::json> Broker::status() {
   });
 }
 
-}  // namespace pine
-
-namespace pine {
 
 kj::Promise<nlohmann::json> Broker::reloadConfig() {
   return supervisor_.reloadConfigRequest().send().then([](auto&& r) {

@@ -2,11 +2,6 @@
 
 #include "broker/control_api.h"
 
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include "broker/api_auth.h"

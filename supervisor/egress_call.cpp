@@ -31,7 +31,9 @@ std::string originOf(const std::string& url) {
   std::string authority = url.substr(start, end == std::string::npos ? std::string::npos : end - start);
   if (size_t at = authority.rfind('@'); at != std::string::npos) authority = authority.substr(at + 1);
   for (auto& c : authority) c = (char)tolower((unsigned char)c);
-  bool hasPort = !authority.empty() && authority.back() != ']' && authority.find(':', authority.rfind(']') == std::string::npos ? 0 : authority.rfind(']')) != std::string::npos;
+  // A port is a ':' after the host; an IPv6 literal's colons sit inside [...].
+  size_t hostEnd = authority.rfind(']');
+  bool hasPort = authority.find(':', hostEnd == std::string::npos ? 0 : hostEnd) != std::string::npos;
   if (!hasPort) authority += s == "https" ? ":443" : s == "http" ? ":80" : "";
   return s + "://" + authority;
 }

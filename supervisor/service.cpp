@@ -109,9 +109,6 @@ kj::Promise<void> SupervisorService::ready(ReadyContext) {
   return kj::READY_NOW;
 }
 
-}  // namespace pine
-
-namespace pine {
 
 kj::Promise<void> SupervisorService::reloadConfig(ReloadConfigContext context) {
   auto errors = sup_.reloadConfig("pinectl reload");
@@ -120,9 +117,6 @@ kj::Promise<void> SupervisorService::reloadConfig(ReloadConfigContext context) {
   return kj::READY_NOW;
 }
 
-}  // namespace pine
-
-namespace pine {
 
 kj::Promise<void> SupervisorService::verifyHmac(VerifyHmacContext context) {
   auto p = context.getParams();
@@ -158,9 +152,6 @@ kj::Promise<void> SupervisorService::changeConfig(ChangeConfigContext context) {
   return kj::READY_NOW;
 }
 
-}  // namespace pine
-
-namespace pine {
 
 kj::Promise<void> SupervisorService::egress(EgressContext context) { return runEgressCall(sup_, io_, context); }
 

@@ -17,8 +17,6 @@ kj::Promise<int> runWorkerTask(proto::Broker::Client broker) {
       [broker](auto&& response) mutable {
         auto task = response.getTask();
         std::string sandbox = task.getSandbox();
-        if (sandbox == "none")
-          std::cerr << "pine-worker " << getpid() << ": WARNING: running with sandbox: none: NOT confined\n";
         auto req = broker.finishRequest();
         req.setAnswer(answerFor(task.getId(), task.getAgent(), task.getText(), sandbox, getpid()));
         return req.send().then([](auto&&) { return 0; });

@@ -310,3 +310,16 @@ TEST_CASE("pinectl secret set: pined writes .env (mode 600); the value is in no 
   CHECK(pined.ctl({"secret", "unset", "TEST_TOKEN"}).exitCode == 0);
   CHECK(pined.ctl({"secret", "list"}).out.empty());
 }
+
+TEST_CASE("an agent with sandbox: false is refused, not run unconfined; its sandboxed twin runs") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeMinimalConfig(home, {"main", "loose"});
+  std::ofstream(home + "/agents/loose/agent.yaml") << "description: loose\nsandbox: false\n";
+  Pined pined(home, {}, {});
+  auto r = pined.ctl({"send", "loose", "hello"});
+  CHECK(r.exitCode == 1);
+  CHECK(r.err.find("sandbox") != std::string::npos);
+  CHECK(pined.auditEvents("task.start").empty());
+  CHECK(pined.ctl({"send", "main", "hello"}).exitCode == 0);
+}

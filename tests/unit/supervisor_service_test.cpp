@@ -14,6 +14,7 @@
 #include "supervisor/home_layout.h"
 #include "supervisor/service.h"
 #include "supervisor/supervisor.h"
+#include "tests/fixtures/byte_collector.h"
 #include "tests/egress/test_server.h"
 
 using namespace pine;
@@ -185,21 +186,6 @@ TEST_CASE("changeConfig: valid changes are written (600) and take effect; invali
   CHECK(ss.str() == "description: main\n");
 }
 
-namespace {
-class Collect final : public proto::ByteSink::Server {
- public:
-  std::string& out;
-  explicit Collect(std::string& o) : out(o) {}
-
- protected:
-  kj::Promise<void> write(WriteContext context) override {
-    auto chunk = context.getParams().getChunk();
-    out.append(reinterpret_cast<const char*>(chunk.begin()), chunk.size());
-    return kj::READY_NOW;
-  }
-};
-}  // namespace
-
 TEST_CASE("egress: pined fills in the secret, the server gets it, what comes back is redacted") {
   auto ca = egress::test::makeCa("pine test CA");
   auto cert = egress::test::makeServerCert(ca);
@@ -221,7 +207,7 @@ TEST_CASE("egress: pined fills in the secret, the server gets it, what comes bac
   headers[0].setValue("Bearer ${secret:API_KEY}");
   std::string payload = "hello";
   r.setBody(kj::arrayPtr((const kj::byte*)payload.data(), payload.size()));
-  req.setSink(kj::heap<Collect>(body));
+  req.setSink(kj::heap<test::ByteCollector>(body));
   auto res = req.send().wait(f.io.waitScope);
   CHECK(std::string(res.getError().cStr()) == "");
   CHECK(res.getStatus() == 200);
@@ -237,13 +223,13 @@ TEST_CASE("egress: pined fills in the secret, the server gets it, what comes bac
   other.initRequest().setMethod("GET");
   other.getRequest().setUrl("https://127.0.0.1:1/echo");
   std::string ignored;
-  other.setSink(kj::heap<Collect>(ignored));
+  other.setSink(kj::heap<test::ByteCollector>(ignored));
   std::string err = other.send().wait(f.io.waitScope).getError().cStr();
   CHECK(err.find("loopback") != std::string::npos);
   auto unknown = f.client.egressRequest();
   unknown.initRequest().setMethod("GET");
   unknown.getRequest().setUrl(base + "/echo?k=${secret:NOT_THERE}");
-  unknown.setSink(kj::heap<Collect>(ignored));
+  unknown.setSink(kj::heap<test::ByteCollector>(ignored));
   err = unknown.send().wait(f.io.waitScope).getError().cStr();
   CHECK(err.find("NOT_THERE") != std::string::npos);
   std::filesystem::remove_all(tmpl);
