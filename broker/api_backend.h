@@ -1,0 +1,57 @@
+// What the control API asks of the broker. ControlApi (HTTP mechanics, the
+// owner checks, SSE) calls only this; Broker implements it. Keeping the two
+// apart lets the API's attack tests run against a fake backend over real HTTP.
+#pragma once
+#include <kj/async.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace pine {
+
+class Feed;
+
+// status >= 400: body is {"error": "what, and how to fix it"}.
+struct ApiReply {
+  int status = 200;
+  nlohmann::json body;
+};
+
+using ApiQuery = std::map<std::string, std::string>;  // the URL's query, decoded
+
+class ApiBackend {
+ public:
+  virtual ~ApiBackend() = default;
+
+  virtual std::string token() const = 0;  // the bearer token in force (data/http-token)
+
+  virtual kj::Promise<ApiReply> status() = 0;                  // GET  /v1/status
+  virtual kj::Promise<ApiReply> reload() = 0;                  // POST /v1/reload
+  virtual ApiReply tasks(const ApiQuery& query) = 0;           // GET  /v1/tasks
+  virtual ApiReply listEvents(const ApiQuery& query) = 0;      // GET  /v1/events?topic=&after=&since=&source=&trust=&limit=
+  // POST /v1/events {"topic", "payload"}: resolves once the event is committed to the store.
+  virtual kj::Promise<ApiReply> publishEvent(const nlohmann::json& body) = 0;
+  virtual ApiReply agents() = 0;                                // GET  /v1/agents
+  // POST /v1/agents/{id}/messages {"text", "session"?}: {"task", "session"} or an error; the task runs on.
+  virtual ApiReply sendMessage(const std::string& agent, const nlohmann::json& body) = 0;
+  // The task's record once it has ended (done, failed or refused).
+  virtual kj::Promise<ApiReply> taskResult(const std::string& taskId) = 0;
+  virtual ApiReply resetAgent(const std::string& agent, const nlohmann::json& body) = 0;  // POST /v1/agents/{id}/reset
+  virtual ApiReply setMode(const std::string& agent, const nlohmann::json& body) = 0;     // PUT  /v1/agents/{id}/mode
+  virtual ApiReply approvals(const ApiQuery& query) = 0;                                   // GET  /v1/approvals
+  virtual ApiReply approve(const std::string& id, bool always) = 0;                        // POST /v1/approvals/{id}/approve
+  virtual ApiReply deny(const std::string& id) = 0;                                        // POST /v1/approvals/{id}/deny
+  virtual ApiReply schedules() = 0;                                                        // GET  /v1/schedules
+  virtual ApiReply getState(const std::string& key) = 0;                                   // GET  /v1/state/{key}
+  virtual ApiReply putState(const std::string& key, const nlohmann::json& body) = 0;      // PUT  /v1/state/{key}
+
+  // Live notifications, each a JSON object with a "kind":
+  //   {"kind":"event", "event":{...the event as GET /v1/events lists it, with "seq"}}
+  //   {"kind":"task", "task":"ID", "state":"queued|running|done|failed", ...}
+  //   {"kind":"approval", "approval":{...as GET /v1/approvals lists it}, "task":"ID"}
+  //   {"kind":"progress", "task":"ID", "text":"..."}   (tool calls and answer text as they happen)
+  virtual Feed& feed() = 0;
+};
+
+}  // namespace pine

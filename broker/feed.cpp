@@ -1,0 +1,61 @@
+#include "broker/feed.h"
+
+#include <kj/debug.h>
+
+namespace pine {
+
+Feed::~Feed() {
+  for (auto* s : subs_) s->feed_ = nullptr;
+}
+
+kj::Own<Feed::Subscription> Feed::subscribe(Filter filter, size_t maxQueued) {
+  auto sub = kj::Own<Subscription>(new Subscription(*this, kj::mv(filter), maxQueued), kj::_::HeapDisposer<Subscription>::instance);
+  subs_.push_back(sub.get());
+  return sub;
+}
+
+void Feed::publish(const nlohmann::json& item) {
+  // Copy: a subscriber that overflows leaves the list while we walk it.
+  std::vector<Subscription*> subs(subs_.begin(), subs_.end());
+  for (auto* s : subs) s->push(item);
+}
+
+Feed::Subscription::Subscription(Feed& feed, Filter filter, size_t maxQueued)
+    : feed_(&feed), filter_(kj::mv(filter)), maxQueued_(maxQueued) {}
+
+Feed::Subscription::~Subscription() {
+  if (feed_) feed_->subs_.remove(this);
+}
+
+void Feed::Subscription::push(const nlohmann::json& item) {
+  if (overflowed_ || (filter_ && !filter_(item))) return;
+  if (waiter_ && waiter_->isWaiting()) {
+    waiter_->fulfill(nlohmann::json(item));
+    waiter_ = nullptr;
+    return;
+  }
+  if (queue_.size() >= maxQueued_) {
+    // A listener that does not keep up is dropped, not waited for.
+    overflowed_ = true;
+    queue_.clear();
+    queue_.push_back({{"kind", "overflow"}});
+    if (feed_) feed_->subs_.remove(this);
+    feed_ = nullptr;
+    return;
+  }
+  queue_.push_back(item);
+}
+
+kj::Promise<nlohmann::json> Feed::Subscription::next() {
+  if (!queue_.empty()) {
+    auto item = kj::mv(queue_.front());
+    queue_.pop_front();
+    return kj::mv(item);
+  }
+  if (overflowed_) return KJ_EXCEPTION(DISCONNECTED, "this feed subscription overflowed and is closed");
+  auto paf = kj::newPromiseAndFulfiller<nlohmann::json>();
+  waiter_ = kj::mv(paf.fulfiller);
+  return kj::mv(paf.promise);
+}
+
+}  // namespace pine

@@ -1,0 +1,51 @@
+// A fan-out of live notifications (committed events, task progress,
+// approvals) to whoever listens: SSE streams of the control API, a waiting
+// `pinectl send`. Each subscriber has a bounded queue: one that does not keep
+// up is dropped with a final {"kind":"overflow"}, never slowing the broker.
+#pragma once
+#include <kj/async.h>
+
+#include <deque>
+#include <functional>
+#include <list>
+#include <nlohmann/json.hpp>
+
+namespace pine {
+
+class Feed {
+ public:
+  using Filter = std::function<bool(const nlohmann::json&)>;
+
+  class Subscription {
+   public:
+    ~Subscription();
+    KJ_DISALLOW_COPY(Subscription);
+    // The next notification that passed the filter; {"kind":"overflow"} once, after which it is closed.
+    kj::Promise<nlohmann::json> next();
+
+   private:
+    friend class Feed;
+    Subscription(Feed& feed, Filter filter, size_t maxQueued);
+    void push(const nlohmann::json& item);
+    Feed* feed_;
+    Filter filter_;
+    size_t maxQueued_;
+    std::deque<nlohmann::json> queue_;
+    kj::Own<kj::PromiseFulfiller<nlohmann::json>> waiter_;
+    bool overflowed_ = false;
+  };
+
+  Feed() = default;
+  ~Feed();
+  KJ_DISALLOW_COPY(Feed);
+
+  kj::Own<Subscription> subscribe(Filter filter, size_t maxQueued = 1024);
+  void publish(const nlohmann::json& item);
+  size_t subscribers() const { return subs_.size(); }
+
+ private:
+  friend class Subscription;
+  std::list<Subscription*> subs_;
+};
+
+}  // namespace pine
