@@ -1,0 +1,104 @@
+// The rows the broker keeps in pine.db, one struct per table, and the store's one error type.
+// JSON-text fields hold JSON as text; the store checks it parses and never interprets it.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace pine::store {
+
+// Every failure of the store: the message says what failed, which file, and how to fix it.
+// Messages never carry stored content (payloads, texts), only ids and names.
+struct StoreError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Event {
+  long long seq = 0;  // assigned by the store on commit, strictly increasing, never reused
+  std::string id, topic;
+  long long timeMs = 0;
+  std::string source;
+  std::string trust;    // "owner" | "untrusted"
+  std::string payload;  // JSON text
+  int hops = 0;
+  std::string origin;  // e.g. "agent:main/main" or a source name
+};
+
+struct EventQuery {
+  long long afterSeq = 0;   // 0: from the start
+  long long sinceMs = 0;    // 0: any time
+  std::string topicPrefix;  // SQL-side prefix filter, byte-wise ("agent/" does not match "agents/x")
+  std::string source, trust;
+  int limit = 100;  // clamped to 1..10000
+  bool newestFirst = false;
+};
+
+struct TaskRow {
+  std::string id, agent, session, text, trust, state;  // state: queued|running|done|failed|refused
+  std::string answer, error, parent, eventId;
+  int depth = 0;
+  long long createdMs = 0, startedMs = 0, endedMs = 0;
+  long long tokensIn = 0, tokensOut = 0;
+  double cost = 0;
+};
+
+struct SessionRow {
+  std::string agent, session;
+  bool tainted = false;
+  std::string taintReason;
+  std::string modeOverride;
+  bool bypassAnyway = false;
+  long long createdMs = 0, updatedMs = 0;
+};
+
+struct MessageRow {
+  long long seq = 0;  // assigned by the store; ignored by appendMessages
+  std::string agent, session, taskId, role;  // role: user|assistant|tool|event|note
+  std::string content;                       // JSON text
+  long long timeMs = 0;
+};
+
+struct ApprovalRow {
+  std::string id, agent, session, taskId, tool, args, reason;  // args: JSON text, already redacted
+  bool alwaysOffered = false;
+  std::string alwaysScope;
+  std::string state;  // pending|approved|denied|timeout|cancelled
+  bool always = false;
+  long long createdMs = 0, expiresMs = 0, decidedMs = 0;
+  std::string decidedBy;
+  bool tainted = false;
+};
+
+struct GrantRow {
+  std::string agent, session, kind, value;  // kind: always|read|write|network
+  bool whileTainted = false;
+  long long createdMs = 0;
+};
+
+struct StateRow {
+  std::string key, value;  // value: JSON text
+  long long updatedMs = 0;
+  std::string updatedBy;
+};
+
+struct SubscriptionRow {
+  std::string id, agent, session, source, topic;
+  bool separate = false;
+  int throttleSec = 10;
+  long long createdMs = 0, lastDeliveredMs = 0;
+};
+
+struct PairingRow {
+  std::string channel, account, state, code;  // state: pending|paired|denied
+  long long createdMs = 0, decidedMs = 0;
+};
+
+struct UsageTotals {
+  long long tokensIn = 0, tokensOut = 0;
+  double cost = 0;
+};
+
+struct PurgeCounts {
+  long long events = 0, tasks = 0, messages = 0, approvals = 0;
+};
+
+}  // namespace pine::store

@@ -1,0 +1,108 @@
+// pine-broker's durable store: one SQLite database, <home>/data/pine.db.
+// Single-threaded (the broker's event loop), synchronous; every call returns after its
+// transaction committed, so what it acknowledges survives a crash of the process.
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/store/rows.h"
+
+namespace pine::store {
+
+namespace detail {
+class Db;
+}
+
+class Store {
+ public:
+  // Creates the file (mode 600) if missing, turns on WAL, migrates to the current schema.
+  // Refuses a symbolic link, a file that is not SQLite or not pine's, and a newer schema.
+  static std::unique_ptr<Store> open(const std::string& path);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const std::string& path() const;
+  int schemaVersion() const;
+  static int latestSchemaVersion();
+
+  // One transaction for the whole batch; assigns seq; returns only after COMMIT. Throws and
+  // commits nothing if any insert fails (e.g. a duplicate id); seq stays 0 then.
+  void appendEvents(std::vector<Event>& batch);
+  std::vector<Event> events(const EventQuery& q) const;
+  std::optional<Event> event(const std::string& id) const;
+
+  void putTask(const TaskRow& t);  // insert or replace
+  std::optional<TaskRow> task(const std::string& id) const;
+  // Newest first; "" matches every agent / state.
+  std::vector<TaskRow> tasks(int limit, const std::string& agent = "", const std::string& state = "") const;
+  std::vector<TaskRow> unfinishedTasks() const;  // queued or running, oldest first
+  // Tasks created at or after sinceMs; agent "" sums every agent.
+  UsageTotals usageSince(const std::string& agent, long long sinceMs) const;
+
+  std::optional<SessionRow> session(const std::string& agent, const std::string& session) const;
+  void putSession(const SessionRow& s);  // insert or update in place (never drops its messages)
+  std::vector<SessionRow> sessions(const std::string& agent) const;  // most recently updated first
+  // Clears the conversation: its messages, taint, grants, mode override and "bypass anyway";
+  // subscriptions stay.
+  void resetSession(const std::string& agent, const std::string& session);
+
+  // One transaction. Creates the session row if missing and moves its updatedMs forward.
+  void appendMessages(const std::vector<MessageRow>& rows);
+  // Oldest first, the last `limit`.
+  std::vector<MessageRow> messages(const std::string& agent, const std::string& session, int limit = 1000) const;
+
+  void putApproval(const ApprovalRow& a);  // insert or replace
+  std::optional<ApprovalRow> approval(const std::string& id) const;
+  // pendingOnly: the queue, oldest first; otherwise all, newest first.
+  std::vector<ApprovalRow> approvals(bool pendingOnly, int limit = 100) const;
+  // Moves a pending approval to `state` (approved|denied|timeout|cancelled); false if it was not
+  // pending (or is unknown). Throws if `always` is asked of an approval that did not offer it,
+  // or with a state other than approved.
+  bool decideApproval(const std::string& id, const std::string& state, bool always, const std::string& by,
+                      long long nowMs);
+
+  // Creates the session row if missing. The same grant again keeps the first and widens
+  // whileTainted (a yes given while tainted holds).
+  void addGrant(const GrantRow& g);
+  std::vector<GrantRow> grants(const std::string& agent, const std::string& session) const;
+  // Grants hold until the conversation is reset or the daemon restarts: the broker calls
+  // this when it starts. Returns how many were removed.
+  long long removeAllGrants();
+
+  std::optional<StateRow> state(const std::string& key) const;
+  void putState(const StateRow& s);
+  std::vector<StateRow> states(const std::string& prefix) const;  // byte-wise key prefix, by key
+
+  void putSubscription(const SubscriptionRow& s);  // insert or replace
+  bool removeSubscription(const std::string& id);
+  std::vector<SubscriptionRow> subscriptions(const std::string& agent = "") const;
+  void touchSubscription(const std::string& id, long long deliveredMs);
+
+  std::optional<long long> lastRun(const std::string& schedule) const;
+  void setLastRun(const std::string& schedule, long long ms, const std::string& taskId);
+
+  void putPairing(const PairingRow& p);  // insert or replace
+  std::optional<PairingRow> pairing(const std::string& channel, const std::string& account) const;
+  std::vector<PairingRow> pairings(const std::string& channel) const;
+
+  // Retention (limits.eventRetentionDays), one transaction: events, ended tasks, decided
+  // approvals older than cutoff; messages of sessions untouched since cutoff.
+  PurgeCounts purgeOlderThan(long long cutoffMs);
+
+  // Layer 10: a secret that reached the store is rewritten out of event payloads, task texts,
+  // answers and errors, message contents, approval arguments and reasons, and state values
+  // (fn returns the redacted text). JSON stays JSON: fn also sees every decoded string, so an
+  // escaped secret is found too. One transaction; the old text is zeroed in the file
+  // (secure_delete) and the WAL truncated. Returns how many stored values changed.
+  long long rewriteText(const std::function<std::string(const std::string&)>& fn);
+
+ private:
+  explicit Store(std::unique_ptr<detail::Db> db);
+  std::unique_ptr<detail::Db> db_;
+};
+
+}  // namespace pine::store

@@ -1,0 +1,114 @@
+// Tasks: what ran, for whom, with what answer and usage.
+#include "broker/store/checks.h"
+#include "broker/store/sqlite_db.h"
+#include "broker/store/store.h"
+
+namespace pine::store {
+
+using namespace detail;
+
+namespace {
+
+#define TASK_COLUMNS                                                                                               \
+  "SELECT id, agent, session, text, trust, state, answer, error, parent, event_id, depth, created_ms, started_ms, " \
+  "ended_ms, tokens_in, tokens_out, cost FROM tasks"
+
+TaskRow readTask(const Stmt& st) {
+  TaskRow t;
+  t.id = st.text(0);
+  t.agent = st.text(1);
+  t.session = st.text(2);
+  t.text = st.text(3);
+  t.trust = st.text(4);
+  t.state = st.text(5);
+  t.answer = st.text(6);
+  t.error = st.text(7);
+  t.parent = st.text(8);
+  t.eventId = st.text(9);
+  t.depth = st.i32(10);
+  t.createdMs = st.i64(11);
+  t.startedMs = st.i64(12);
+  t.endedMs = st.i64(13);
+  t.tokensIn = st.i64(14);
+  t.tokensOut = st.i64(15);
+  t.cost = st.f64(16);
+  return t;
+}
+
+std::vector<TaskRow> readTasks(Stmt& st) {
+  std::vector<TaskRow> out;
+  while (st.step()) out.push_back(readTask(st));
+  return out;
+}
+
+}  // namespace
+
+void Store::putTask(const TaskRow& t) {
+  requireNonEmpty(t.id, "task id");
+  std::string what = "task '" + t.id + "': ";
+  requireNonEmpty(t.agent, what + "agent");
+  requireOneOf(t.trust, {"owner", "untrusted"}, what + "trust");
+  requireOneOf(t.state, {"queued", "running", "done", "failed", "refused"}, what + "state");
+  // An upsert, not INSERT OR REPLACE: the row is updated in place, never deleted and re-made.
+  auto st = db_->prepare(
+      "INSERT INTO tasks (id, agent, session, text, trust, state, answer, error, parent, event_id, depth, created_ms, "
+      "started_ms, ended_ms, tokens_in, tokens_out, cost) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+      "?13, ?14, ?15, ?16, ?17) ON CONFLICT (id) DO UPDATE SET agent = excluded.agent, session = excluded.session, "
+      "text = excluded.text, trust = excluded.trust, state = excluded.state, answer = excluded.answer, "
+      "error = excluded.error, parent = excluded.parent, event_id = excluded.event_id, depth = excluded.depth, "
+      "created_ms = excluded.created_ms, started_ms = excluded.started_ms, ended_ms = excluded.ended_ms, "
+      "tokens_in = excluded.tokens_in, tokens_out = excluded.tokens_out, cost = excluded.cost",
+      "storing a task");
+  st.bind(1, t.id).bind(2, t.agent).bind(3, t.session).bind(4, t.text).bind(5, t.trust).bind(6, t.state);
+  st.bind(7, t.answer).bind(8, t.error).bind(9, t.parent).bind(10, t.eventId).bind(11, t.depth);
+  st.bind(12, t.createdMs).bind(13, t.startedMs).bind(14, t.endedMs).bind(15, t.tokensIn).bind(16, t.tokensOut);
+  st.bind(17, t.cost);
+  st.run();
+}
+
+std::optional<TaskRow> Store::task(const std::string& id) const {
+  auto st = db_->prepare(TASK_COLUMNS " WHERE id = ?1", "reading a task");
+  st.bind(1, id);
+  if (!st.step()) return std::nullopt;
+  return readTask(st);
+}
+
+std::vector<TaskRow> Store::tasks(int limit, const std::string& agent, const std::string& state) const {
+  const char* sql = agent.empty() && state.empty() ? TASK_COLUMNS " ORDER BY created_ms DESC, rowid DESC LIMIT ?3"
+                    : state.empty()                ? TASK_COLUMNS
+      " WHERE agent = ?1 ORDER BY created_ms DESC, rowid DESC LIMIT ?3"
+                    : agent.empty()                ? TASK_COLUMNS
+      " WHERE state = ?2 ORDER BY created_ms DESC, rowid DESC LIMIT ?3"
+                                                   : TASK_COLUMNS
+      " WHERE agent = ?1 AND state = ?2 ORDER BY created_ms DESC, rowid DESC LIMIT ?3";
+  auto st = db_->prepare(sql, "listing tasks");
+  if (!agent.empty()) st.bind(1, agent);
+  if (!state.empty()) st.bind(2, state);
+  st.bind(3, clampLimit(limit));
+  return readTasks(st);
+}
+
+std::vector<TaskRow> Store::unfinishedTasks() const {
+  auto st = db_->prepare(TASK_COLUMNS " WHERE state IN ('queued', 'running') ORDER BY created_ms, rowid",
+                         "listing unfinished tasks");
+  return readTasks(st);
+}
+
+UsageTotals Store::usageSince(const std::string& agent, long long sinceMs) const {
+  const char* sql = agent.empty()
+                        ? "SELECT coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), total(cost) FROM tasks WHERE created_ms >= ?2"
+                        : "SELECT coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), total(cost) FROM tasks WHERE agent = ?1 AND "
+                          "created_ms >= ?2";
+  auto st = db_->prepare(sql, "summing usage");
+  if (!agent.empty()) st.bind(1, agent);
+  st.bind(2, sinceMs);
+  UsageTotals u;
+  if (st.step()) {
+    u.tokensIn = st.i64(0);
+    u.tokensOut = st.i64(1);
+    u.cost = st.f64(2);
+  }
+  return u;
+}
+
+}  // namespace pine::store
