@@ -1,0 +1,113 @@
+// Topics (layer 9): pine's own topics, MQTT matching, publish checks.
+#include "broker/policy/topics.h"
+
+#include "tests/policy/helpers.h"
+
+using namespace policy_test;
+using pine::policy::checkPublish;
+using pine::policy::isReservedTopic;
+using pine::policy::publishTrust;
+using pine::policy::topicMatches;
+using pine::policy::validateTopic;
+
+TEST_CASE("topics: reserved are pine's own first levels and the bare words") {
+  struct Row { const char* topic; bool reserved; };
+  const Row rows[] = {
+      {"agent", true},      {"agent/x", true},     {"approval/1", true}, {"pine/started", true},
+      {"state/house/t", true}, {"timer", true},     {"timer/x/y", true},
+      {"agentx/", false},   {"agentx/y", false},   {"agents/x", false},  {"house/agent", false},
+      {"pine-things/x", false}, {"Agent/x", false}, {"", false},          {"xstate/y", false},
+  };
+  for (const auto& r : rows) {
+    CAPTURE(r.topic);
+    CHECK(isReservedTopic(r.topic) == r.reserved);
+  }
+}
+
+TEST_CASE("topics: MQTT matching with '+', '#' and '*' inside a level") {
+  struct Row { const char* pattern; const char* topic; bool match; };
+  const Row rows[] = {
+      {"house/lamp", "house/lamp", true},
+      {"house/lamp", "house/lamp/x", false},
+      {"house/+", "house/lamp", true},
+      {"house/+", "house/lamp/on", false},
+      {"house/+/on", "house/lamp/on", true},
+      {"+/+", "a/b", true},
+      {"+", "a/b", false},
+      {"house/#", "house/lamp/on", true},
+      {"house/#", "house", true},        // MQTT: '#' also matches the parent
+      {"house/#", "houses/x", false},
+      {"#", "anything/at/all", true},
+      {"house/#/on", "house/lamp/on", false},  // '#' not last: malformed, matches nothing
+      {"house/#x", "house/#x", false},
+      {"house/a+", "house/a+", false},         // '+' beside other characters: malformed
+      {"house/lamp*", "house/lamp-kitchen", true},
+      {"house/lamp*", "house/lamp/kitchen", false},  // '*' stays inside its level
+      {"house/*lamp", "house/lamp", true},
+      {"house/*lamp", "lamp", false},          // no match across a missing prefix level
+      {"*/lamp", "house/lamp", true},
+      {"*/lamp", "lamp", false},
+      {"sensor/*/temp", "sensor/a/b/temp", false},
+      {"", "", false},
+      {"", "x", false},
+  };
+  for (const auto& r : rows) {
+    CAPTURE(r.pattern);
+    CAPTURE(r.topic);
+    CHECK(topicMatches(r.pattern, r.topic) == r.match);
+  }
+}
+
+TEST_CASE("topics: what can be published") {
+  CHECK_FALSE(validateTopic("house/lamp/on"));
+  CHECK_FALSE(validateTopic("häuser/lampe"));
+  CHECK_FALSE(validateTopic(std::string(256, 'a')));
+  const char* bad[] = {"", "house/+/on", "house/#", "house//lamp", "/house", "house/", "a\nb", "a\x7f"
+                       "b", "a\tb"};
+  for (const char* t : bad) {
+    CAPTURE(t);
+    CHECK(validateTopic(t));
+  }
+  CHECK(validateTopic(std::string(257, 'a')));
+  CHECK(validateTopic(std::string("a\0b", 3)));
+  CHECK(validateTopic("caf\xc3"));          // cut UTF-8
+  CHECK(validateTopic("a\xc2\x85" "b"));    // C1 control (NEL)
+  auto why = validateTopic("house/+/on");
+  REQUIRE(why);
+  CHECK(why->find("'+'") != std::string::npos);
+  // A reason never carries the control character itself.
+  auto nl = validateTopic("a\nb");
+  REQUIRE(nl);
+  CHECK(nl->find('\n') == std::string::npos);
+}
+
+TEST_CASE("topics: checkPublish: invalid, reserved, not on the list, on the list") {
+  auto a = agent("house", {"publish_event"});
+  a.publish = {"house/#", "lights/*/set"};
+  CHECK_FALSE(checkPublish(a, "house/lamp/on"));
+  CHECK_FALSE(checkPublish(a, "lights/kitchen/set"));
+  CHECK(checkPublish(a, "lights/kitchen/get"));
+  CHECK(checkPublish(a, "garden/lamp"));
+  CHECK(checkPublish(a, "house/+"));
+  auto everything = agent("wide", {"publish_event"});
+  everything.publish = {"#"};
+  CHECK_FALSE(checkPublish(everything, "anything/else"));
+  for (const char* t : {"agent/main/done", "state/x", "timer", "approval/1", "pine/stop"}) {
+    CAPTURE(t);
+    auto why = checkPublish(everything, t);
+    REQUIRE(why);
+    CHECK(why->find("pine's own topics") != std::string::npos);
+  }
+  CHECK_FALSE(checkPublish(everything, "agentx/y"));
+  auto none = agent("quiet", {"publish_event"});
+  auto why = checkPublish(none, "house/x");
+  REQUIRE(why);
+  CHECK(why->find("no 'publish' list") != std::string::npos);
+}
+
+TEST_CASE("topics: publishTrust is untrusted if either is") {
+  CHECK(publishTrust(Trust::Owner, false) == Trust::Owner);
+  CHECK(publishTrust(Trust::Owner, true) == Trust::Untrusted);
+  CHECK(publishTrust(Trust::Untrusted, false) == Trust::Untrusted);
+  CHECK(publishTrust(Trust::Untrusted, true) == Trust::Untrusted);
+}
