@@ -132,7 +132,8 @@ std::vector<std::string> keysOf(const auto& m) {
   return out;
 }
 
-void resolve(const Home& home, const HomeView& view, const std::vector<Ref>& refs, std::vector<ConfigError>& errors) {
+void resolve(const Home& home, const HomeView& view, const std::vector<Ref>& refs, std::vector<ConfigError>& errors,
+             bool skipEnv) {
   auto err = [&](const Ref& r, std::string msg, std::string hint) {
     errors.push_back({r.file, r.pos.line, r.pos.column, r.keyPath, std::move(msg), std::move(hint)});
   };
@@ -162,7 +163,7 @@ void resolve(const Home& home, const HomeView& view, const std::vector<Ref>& ref
           err(r, "no source or webhook called '" + r.name + "'", didYouMean(r.name, sourceNames));
         break;
       case Ref::Secret:
-        if (!home.envSecretNames.count(r.name)) {
+        if (!skipEnv && !home.envSecretNames.count(r.name)) {
           std::vector<std::string> names(home.envSecretNames.begin(), home.envSecretNames.end());
           std::string near = nearest(r.name, names);
           err(r, "secret '" + r.name + "' is not in .env",
@@ -257,7 +258,9 @@ LoadResult loadHome(const std::string& homeDirIn, const LoadOptions& opts) {
   }
 
   // Names only: the values are wiped inside envFileNames.
-  if (auto it = opts.overlay.find(".env"); it != opts.overlay.end()) {
+  if (opts.skipEnv) {
+    // The broker's view: it may not read .env; pined checked the secret names already.
+  } else if (auto it = opts.overlay.find(".env"); it != opts.overlay.end()) {
     if (it->second) {
       auto values = parseEnvText(*it->second, view.full(".env"), &errors);
       for (auto& [k, v] : values) home.envSecretNames.insert(k);
@@ -272,7 +275,7 @@ LoadResult loadHome(const std::string& homeDirIn, const LoadOptions& opts) {
       errors.push_back({a.file, 0, 0, "model", "agent '" + id + "' has no model",
                         "set model: NAME here, or defaults.model in pine.yaml (NAME is a key of models.yaml `models`)"});
 
-  if (complete) resolve(home, view, refs, errors);
+  if (complete) resolve(home, view, refs, errors, opts.skipEnv);
 
   if (errors.empty()) result.home = std::move(home);
   std::stable_sort(errors.begin(), errors.end(), [](const ConfigError& a, const ConfigError& b) {

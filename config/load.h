@@ -32,6 +32,9 @@ using Overlay = std::map<std::string, std::optional<std::string>>;
 
 struct LoadOptions {
   Overlay overlay;
+  // Do not read .env and do not check secret names against it: for pine-broker, which may
+  // not read .env (pined validated the names before starting it).
+  bool skipEnv = false;
   // When set, receives every key path the schema declared while reading, as
   // "pine.yaml: limits.queuePerAgent" (the docs test checks each is documented).
   std::set<std::string>* schemaKeys = nullptr;

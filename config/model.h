@@ -121,8 +121,10 @@ struct Route {
 struct Schedule {
   std::string name;
   std::string agent;  // an agent id, or "*" for every agent
-  std::string cron;   // five fields; exclusive with intervalSec
+  // Exactly one of cron, intervalSec and at is set.
+  std::string cron;   // five fields
   int intervalSec = 0;
+  std::string at;     // once: "2026-12-24T18:00" in timezone, or with "Z" / "+hh:mm"
   std::string task;
   std::string timezone;  // empty: the machine's
 };

@@ -1,11 +1,12 @@
 #include "config/schema.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cctype>
-#include <sstream>
+#include <optional>
 
+#include "broker/schedule/cron.h"
+#include "broker/schedule/one_shot.h"
+#include "broker/schedule/zone.h"
 #include "common/names.h"
 #include "config/secrets.h"
 
@@ -106,30 +107,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   }
   out.push_back(cur);
   return out;
-}
-
-bool parseUint(const std::string& s, int& out) {
-  if (s.empty() || s.size() > 4) return false;
-  int v = 0;
-  for (char c : s) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-    v = v * 10 + (c - '0');
-  }
-  out = v;
-  return true;
-}
-
-// Value of a cron field item: a number, or a month/day name where the field has them.
-bool cronValue(const std::string& s, const std::vector<std::string>& names, int base, int& out) {
-  if (parseUint(s, out)) return true;
-  std::string low;
-  for (char c : s) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] == low) {
-      out = static_cast<int>(i) + base;
-      return true;
-    }
-  return false;
 }
 
 bool isUrl(const std::string& u, const std::vector<std::string>& schemes, std::string* why) {
@@ -340,50 +317,8 @@ void readSource(Ctx& c, const YAML::Node& n, const std::string& path, const std:
 }  // namespace
 
 std::string cronProblem(const std::string& expr) {
-  std::istringstream in(expr);
-  std::vector<std::string> fields;
-  for (std::string f; in >> f;) fields.push_back(f);
-  if (fields.size() != 5)
-    return "expected five fields (minute hour day-of-month month day-of-week), got " + std::to_string(fields.size());
-  struct Spec {
-    const char* name;
-    int lo, hi;
-    std::vector<std::string> names;
-    int nameBase;
-  };
-  static const std::vector<Spec> specs = {
-      {"minute", 0, 59, {}, 0},
-      {"hour", 0, 23, {}, 0},
-      {"day of month", 1, 31, {}, 0},
-      {"month", 1, 12, {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}, 1},
-      {"day of week", 0, 7, {"sun", "mon", "tue", "wed", "thu", "fri", "sat"}, 0},
-  };
-  for (std::size_t i = 0; i < 5; ++i) {
-    const Spec& sp = specs[i];
-    for (const std::string& item : split(fields[i], ',')) {
-      std::string range = item;
-      auto slash = item.find('/');
-      if (slash != std::string::npos) {
-        int step = 0;
-        if (!parseUint(item.substr(slash + 1), step) || step < 1 || step > sp.hi)
-          return std::string("bad step in the ") + sp.name + " field: '" + item + "'";
-        range = item.substr(0, slash);
-      }
-      if (range == "*") continue;
-      auto dash = range.find('-');
-      int a = 0, b = 0;
-      bool ok = dash == std::string::npos
-                    ? cronValue(range, sp.names, sp.nameBase, a) && (b = a, true)
-                    : cronValue(range.substr(0, dash), sp.names, sp.nameBase, a) &&
-                          cronValue(range.substr(dash + 1), sp.names, sp.nameBase, b);
-      if (!ok) return std::string("cannot read '") + item + "' in the " + sp.name + " field";
-      if (a < sp.lo || a > sp.hi || b < sp.lo || b > sp.hi)
-        return std::string("'") + item + "' is outside " + std::to_string(sp.lo) + "-" + std::to_string(sp.hi) +
-               " in the " + sp.name + " field";
-      if (b < a) return std::string("'") + item + "' runs backwards in the " + sp.name + " field";
-    }
-  }
-  return {};
+  std::string error;
+  return schedule::parseCron(expr, &error) ? std::string() : error;
 }
 
 std::string topicPatternProblem(const std::string& topic, bool allowWildcards) {
@@ -559,22 +494,29 @@ void readPine(Ctx& c, const YAML::Node& root, PineConfig& out) {
     s.require("name");
     if (s.str("agent", sc.agent)) c.ref(Ref::AgentOrAll, sc.agent, s.valuePos("agent"), s.pathOf("agent"));
     s.require("agent");
+    // The scheduler's own rules (broker/schedule/), so that what loads is what runs.
     if (s.str("cron", sc.cron)) {
       std::string p = cronProblem(sc.cron);
       if (!p.empty()) c.error(s.valuePos("cron"), s.pathOf("cron"), p, "for example \"0 7 * * mon-fri\"");
     }
     s.integer("intervalSec", sc.intervalSec, 60, 366 * 86400);
-    if (s.has("cron") == s.has("intervalSec"))
-      c.error(pos, path, "a schedule needs exactly one of 'cron' and 'intervalSec'");
+    std::optional<schedule::OneShot> at;
+    if (s.str("at", sc.at)) {
+      std::string p;
+      at = schedule::parseAt(sc.at, &p);
+      if (!at) c.error(s.valuePos("at"), s.pathOf("at"), p);
+    }
+    if (int(s.has("cron")) + int(s.has("intervalSec")) + int(s.has("at")) != 1)
+      c.error(pos, path, "a schedule needs exactly one of 'cron', 'intervalSec' and 'at'",
+              "'cron' repeats by the calendar, 'intervalSec' every so many seconds, 'at' runs once");
     s.str("task", sc.task, {.maxLen = 16384});
     s.require("task");
     if (s.str("timezone", sc.timezone)) {
-      struct stat st;
-      bool haveDb = stat("/usr/share/zoneinfo", &st) == 0;
-      bool bad = sc.timezone.find("..") != std::string::npos || sc.timezone[0] == '/' ||
-                 (haveDb && stat(("/usr/share/zoneinfo/" + sc.timezone).c_str(), &st) != 0);
-      if (bad) c.error(s.valuePos("timezone"), s.pathOf("timezone"), "unknown time zone '" + sc.timezone + "'",
-                       "use a name like Europe/Berlin or UTC");
+      std::string p = schedule::zoneProblem(sc.timezone);
+      if (!p.empty()) c.error(s.valuePos("timezone"), s.pathOf("timezone"), p, "use a name like Europe/Berlin or UTC");
+      else if (at && at->offset)
+        c.error(s.keyPos("timezone"), s.pathOf("timezone"), "'at' already says its offset, so 'timezone' would be ignored",
+                "remove 'timezone', or the \"Z\" / offset at the end of 'at'");
     }
     s.finish();
     out.schedules.push_back(sc);

@@ -56,6 +56,7 @@ routes:
 schedules:
   - {name: hourly, agent: "*", intervalSec: 3600, task: "Check in."}
   - {name: brief, agent: main, cron: "0 7 * * mon-fri", task: "Brief me.", timezone: UTC}
+  - {name: xmas, agent: main, at: "2026-12-24T18:00", task: "Wish me merry Christmas.", timezone: Europe/Berlin}
 skills:
   - {name: morning-brief, agent: main}
 )";
@@ -137,6 +138,7 @@ TEST_CASE("a home that sets every key loads cleanly and reads each value") {
   CHECK(home.pine.sources[5].allow == std::vector<std::int64_t>{123456789});
   CHECK(home.pine.sources[7].options.at("folder") == "INBOX");
   CHECK(home.pine.schedules[0].agent == "*");
+  CHECK(home.pine.schedules[2].at == "2026-12-24T18:00");
   CHECK(home.models.models.at("big").pricing->cacheWrite == doctest::Approx(3.75));
   const AgentConfig& a = home.agents.at("everything");
   CHECK(a.mode == Mode::Manual);
