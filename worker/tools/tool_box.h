@@ -1,0 +1,59 @@
+// The worker's own tools: read, write, edit, grep, find, ls and bash. They run
+// inside the worker, which runs inside the OS sandbox, so the sandbox applies
+// at the moment of access. Every path goes through the PathJail (a second
+// layer); every shell command through the bash guard first (defence in depth).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "worker/tools/outside_text.h"
+
+namespace pine::sandbox {
+class PathJail;
+}
+
+namespace pine::tools {
+
+struct ToolResult {
+  std::string text;
+  bool isError = false;
+};
+
+struct ToolEnv {
+  std::string workspace;                          // read-write; relative paths start here
+  std::vector<std::string> extraRead, extraWrite;  // folders granted (read-only / read-write)
+  bool tainted = false;                           // protected instruction files (NameRules::defaults(tainted))
+  int shellTimeoutSec = 300;                      // upper bound for any bash call
+  size_t outputCap = 64 * 1024;                   // bytes of tool output handed back
+  std::string home, tmpdir;                       // HOME and TMPDIR of the shell
+};
+
+class ToolBox {
+ public:
+  // Opens the workspace and granted folders as jail roots. Throws
+  // std::invalid_argument naming the folder when one cannot be opened.
+  explicit ToolBox(ToolEnv env);
+  ~ToolBox();
+  ToolBox(ToolBox&&) noexcept;
+  ToolBox& operator=(ToolBox&&) noexcept;
+
+  // Unknown tool or bad arguments: isError with a text saying what to fix.
+  // Never throws.
+  ToolResult run(const std::string& name, const nlohmann::json& args);
+
+  static std::vector<std::string> names();  // read write edit grep find ls bash
+  // {"name","description","parameters": JSON Schema}; null for an unknown name.
+  static nlohmann::json spec(const std::string& name);
+
+  const ToolEnv& env() const { return env_; }
+
+ private:
+  ToolEnv env_;
+  std::unique_ptr<sandbox::PathJail> jail_;
+};
+
+}  // namespace pine::tools

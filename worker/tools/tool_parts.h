@@ -1,0 +1,71 @@
+// Shared by the tool implementations; not part of the public API.
+#pragma once
+#include <sys/stat.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sandbox/jail/path_jail.h"
+#include "worker/tools/tool_box.h"
+
+namespace pine::tools::detail {
+
+using Json = nlohmann::json;
+using sandbox::PathJail;
+
+inline ToolResult ok(std::string text) { return {std::move(text), false}; }
+inline ToolResult fail(std::string text) { return {std::move(text), true}; }
+
+// Checks `args` against the tool's JSON Schema from spec(): an object, the
+// required keys present, no unknown keys, each value of its declared type and
+// within its minimum. nullopt when fine, else what to fix.
+std::optional<std::string> checkArgs(const std::string& tool, const Json& args);
+
+// Optional arguments, after checkArgs has vouched for their types.
+std::string strArg(const Json& args, const char* key, std::string fallback = "");
+long long intArg(const Json& args, const char* key, long long fallback);
+bool boolArg(const Json& args, const char* key, bool fallback);
+
+// `.` and `..` resolved on the text (as the jail does); a relative path that
+// climbs above its start keeps its leading `..` for the jail to refuse.
+std::string lexicalNormal(std::string_view path);
+
+// A file's bytes through a jailed descriptor, at most `max` (then *cut).
+bool readUpTo(int fd, size_t max, std::string* out, bool* cut);
+// NUL among the first 8 KiB: not text.
+bool looksBinary(std::string_view head);
+// `text` cut to at most `max` bytes on a UTF-8 boundary.
+std::string cutUtf8(std::string_view text, size_t max);
+
+// Replaces the file at `path` with `content`: through the jail, a temporary
+// file beside it, then rename. `createParents` makes missing folders beneath
+// a writable root. *created says whether the file is new. Returns the jail's
+// refusal (or another error) as text.
+std::optional<std::string> writeFileAtomic(const PathJail& jail, const std::string& path, std::string_view content,
+                                           bool createParents, bool* created);
+
+// Walks the tree at `start` (a folder, via the jail), depth first, names
+// sorted. Symbolic links are reported, never followed; `.git` folders are
+// skipped. `visit(shown, rel, st)` gets the path to show/open, the path
+// relative to `start`, and lstat; it returns false to stop the walk.
+struct WalkStats {
+  size_t unreadableDirs = 0;
+  bool hitLimit = false;  // too many entries; the walk stopped early
+};
+WalkStats walkTree(const PathJail& jail, const std::string& start,
+                   const std::function<bool(const std::string& shown, const std::string& rel, const struct stat& st)>& visit);
+// `start` joined with a relative name, for display and for the jail.
+std::string joinShown(const std::string& start, const std::string& rel);
+
+ToolResult readTool(const PathJail& jail, const ToolEnv& env, const Json& args);
+ToolResult writeTool(const PathJail& jail, const ToolEnv& env, const Json& args);
+ToolResult editTool(const PathJail& jail, const ToolEnv& env, const Json& args);
+ToolResult lsTool(const PathJail& jail, const ToolEnv& env, const Json& args);
+ToolResult grepTool(const PathJail& jail, const ToolEnv& env, const Json& args);
+ToolResult findTool(const PathJail& jail, const ToolEnv& env, const Json& args);
+ToolResult bashTool(const ToolEnv& env, const Json& args);
+
+}  // namespace pine::tools::detail
