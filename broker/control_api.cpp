@@ -1,11 +1,16 @@
-#include <kj/debug.h>
-
 #include "broker/control_api.h"
 
-#include <nlohmann/json.hpp>
+#include <arpa/inet.h>
+#include <kj/debug.h>
+#include <kj/io.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include "broker/api_auth.h"
-#include "broker/broker.h"
+#include <algorithm>
+#include <memory>
+
+#include "broker/feed.h"
 #include "common/log.h"
 #include "common/names.h"
 #include "common/unix_socket.h"
@@ -13,131 +18,671 @@
 namespace pine {
 namespace {
 
-constexpr size_t kMaxBody = 1 << 20;
+using json = nlohmann::json;
+using M = kj::HttpMethod;
+using Response = kj::HttpService::Response;
 
-std::string errorBody(const std::string& message) { return nlohmann::json{{"error", message}}.dump(); }
+const char* statusText(unsigned status) {
+  switch (status) {
+    case 200: return "OK";
+    case 202: return "Accepted";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 422: return "Unprocessable Entity";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+  }
+}
+
+std::string methodName(M m) { return kj::str(m).cStr(); }
+
+std::optional<std::string> header(const kj::HttpHeaders& h, kj::HttpHeaderId id) {
+  KJ_IF_MAYBE(v, h.get(id)) { return std::string(v->cStr()); }
+  return std::nullopt;
+}
+
+// The URL's query, decoded; nullopt when an escape is broken.
+std::optional<ApiQuery> parseQuery(const std::string& q) {
+  ApiQuery out;
+  size_t pos = 0;
+  while (pos < q.size()) {
+    size_t end = q.find('&', pos);
+    std::string item = q.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (!item.empty()) {
+      size_t eq = item.find('=');
+      auto k = percentDecode(item.substr(0, eq), true);
+      auto v = percentDecode(eq == std::string::npos ? "" : item.substr(eq + 1), true);
+      if (!k || !v) return std::nullopt;
+      out[*k] = *v;
+    }
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> segments(const std::string& path) {
+  std::vector<std::string> out;
+  size_t pos = 1;
+  while (pos <= path.size() && path != "/") {
+    size_t end = path.find('/', pos);
+    out.push_back(percentDecode(path.substr(pos, end == std::string::npos ? std::string::npos : end - pos), false)
+                      .value_or(""));
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return out;
+}
+
+std::string sseFrame(const std::string& event, const json& data, std::optional<long long> id = std::nullopt) {
+  std::string s;
+  if (id) s += "id: " + std::to_string(*id) + "\n";
+  s += "event: " + event + "\ndata: " + data.dump() + "\n\n";  // dump() writes no newline
+  return s;
+}
+
+kj::Promise<void> writeText(kj::AsyncOutputStream& out, std::string text) {
+  auto owned = kj::heapString(text.data(), text.size());
+  auto p = out.write(owned.begin(), owned.size());
+  return p.attach(kj::mv(owned));
+}
+
+bool wantsStream(const kj::HttpHeaders& headers, kj::HttpHeaderId accept) {
+  KJ_IF_MAYBE(a, headers.get(accept)) { return std::string(a->cStr()).find("text/event-stream") != std::string::npos; }
+  return false;
+}
+
+std::optional<long long> parseSeq(const std::string& s) {
+  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoll(s);
+}
+
+long long seqOf(const json& event) {
+  if (event.is_object() && event.contains("seq") && event["seq"].is_number_integer()) return event["seq"].get<long long>();
+  return -1;
+}
 
 }  // namespace
 
-ControlApi::ControlApi(kj::AsyncIoContext& io, Broker& broker) : io_(io), broker_(broker), tasks_(*this) {
+// One listener's HTTP server: knows which socket its requests came in on.
+class ControlApi::Endpoint final : public kj::HttpService {
+ public:
+  Endpoint(ControlApi& api, ApiListener kind, int port, kj::HttpServerSettings settings)
+      : api_(api), kind(kind), port(port),
+        server(api.io_.provider->getTimer(), *api.table_, *this, settings) {}
+
+  kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url, const kj::HttpHeaders& headers,
+                            kj::AsyncInputStream& body, Response& response) override {
+    return api_.handle(*this, method, url, headers, body, response);
+  }
+
+  ControlApi& api_;
+  ApiListener kind;
+  int port;
+  kj::HttpServer server;
+};
+
+struct ControlApi::BodyResult {
+  std::optional<ApiRefusal> refusal;
+  std::string text;
+};
+
+ControlApi::ControlApi(kj::AsyncIoContext& io, ApiBackend& backend, ControlApiLimits limits)
+    : io_(io), backend_(backend), limits_(limits), tasks_(*this) {
   kj::HttpHeaderTable::Builder builder;
   hAuthorization_ = builder.add("Authorization");
   hOrigin_ = builder.add("Origin");
   hSecFetchSite_ = builder.add("Sec-Fetch-Site");
   hContentType_ = builder.add("Content-Type");
+  hAccept_ = builder.add("Accept");
+  hLastEventId_ = builder.add("Last-Event-ID");
+  hCacheControl_ = builder.add("Cache-Control");
   table_ = builder.build();
-  kj::HttpServerSettings settings;
-  settings.headerTimeout = 10 * kj::SECONDS;  // a slow client cannot hold a connection open for ever
-  server_ = kj::heap<kj::HttpServer>(io.provider->getTimer(), *table_, *this, settings);
 }
 
 ControlApi::~ControlApi() noexcept(false) {}
 
-void ControlApi::taskFailed(kj::Exception&& e) { spdlog::warn("control API: {}", e.getDescription().cStr()); }
-
-void ControlApi::listenUnix(const std::string& path) {
-  unixReceiver_ = listenUnixSocket(*io_.lowLevelProvider, path);
-  tasks_.add(acceptLoop(*unixReceiver_));
+void ControlApi::taskFailed(kj::Exception&& e) {
+  if (e.getType() == kj::Exception::Type::DISCONNECTED) return;  // a client went away
+  spdlog::warn("control API: {}", e.getDescription().cStr());
 }
 
-kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver) {
-  return receiver.accept().then([this, &receiver](kj::Own<kj::AsyncIoStream>&& conn) {
-    bool allowed = false;
-    KJ_IF_MAYBE(fd, conn->getFd()) {
-      unsigned uid = 0;
-      allowed = peerIsOwner(*fd, &uid);
-      if (!allowed) spdlog::warn("control API: refused a connection from uid {}", uid);
+kj::Promise<void> ControlApi::handleApplicationError(kj::Exception exception, kj::Maybe<Response&> response) {
+  // KJ throws while framing the body (before our handler runs) for a repeated or garbled
+  // Content-Length and unknown codings: those are the client's fault, so 400, not 500.
+  std::string what = exception.getDescription().cStr();
+  KJ_IF_MAYBE(r, response) {
+    if (what.find("Content-Length") != std::string::npos || what.find("transfer encoding") != std::string::npos ||
+        what.find("Transfer-Encoding") != std::string::npos)
+      return sendError(*r, 400, "malformed body framing: send one Content-Length, or Transfer-Encoding: chunked");
+    if (exception.getType() != kj::Exception::Type::DISCONNECTED)
+      spdlog::warn("control API: request failed: {}", what);
+    return sendError(*r, 500, "internal error in the control API; the broker log has details");
+  }
+  return kj::READY_NOW;
+}
+
+static kj::HttpServerSettings serverSettings(const ControlApiLimits& limits, kj::HttpServerErrorHandler& errors) {
+  kj::HttpServerSettings settings;
+  settings.headerTimeout = limits.headerTimeout;  // a slow client cannot hold a connection open for ever
+  settings.pipelineTimeout = limits.headerTimeout;
+  settings.errorHandler = errors;
+  return settings;
+}
+
+void ControlApi::listenUnix(const std::string& path) {
+  unixEndpoint_ = kj::heap<Endpoint>(*this, ApiListener::Unix, 0, serverSettings(limits_, *this));
+  unixReceiver_ = listenUnixSocket(*io_.lowLevelProvider, path);
+  unixPath_ = path;
+  tasks_.add(acceptLoop(*unixReceiver_, *unixEndpoint_));
+}
+
+int ControlApi::listenTcp(const std::string& host, int port) {
+  KJ_REQUIRE(port >= 0 && port <= 65535, "http.port must be 0 to 65535", port);
+  struct sockaddr_storage ss = {};
+  socklen_t len = 0;
+  std::string h = host == "localhost" ? "127.0.0.1" : host;
+  auto* v4 = (struct sockaddr_in*)&ss;
+  auto* v6 = (struct sockaddr_in6*)&ss;
+  if (inet_pton(AF_INET, h.c_str(), &v4->sin_addr) == 1) {
+    KJ_REQUIRE((ntohl(v4->sin_addr.s_addr) >> 24) == 127,
+               "http.host must be a loopback address such as 127.0.0.1: the control API is plain HTTP", host);
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons((uint16_t)port);
+    len = sizeof *v4;
+  } else if (inet_pton(AF_INET6, h.c_str(), &v6->sin6_addr) == 1) {
+    KJ_REQUIRE(IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr),
+               "http.host must be a loopback address such as 127.0.0.1: the control API is plain HTTP", host);
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons((uint16_t)port);
+    len = sizeof *v6;
+  } else {
+    KJ_FAIL_REQUIRE("http.host must be an IP address on loopback (127.0.0.1, ::1) or localhost", host);
+  }
+  int fd;
+  KJ_SYSCALL(fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  kj::AutoCloseFd owned(fd);
+  int one = 1;
+  KJ_SYSCALL(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
+  KJ_SYSCALL(bind(fd, (struct sockaddr*)&ss, len), "is another program using http.port?", host, port);
+  KJ_SYSCALL(listen(fd, 64));
+  struct sockaddr_storage bound = {};
+  socklen_t blen = sizeof bound;
+  KJ_SYSCALL(getsockname(fd, (struct sockaddr*)&bound, &blen));
+  int boundPort = ntohs(bound.ss_family == AF_INET ? ((struct sockaddr_in*)&bound)->sin_port
+                                                   : ((struct sockaddr_in6*)&bound)->sin6_port);
+  tcpReceiver_ = io_.lowLevelProvider->wrapListenSocketFd(
+      owned.release(), kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP | kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC |
+                           kj::LowLevelAsyncIoProvider::ALREADY_NONBLOCK);
+  tcpEndpoint_ = kj::heap<Endpoint>(*this, ApiListener::Tcp, boundPort, serverSettings(limits_, *this));
+  tcpHost_ = host;
+  tcpPort_ = boundPort;
+  tasks_.add(acceptLoop(*tcpReceiver_, *tcpEndpoint_));
+  return boundPort;
+}
+
+json ControlApi::apiInfo() const {
+  json j = {{"unix", unixPath_.empty() ? json() : json(unixPath_)}, {"http", nullptr}};
+  if (tcpPort_) j["http"] = {{"host", tcpHost_}, {"port", tcpPort_}};
+  return j;
+}
+
+kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver, Endpoint& endpoint) {
+  return receiver.accept().then([this, &receiver, &endpoint](kj::Own<kj::AsyncIoStream>&& conn) {
+    bool allowed = endpoint.kind == ApiListener::Tcp;  // TCP: the token and Host checks decide
+    if (endpoint.kind == ApiListener::Unix) {
+      KJ_IF_MAYBE(fd, conn->getFd()) {
+        unsigned uid = 0;
+        allowed = peerIsOwner(*fd, &uid);
+        if (!allowed) spdlog::warn("control API: refused a connection from uid {}", uid);
+      }
     }
-    if (allowed) tasks_.add(server_->listenHttp(kj::mv(conn)));
-    return acceptLoop(receiver);
+    if (allowed) tasks_.add(endpoint.server.listenHttp(kj::mv(conn)));
+    return acceptLoop(receiver, endpoint);
+  }, [this, &receiver, &endpoint](kj::Exception&& e) {
+    // Out of descriptors, say: keep the API alive and try again shortly instead of going deaf.
+    spdlog::warn("control API: accept failed: {}", e.getDescription().cStr());
+    return io_.provider->getTimer().afterDelay(100 * kj::MILLISECONDS).then([this, &receiver, &endpoint]() {
+      return acceptLoop(receiver, endpoint);
+    });
   });
 }
 
-kj::Promise<void> ControlApi::sendJson(Response& response, unsigned status, const std::string& body) {
+kj::Promise<void> ControlApi::sendJson(Response& response, unsigned status, const json& body) {
   kj::HttpHeaders headers(*table_);
   headers.set(hContentType_, "application/json");
-  const char* text = status == 200 ? "OK" : status == 202 ? "Accepted" : status == 400 ? "Bad Request"
-                   : status == 401 ? "Unauthorized" : status == 403 ? "Forbidden" : status == 404 ? "Not Found"
-                   : status == 405 ? "Method Not Allowed" : status == 413 ? "Payload Too Large"
-                   : status == 502 ? "Bad Gateway" : "Error";
-  auto stream = response.send(status, text, headers, body.size() + 1);
-  auto owned = kj::heapString(body + "\n");
+  std::string text = body.dump() + "\n";
+  auto stream = response.send(status, statusText(status), headers, text.size());
+  auto owned = kj::heapString(text.data(), text.size());
   auto promise = stream->write(owned.begin(), owned.size());
   return promise.attach(kj::mv(stream), kj::mv(owned));
 }
 
-kj::Promise<void> ControlApi::request(kj::HttpMethod method, kj::StringPtr url, const kj::HttpHeaders& headers,
-                                      kj::AsyncInputStream& requestBody, Response& response) {
+kj::Promise<void> ControlApi::sendError(Response& response, unsigned status, const std::string& message) {
+  return sendJson(response, status, json{{"error", message}});
+}
+
+kj::Promise<void> ControlApi::sendReply(Response& response, ApiReply reply) {
+  if (reply.status < 100 || reply.status > 599) reply.status = 500;
+  return sendJson(response, (unsigned)reply.status, reply.body);
+}
+
+kj::Own<kj::AsyncOutputStream> ControlApi::startSse(Response& response) {
+  kj::HttpHeaders headers(*table_);
+  headers.set(hContentType_, "text/event-stream");
+  headers.set(hCacheControl_, "no-cache");
+  return response.send(200, "OK", headers);  // no length: chunked, for as long as the stream lasts
+}
+
+kj::Promise<void> ControlApi::handle(Endpoint& endpoint, kj::HttpMethod method, kj::StringPtr url,
+                                     const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
+                                     Response& response) {
   std::string target = url.cStr();
   size_t q = target.find('?');
   ApiRequestFacts facts;
-  facts.method = kj::str(method).cStr();
+  facts.method = methodName(method);
   facts.path = target.substr(0, q);
   facts.query = q == std::string::npos ? "" : target.substr(q + 1);
-  KJ_IF_MAYBE(a, headers.get(hAuthorization_)) { facts.authorization = a->cStr(); }
+  facts.authorization = header(headers, hAuthorization_).value_or("");
   facts.hasOrigin = headers.get(hOrigin_) != nullptr;
   facts.hasSecFetchSite = headers.get(hSecFetchSite_) != nullptr;
-  if (auto refusal = checkApiRequest(facts, broker_.token())) {
-    spdlog::warn("control API: {} {} refused: {}", facts.method, facts.path, refusal->message);
-    return sendJson(response, refusal->status, errorBody(refusal->message));
-  }
-  return route(method, facts.path, headers, requestBody, response);
+  auto refuse = [&](const ApiRefusal& r) {
+    // The path only, never the query or headers: they could carry a token.
+    spdlog::warn("control API: {} {} refused ({}): {}", facts.method, facts.path.substr(0, 200), r.status, r.message);
+    return sendError(response, r.status, r.message);
+  };
+  if (facts.hasOrigin || facts.hasSecFetchSite) return refuse(*checkApiRequest(facts, ""));
+  if (auto r = checkHost(header(headers, kj::HttpHeaderId::HOST), endpoint.kind, endpoint.port)) return refuse(*r);
+  if (auto r = checkApiRequest(facts, backend_.token())) return refuse(*r);
+  if (auto r = checkPath(facts.path)) return refuse(*r);
+  auto query = parseQuery(facts.query);
+  if (!query) return refuse(ApiRefusal{400, "malformed query string: broken %-escape"});
+  auto seg = segments(facts.path);
+  return route(method, seg, *query, headers, body, response)
+      .catch_([this, &response](kj::Exception&& e) -> kj::Promise<void> {
+        // The backend failed (pined unreachable, a bug): tell the client instead of dropping it.
+        if (e.getType() == kj::Exception::Type::DISCONNECTED) return kj::mv(e);
+        spdlog::warn("control API: {}", e.getDescription().cStr());
+        return sendError(response, 502, std::string("the broker could not answer: ") + e.getDescription().cStr());
+      });
 }
 
-kj::Promise<void> ControlApi::route(kj::HttpMethod method, std::string path, const kj::HttpHeaders& headers,
-                                    kj::AsyncInputStream& body, Response& response) {
-  (void)headers;
-  using M = kj::HttpMethod;
-  if (path == "/health") {
-    if (method != M::GET) return sendJson(response, 405, errorBody("use GET"));
-    return sendJson(response, 200, nlohmann::json{{"ok", true}}.dump());
-  }
-  if (path == "/v1/status") {
-    if (method != M::GET) return sendJson(response, 405, errorBody("use GET"));
-    return broker_.status().then(
-        [this, &response](nlohmann::json j) { return sendJson(response, 200, j.dump()); },
-        [this, &response](kj::Exception&& e) {
-          return sendJson(response, 502, errorBody(std::string("pined did not answer: ") + e.getDescription().cStr()));
-        });
-  }
-  if (path == "/v1/reload") {
-    if (method != M::POST) return sendJson(response, 405, errorBody("use POST"));
-    return broker_.reloadConfig().then([this, &response](nlohmann::json j) {
-      return sendJson(response, 200, j.dump());
-    });
-  }
-  if (path == "/v1/tasks") {
-    if (method != M::GET) return sendJson(response, 405, errorBody("use GET"));
-    return sendJson(response, 200, nlohmann::json{{"tasks", broker_.tasksJson(100)}}.dump());
-  }
-  const std::string agentsPrefix = "/v1/agents/";
-  const std::string messagesSuffix = "/messages";
-  if (path.rfind(agentsPrefix, 0) == 0 && path.size() > agentsPrefix.size() + messagesSuffix.size() &&
-      path.compare(path.size() - messagesSuffix.size(), messagesSuffix.size(), messagesSuffix) == 0) {
-    std::string agent = path.substr(agentsPrefix.size(), path.size() - agentsPrefix.size() - messagesSuffix.size());
-    if (method != M::POST) return sendJson(response, 405, errorBody("use POST"));
-    if (!isValidAgentId(agent))
-      return sendJson(response, 404, errorBody("no agent '" + agent + "': agent ids are [a-z0-9_-], 1 to 64 bytes"));
-    return body.readAllText(kMaxBody + 1).then([this, agent, &response](kj::String text) -> kj::Promise<void> {
-      if (text.size() > kMaxBody) return sendJson(response, 413, errorBody("the body is larger than 1 MB"));
-      nlohmann::json req = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
-      if (req.is_discarded() || !req.is_object())
-        return sendJson(response, 400, errorBody("the body must be a JSON object like {\"text\": \"...\"}"));
-      if (!req.contains("text") || !req["text"].is_string() || req["text"].get<std::string>().empty())
-        return sendJson(response, 400, errorBody("\"text\" must be a non-empty string"));
-      bool wait = true;
-      if (req.contains("wait")) {
-        if (!req["wait"].is_boolean()) return sendJson(response, 400, errorBody("\"wait\" must be true or false"));
-        wait = req["wait"].get<bool>();
-      }
-      std::string id = broker_.startTask(agent, req["text"].get<std::string>());
-      if (!wait) return sendJson(response, 202, nlohmann::json{{"task", id}}.dump());
-      return broker_.whenEnded(id).then([this, &response](const TaskRecord* t) {
-        return sendJson(response, 200, t ? t->toJson().dump() : errorBody("the task was forgotten"));
+kj::Promise<ControlApi::BodyResult> ControlApi::readBody(kj::AsyncInputStream& body, uint64_t limit) {
+  struct Reader {
+    kj::AsyncInputStream& in;
+    uint64_t limit;
+    std::string text;
+    kj::byte buf[65536];
+  };
+  auto reader = kj::heap<Reader>(Reader{body, limit, {}, {}});
+  auto& r = *reader;
+  // A loop of reads, so that a chunked body is cut off at the limit instead of buffered whole.
+  struct Loop {
+    static kj::Promise<BodyResult> step(Reader& r) {
+      return r.in.tryRead(r.buf, 1, sizeof r.buf).then([&r](size_t n) -> kj::Promise<BodyResult> {
+        if (n == 0) return BodyResult{std::nullopt, kj::mv(r.text)};
+        r.text.append((const char*)r.buf, n);
+        if (r.text.size() > r.limit) {
+          std::string mb = r.limit >= (1u << 20) ? std::to_string(r.limit >> 20) + " MB" : std::to_string(r.limit) + " bytes";
+          return BodyResult{ApiRefusal{413, "the body is larger than " + mb}, {}};
+        }
+        return step(r);
       });
+    }
+  };
+  auto reading = Loop::step(r).catch_([](kj::Exception&& e) -> BodyResult {
+    return BodyResult{ApiRefusal{400, std::string("the body could not be read: ") + e.getDescription().cStr()}, {}};
+  });
+  auto timeout = io_.provider->getTimer().afterDelay(limits_.bodyTimeout).then([]() {
+    return BodyResult{ApiRefusal{408, "the body did not arrive in time; send it at once"}, {}};
+  });
+  return reading.exclusiveJoin(kj::mv(timeout)).attach(kj::mv(reader));
+}
+
+kj::Promise<void> ControlApi::withJsonBody(const kj::HttpHeaders& headers, kj::AsyncInputStream& body, uint64_t limit,
+                                           bool emptyIsObject, Response& response, JsonHandler then) {
+  std::optional<uint64_t> declared;
+  if (auto r = checkBodyFraming(header(headers, kj::HttpHeaderId::CONTENT_LENGTH),
+                                header(headers, kj::HttpHeaderId::TRANSFER_ENCODING), limit, &declared))
+    return sendError(response, r->status, r->message);
+  return readBody(body, limit).then(
+      [this, &response, emptyIsObject, then = kj::mv(then)](BodyResult b) mutable -> kj::Promise<void> {
+        if (b.refusal) return sendError(response, b.refusal->status, b.refusal->message);
+        if (b.text.empty() && emptyIsObject) return then(json::object());
+        json j = json::parse(b.text, nullptr, false);
+        if (j.is_discarded() || !j.is_object())
+          return sendError(response, 400, "the body must be a JSON object (see docs/api.md for this route)");
+        return then(kj::mv(j));
+      });
+}
+
+kj::Promise<void> ControlApi::route(kj::HttpMethod method, const std::vector<std::string>& seg, const ApiQuery& query,
+                                    const kj::HttpHeaders& headers, kj::AsyncInputStream& body, Response& response) {
+  auto only = [&](std::initializer_list<M> allowed) {
+    return std::find(allowed.begin(), allowed.end(), method) != allowed.end();
+  };
+  auto wrongMethod = [&](const std::string& use) { return sendError(response, 405, "use " + use); };
+  auto is = [&](std::initializer_list<const char*> want) {
+    if (seg.size() != want.size()) return false;
+    size_t i = 0;
+    for (auto* w : want) {
+      if (*w != '*' && seg[i] != w) return false;
+      i++;
+    }
+    return true;
+  };
+  const uint64_t limit = limits_.maxBody;
+
+  if (is({"health"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    return sendJson(response, 200, json{{"ok", true}});
+  }
+  if (is({"v1", "status"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    return backend_.status().then([this, &response](ApiReply r) {
+      if (r.status == 200 && r.body.is_object()) r.body["api"] = apiInfo();
+      return sendReply(response, kj::mv(r));
     });
   }
-  return sendJson(response, 404, errorBody("no route " + path + " (see docs/api.md)"));
+  if (is({"v1", "reload"})) {
+    if (!only({M::POST})) return wrongMethod("POST");
+    return withJsonBody(headers, body, limit, true, response, [this, &response](json) {
+      return backend_.reload().then([this, &response](ApiReply r) { return sendReply(response, kj::mv(r)); });
+    });
+  }
+  if (is({"v1", "tasks"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    return sendReply(response, backend_.tasks(query));
+  }
+  if (is({"v1", "events"})) {
+    if (method == M::GET) return sendReply(response, backend_.listEvents(query));
+    if (method != M::POST) return wrongMethod("GET or POST");
+    return withJsonBody(headers, body, limit, false, response, [this, &response](json j) {
+      return backend_.publishEvent(j).then([this, &response](ApiReply r) { return sendReply(response, kj::mv(r)); });
+    });
+  }
+  if (is({"v1", "events", "stream"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    return eventStream(query, headers, response);
+  }
+  if (is({"v1", "agents"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    return sendReply(response, backend_.agents());
+  }
+  if (is({"v1", "agents", "*", "*"})) {
+    const std::string agent = seg[2], action = seg[3];
+    if (action != "messages" && action != "reset" && action != "mode")
+      return sendError(response, 404, "no route /v1/agents/{id}/" + action + " (see docs/api.md)");
+    if (!isValidAgentId(agent))
+      return sendError(response, 404, "no agent '" + agent + "': agent ids are [a-z0-9_-], 1 to 64 bytes");
+    if (action == "messages") {
+      if (!only({M::POST})) return wrongMethod("POST");
+      // 64 MB only for a message with attached files; which it is shows once the body is read.
+      return withJsonBody(headers, body, limits_.maxMessageBody, false, response,
+                          [this, agent, &headers, &response](json j) -> kj::Promise<void> {
+                            if (j.dump().size() > limits_.maxBody && !j.contains("files"))
+                              return sendError(response, 413, "the body is larger than 1 MB; only a message with "
+                                                              "\"files\" may be larger (up to 64 MB)");
+                            return postMessage(agent, kj::mv(j), headers, response);
+                          });
+    }
+    if (action == "reset") {
+      if (!only({M::POST})) return wrongMethod("POST");
+      return withJsonBody(headers, body, limit, true, response, [this, agent, &response](json j) {
+        return sendReply(response, backend_.resetAgent(agent, j));
+      });
+    }
+    if (!only({M::PUT})) return wrongMethod("PUT");
+    return withJsonBody(headers, body, limit, false, response, [this, agent, &response](json j) {
+      return sendReply(response, backend_.setMode(agent, j));
+    });
+  }
+  if (is({"v1", "approvals"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    return sendReply(response, backend_.approvals(query));
+  }
+  if (is({"v1", "approvals", "*", "*"}) && (seg[3] == "approve" || seg[3] == "deny")) {
+    const std::string id = seg[2], action = seg[3];
+    if (!only({M::POST})) return wrongMethod("POST");
+    if (!isValidApprovalId(id))
+      return sendError(response, 404, "no approval '" + id + "': approval ids are [A-Za-z0-9_-], 1 to 64 bytes");
+    return withJsonBody(headers, body, limit, true, response,
+                        [this, id, action, &response](json j) -> kj::Promise<void> {
+                          if (action == "deny") return sendReply(response, backend_.deny(id));
+                          bool always = false;
+                          if (j.contains("always")) {
+                            if (!j["always"].is_boolean())
+                              return sendError(response, 400, "\"always\" must be true or false");
+                            always = j["always"].get<bool>();
+                          }
+                          return sendReply(response, backend_.approve(id, always));
+                        });
+  }
+  if (is({"v1", "schedules"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    return sendReply(response, backend_.schedules());
+  }
+  if (seg.size() >= 3 && seg[0] == "v1" && seg[1] == "state") {
+    // A key may have levels (house/door): the rest of the path, each segment already checked by checkPath.
+    std::string key = seg[2];
+    for (size_t i = 3; i < seg.size(); ++i) key += "/" + seg[i];
+    if (!isValidStateKey(key))
+      return sendError(response, 400, "bad state key '" + key.substr(0, 130) +
+                                          "': keys are [A-Za-z0-9_.:/-], 1 to 128 bytes, not starting with '.', '-' or '/'");
+    if (method == M::GET) return sendReply(response, backend_.getState(key));
+    if (method != M::PUT) return wrongMethod("GET or PUT");
+    return withJsonBody(headers, body, limit, false, response, [this, key, &response](json j) {
+      return sendReply(response, backend_.putState(key, j));
+    });
+  }
+  std::string path;
+  for (auto& s : seg) path += "/" + s;
+  return sendError(response, 404, "no route " + path.substr(0, 200) + " (see docs/api.md)");
+}
+
+// --- POST /v1/agents/{id}/messages ------------------------------------------------------------
+
+namespace {
+
+// One streaming answer: the feed items of one task, until its record arrives.
+struct TaskStream {
+  kj::Own<Feed::Subscription> sub;
+  std::shared_ptr<std::string> taskId;
+  kj::Own<kj::AsyncOutputStream> out;
+  kj::ForkedPromise<ApiReply> result = nullptr;
+  bool feedOpen = true;
+};
+
+// What woke a stream's loop.
+struct Next {
+  enum Kind { Done, Ready, Keepalive } kind;
+  ApiReply result;
+};
+
+// A feed item worth passing to the client of this task's stream, by its event name.
+std::optional<std::string> taskEventName(const json& item, const std::string& taskId) {
+  if (!item.is_object() || item.value("task", "") != taskId) return std::nullopt;
+  std::string kind = item.value("kind", "");
+  if (kind == "progress" || kind == "approval") return kind;
+  return std::nullopt;
+}
+
+}  // namespace
+
+kj::Promise<void> ControlApi::postMessage(const std::string& agent, json body, const kj::HttpHeaders& headers,
+                                          Response& response) {
+  bool stream = wantsStream(headers, hAccept_), wait = true;
+  for (auto [key, flag] : {std::pair<const char*, bool*>{"stream", &stream}, {"wait", &wait}}) {
+    if (!body.contains(key)) continue;
+    if (!body[key].is_boolean()) return sendError(response, 400, std::string("\"") + key + "\" must be true or false");
+    *flag = body[key].get<bool>();
+  }
+  // Subscribe before the task exists: its first progress may be published before we return here.
+  auto taskId = std::make_shared<std::string>();
+  kj::Own<Feed::Subscription> sub;
+  if (stream) {
+    sub = backend_.feed().subscribe(
+        [taskId](const json& item) {
+          return item.is_object() && item.contains("task") && (taskId->empty() || item.value("task", "") == *taskId);
+        },
+        limits_.sseQueue);
+  }
+  ApiReply started = backend_.sendMessage(agent, body);
+  if (started.status >= 300) return sendReply(response, kj::mv(started));
+  *taskId = started.body.value("task", "");
+  if (!isValidTaskId(*taskId)) return sendError(response, 500, "the broker started a task without a valid id");
+  if (!stream) {
+    if (!wait) return sendJson(response, 202, started.body);
+    return backend_.taskResult(*taskId).then([this, &response](ApiReply r) { return sendReply(response, kj::mv(r)); });
+  }
+
+  auto ts = kj::heap<TaskStream>();
+  ts->sub = kj::mv(sub);
+  ts->taskId = taskId;
+  ts->result = backend_.taskResult(*taskId).fork();
+  ts->out = startSse(response);
+  auto& s = *ts;
+  auto& timer = io_.provider->getTimer();
+  auto keepalive = limits_.keepalive;
+
+  struct Loop {
+    static kj::Promise<void> again(TaskStream& s, kj::Timer& timer, kj::Duration keepalive, kj::Promise<void> p) {
+      return p.then([&s, &timer, keepalive]() { return step(s, timer, keepalive); });
+    }
+    static kj::Promise<void> step(TaskStream& s, kj::Timer& timer, kj::Duration keepalive) {
+      // Queued items first: the record must not overtake progress published before it.
+      while (s.feedOpen) {
+        auto item = s.sub->tryNext();
+        if (!item) break;
+        if (item->value("kind", "") == "overflow") {
+          // This client fell behind: it loses progress lines, never the result.
+          s.feedOpen = false;
+          return again(s, timer, keepalive, writeText(*s.out, sseFrame("overflow", *item)));
+        }
+        if (auto name = taskEventName(*item, *s.taskId))
+          return again(s, timer, keepalive, writeText(*s.out, sseFrame(*name, *item)));
+      }
+      kj::Promise<Next> next = s.result.addBranch().then([](ApiReply r) { return Next{Next::Done, kj::mv(r)}; });
+      if (s.feedOpen) next = next.exclusiveJoin(s.sub->ready().then([]() { return Next{Next::Ready, {}}; }));
+      next = next.exclusiveJoin(timer.afterDelay(keepalive).then([]() { return Next{Next::Keepalive, {}}; }));
+      return next.then([&s, &timer, keepalive](Next n) -> kj::Promise<void> {
+        if (n.kind == Next::Ready) return step(s, timer, keepalive);
+        if (n.kind == Next::Keepalive) return again(s, timer, keepalive, writeText(*s.out, ": keepalive\n\n"));
+        std::string text;  // the task ended: what its run published before that, then the record
+        while (s.feedOpen) {
+          auto item = s.sub->tryNext();
+          if (!item) break;
+          if (auto name = taskEventName(*item, *s.taskId)) text += sseFrame(*name, *item);
+        }
+        text += sseFrame("done", n.result.body);
+        return writeText(*s.out, kj::mv(text));
+      });
+    }
+  };
+  return writeText(*s.out, sseFrame("task", started.body))
+      .then([&s, &timer, keepalive]() { return Loop::step(s, timer, keepalive); })
+      .catch_([](kj::Exception&&) {})  // the client went away: the task runs on regardless
+      .attach(kj::mv(ts));
+}
+
+// --- GET /v1/events/stream ---------------------------------------------------------------------
+
+namespace {
+
+struct EventStream {
+  kj::Own<Feed::Subscription> sub;
+  kj::Own<kj::AsyncOutputStream> out;
+  long long lastSeq = -1;
+};
+
+}  // namespace
+
+kj::Promise<void> ControlApi::eventStream(const ApiQuery& query, const kj::HttpHeaders& headers, Response& response) {
+  std::string topic;
+  if (auto it = query.find("topic"); it != query.end()) topic = it->second;
+  if (topic.size() > 512) return sendError(response, 400, "topic filter longer than 512 bytes");
+  std::optional<long long> after;
+  if (auto id = header(headers, hLastEventId_)) {
+    after = parseSeq(*id);
+    if (!after) return sendError(response, 400, "Last-Event-ID must be an event's seq (a number)");
+  } else if (auto it = query.find("after"); it != query.end()) {
+    after = parseSeq(it->second);
+    if (!after) return sendError(response, 400, "after must be an event's seq (a number)");
+  }
+
+  auto es = kj::heap<EventStream>();
+  // Subscribe first, then replay: what is committed meanwhile is queued, and the seq check
+  // below drops what the replay already sent. No gap, no duplicate.
+  es->sub = backend_.feed().subscribe(
+      [topic](const json& item) {
+        if (!item.is_object() || item.value("kind", "") != "event" || !item.contains("event")) return false;
+        return topic.empty() || topicMatches(topic, item["event"].value("topic", ""));
+      },
+      limits_.sseQueue);
+  std::string replay;
+  if (after) {
+    es->lastSeq = *after;
+    for (int page = 0; page < 10000; page++) {
+      ApiReply r = backend_.listEvents({{"after", std::to_string(es->lastSeq)}, {"limit", "500"}});
+      if (r.status != 200) return sendReply(response, kj::mv(r));
+      if (!r.body.contains("events") || !r.body["events"].is_array() || r.body["events"].empty()) break;
+      auto events = r.body["events"];
+      std::sort(events.begin(), events.end(), [](const json& a, const json& b) { return seqOf(a) < seqOf(b); });
+      bool advanced = false;
+      for (auto& e : events) {
+        long long seq = seqOf(e);
+        if (seq <= es->lastSeq) continue;
+        es->lastSeq = seq;
+        advanced = true;
+        if (topic.empty() || topicMatches(topic, e.value("topic", ""))) replay += sseFrame("event", e, seq);
+      }
+      if (!advanced) break;
+    }
+  }
+  es->out = startSse(response);
+  auto& s = *es;
+  auto& timer = io_.provider->getTimer();
+  auto keepalive = limits_.keepalive;
+  struct Loop {
+    static kj::Promise<void> step(EventStream& s, kj::Timer& timer, kj::Duration keepalive) {
+      // Write out what is queued; wait (without consuming anything) only when nothing is.
+      std::string text;
+      while (auto item = s.sub->tryNext()) {
+        if (item->value("kind", "") == "overflow")
+          // A reader this slow is dropped; it comes back with Last-Event-ID and loses nothing.
+          return writeText(*s.out, text + sseFrame("overflow", {{"error", "this reader fell behind; reconnect with "
+                                                                           "Last-Event-ID " + std::to_string(s.lastSeq)}}));
+        const json& e = (*item)["event"];
+        long long seq = seqOf(e);
+        if (seq >= 0 && seq <= s.lastSeq) continue;  // already replayed
+        if (seq >= 0) s.lastSeq = seq;
+        text += sseFrame("event", e, seq >= 0 ? std::optional<long long>(seq) : std::nullopt);
+        if (text.size() > 65536) break;
+      }
+      if (!text.empty())
+        return writeText(*s.out, kj::mv(text)).then([&s, &timer, keepalive]() { return step(s, timer, keepalive); });
+      auto woke = s.sub->ready().then([]() { return true; });
+      return woke.exclusiveJoin(timer.afterDelay(keepalive).then([]() { return false; }))
+          .then([&s, &timer, keepalive](bool ready) -> kj::Promise<void> {
+            if (ready) return step(s, timer, keepalive);
+            return writeText(*s.out, ": keepalive\n\n").then([&s, &timer, keepalive]() {
+              return step(s, timer, keepalive);
+            });
+          });
+    }
+  };
+  auto first = replay.empty() ? writeText(*s.out, ": stream open\n\n") : writeText(*s.out, kj::mv(replay));
+  return first.then([&s, &timer, keepalive]() { return Loop::step(s, timer, keepalive); })
+      .catch_([](kj::Exception&&) {})  // the client went away
+      .attach(kj::mv(es));
 }
 
 }  // namespace pine

@@ -1,42 +1,88 @@
 // The owner's control API: HTTP/1.1 on the home's unix socket (mode 600, peer
-// uid checked) with the bearer token from data/http-token. Routes are in
-// docs/api.md.
+// uid checked) and on loopback TCP, with the bearer token from data/http-token.
+// It does the HTTP side (owner checks from api_auth, body limits and timeouts,
+// routing, SSE) and asks ApiBackend for everything else. Routes: docs/api.md.
 #pragma once
 #include <kj/async-io.h>
 #include <kj/compat/http.h>
-#include <kj/io.h>
 
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+
+#include "broker/api_auth.h"
+#include "broker/api_backend.h"
 
 namespace pine {
 
-class Broker;
+// Defaults are the production values; tests shorten the timeouts.
+struct ControlApiLimits {
+  kj::Duration headerTimeout = 10 * kj::SECONDS;   // the whole request head, from the first byte
+  kj::Duration bodyTimeout = 30 * kj::SECONDS;     // the whole body, from the end of the head
+  kj::Duration keepalive = 15 * kj::SECONDS;       // ": keepalive" on a quiet SSE stream
+  uint64_t maxBody = 1 << 20;                      // 1 MB
+  uint64_t maxMessageBody = 64 << 20;              // 64 MB, a message with "files" only
+  size_t sseQueue = 1024;                          // notifications a slow SSE reader may fall behind
+};
 
-class ControlApi final : public kj::HttpService, private kj::TaskSet::ErrorHandler {
+class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServerErrorHandler {
  public:
-  ControlApi(kj::AsyncIoContext& io, Broker& broker);
+  ControlApi(kj::AsyncIoContext& io, ApiBackend& backend, ControlApiLimits limits = {});
   ~ControlApi() noexcept(false);
+  KJ_DISALLOW_COPY(ControlApi);
 
-  // Binds `path` (replacing a stale socket), mode 600, and starts accepting.
+  // Binds `path` (replacing a stale socket), mode 600, and starts accepting connections of our own uid.
   void listenUnix(const std::string& path);
+  // Binds host:port (port 0: any free one) and starts accepting. Returns the bound port, which the
+  // Host check then requires. Throws when host is not a loopback address: the API is plain HTTP.
+  int listenTcp(const std::string& host, int port);
 
-  kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url, const kj::HttpHeaders& headers,
-                            kj::AsyncInputStream& requestBody, Response& response) override;
+  // {"unix": path, "http": {"host", "port"}} (null where not listening): added to GET /v1/status.
+  nlohmann::json apiInfo() const;
 
  private:
-  kj::Promise<void> acceptLoop(kj::ConnectionReceiver& receiver);
-  kj::Promise<void> route(kj::HttpMethod method, std::string path, const kj::HttpHeaders& headers,
-                          kj::AsyncInputStream& body, Response& response);
-  kj::Promise<void> sendJson(Response& response, unsigned status, const std::string& body);
+  class Endpoint;
+  struct BodyResult;
+
+  kj::Promise<void> acceptLoop(kj::ConnectionReceiver& receiver, Endpoint& endpoint);
+  kj::Promise<void> handle(Endpoint& endpoint, kj::HttpMethod method, kj::StringPtr url,
+                           const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
+                           kj::HttpService::Response& response);
+  kj::Promise<void> route(kj::HttpMethod method, const std::vector<std::string>& seg, const ApiQuery& query,
+                          const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
+                          kj::HttpService::Response& response);
+  // Reads a JSON object body under the route's limit and the body timeout, then calls `then`.
+  using JsonHandler = kj::Function<kj::Promise<void>(nlohmann::json)>;
+  kj::Promise<void> withJsonBody(const kj::HttpHeaders& headers, kj::AsyncInputStream& body, uint64_t limit,
+                                 bool emptyIsObject, kj::HttpService::Response& response, JsonHandler then);
+  kj::Promise<BodyResult> readBody(kj::AsyncInputStream& body, uint64_t limit);
+  kj::Promise<void> postMessage(const std::string& agent, nlohmann::json body, const kj::HttpHeaders& headers,
+                                kj::HttpService::Response& response);
+  kj::Promise<void> eventStream(const ApiQuery& query, const kj::HttpHeaders& headers,
+                                kj::HttpService::Response& response);
+
+  kj::Promise<void> sendJson(kj::HttpService::Response& response, unsigned status, const nlohmann::json& body);
+  kj::Promise<void> sendReply(kj::HttpService::Response& response, ApiReply reply);
+  kj::Promise<void> sendError(kj::HttpService::Response& response, unsigned status, const std::string& message);
+  kj::Own<kj::AsyncOutputStream> startSse(kj::HttpService::Response& response);
+
   void taskFailed(kj::Exception&& e) override;
+  kj::Promise<void> handleApplicationError(kj::Exception exception,
+                                           kj::Maybe<kj::HttpService::Response&> response) override;
 
   kj::AsyncIoContext& io_;
-  Broker& broker_;
+  ApiBackend& backend_;
+  ControlApiLimits limits_;
   kj::Own<kj::HttpHeaderTable> table_;
-  kj::HttpHeaderId hAuthorization_, hOrigin_, hSecFetchSite_, hContentType_;
-  kj::Own<kj::HttpServer> server_;
-  kj::Own<kj::ConnectionReceiver> unixReceiver_;
-  kj::TaskSet tasks_;
+  kj::HttpHeaderId hAuthorization_, hOrigin_, hSecFetchSite_, hContentType_, hAccept_, hLastEventId_,
+      hCacheControl_;
+  std::string unixPath_, tcpHost_;
+  int tcpPort_ = 0;
+  // One HttpServer per listener, so a request knows which socket it came in on.
+  kj::Own<Endpoint> unixEndpoint_, tcpEndpoint_;
+  kj::Own<kj::ConnectionReceiver> unixReceiver_, tcpReceiver_;
+  kj::TaskSet tasks_;  // last: cancelled first on destruction
 };
 
 }  // namespace pine

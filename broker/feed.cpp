@@ -41,9 +41,24 @@ void Feed::Subscription::push(const nlohmann::json& item) {
     queue_.push_back({{"kind", "overflow"}});
     if (feed_) feed_->subs_.remove(this);
     feed_ = nullptr;
+    wakeReady();
     return;
   }
   queue_.push_back(item);
+  wakeReady();
+}
+
+void Feed::Subscription::wakeReady() {
+  if (readyWaiter_ && readyWaiter_->isWaiting()) readyWaiter_->fulfill();
+  readyWaiter_ = nullptr;
+}
+
+kj::Promise<void> Feed::Subscription::ready() {
+  if (!queue_.empty()) return kj::READY_NOW;
+  if (overflowed_) return KJ_EXCEPTION(DISCONNECTED, "this feed subscription overflowed and is closed");
+  auto paf = kj::newPromiseAndFulfiller<void>();
+  readyWaiter_ = kj::mv(paf.fulfiller);
+  return kj::mv(paf.promise);
 }
 
 kj::Promise<nlohmann::json> Feed::Subscription::next() {
@@ -56,6 +71,28 @@ kj::Promise<nlohmann::json> Feed::Subscription::next() {
   auto paf = kj::newPromiseAndFulfiller<nlohmann::json>();
   waiter_ = kj::mv(paf.fulfiller);
   return kj::mv(paf.promise);
+}
+
+std::optional<nlohmann::json> Feed::Subscription::tryNext() {
+  if (queue_.empty()) return std::nullopt;
+  auto item = kj::mv(queue_.front());
+  queue_.pop_front();
+  return item;
+}
+
+bool topicMatches(const std::string& filter, const std::string& topic) {
+  size_t f = 0, t = 0;
+  for (;;) {
+    size_t fe = filter.find('/', f), te = topic.find('/', t);
+    std::string fl = filter.substr(f, fe == std::string::npos ? std::string::npos : fe - f);
+    if (fl == "#") return fe == std::string::npos;  // '#' only as the last level
+    if (t > topic.size()) return false;             // the topic ran out of levels first
+    std::string tl = topic.substr(t, te == std::string::npos ? std::string::npos : te - t);
+    if (fl != "+" && fl != tl) return false;
+    if (fe == std::string::npos) return te == std::string::npos;
+    f = fe + 1;
+    t = te == std::string::npos ? topic.size() + 1 : te + 1;
+  }
 }
 
 }  // namespace pine

@@ -9,6 +9,8 @@
 #include <functional>
 #include <list>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
 namespace pine {
 
@@ -22,16 +24,23 @@ class Feed {
     KJ_DISALLOW_COPY(Subscription);
     // The next notification that passed the filter; {"kind":"overflow"} once, after which it is closed.
     kj::Promise<nlohmann::json> next();
+    // The next queued notification without waiting, or nullopt when none is queued.
+    std::optional<nlohmann::json> tryNext();
+    // Resolves once a notification is queued, consuming nothing: unlike next(), it can be raced
+    // against a timer or another promise and cancelled without losing an item. Then use tryNext().
+    kj::Promise<void> ready();
 
    private:
     friend class Feed;
     Subscription(Feed& feed, Filter filter, size_t maxQueued);
     void push(const nlohmann::json& item);
+    void wakeReady();
     Feed* feed_;
     Filter filter_;
     size_t maxQueued_;
     std::deque<nlohmann::json> queue_;
     kj::Own<kj::PromiseFulfiller<nlohmann::json>> waiter_;
+    kj::Own<kj::PromiseFulfiller<void>> readyWaiter_;
     bool overflowed_ = false;
   };
 
@@ -47,5 +56,8 @@ class Feed {
   friend class Subscription;
   std::list<Subscription*> subs_;
 };
+
+// MQTT-style topic filter: '+' matches one level, '#' (last) the rest, including none.
+bool topicMatches(const std::string& filter, const std::string& topic);
 
 }  // namespace pine

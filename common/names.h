@@ -23,4 +23,17 @@ inline bool isValidTaskId(std::string_view s) {
   return true;
 }
 
+// State keys: [A-Za-z0-9_.:/-], 1 to 128 bytes, not starting with '/', '.' or '-', no "..", "//" or
+// trailing '/': they become event topics (state/<key>) and URL paths (/v1/state/<key>).
+inline bool isValidStateKey(std::string_view s) {
+  if (s.empty() || s.size() > 128 || s[0] == '/' || s[0] == '.' || s[0] == '-' || s.find("..") != std::string_view::npos ||
+      s.find("//") != std::string_view::npos || s.back() == '/')
+    return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+          c == '.' || c == '/' || c == ':'))
+      return false;
+  return true;
+}
+
 }  // namespace pine

@@ -1,33 +1,83 @@
-#include <iostream>
-
+#include "common/names.h"
 #include "pinectl/commands.h"
 #include "pinectl/http_client.h"
 
 namespace pine {
 
-int cmdSend(const std::string& home, const std::string& agent, const std::string& text, bool wait, bool json) {
+std::string formatApproval(const nlohmann::json& a) {
+  std::string id = a.value("id", "?");
+  std::string args = a.contains("args") ? (a["args"].is_string() ? a["args"].get<std::string>() : a["args"].dump()) : "";
+  std::string s = "approval " + id + ": " + a.value("agent", "?") + " wants " + a.value("tool", "?") + " " + args + "\n";
+  if (a.contains("reason") && a["reason"].is_string() && !a["reason"].get<std::string>().empty())
+    s += "  reason: " + a["reason"].get<std::string>() + "\n";
+  if (a.value("tainted", false)) s += "  this conversation has read outside content\n";
+  s += "  answer: pinectl approve " + id + (a.value("alwaysOffered", false) ? " [--always]" : "") +
+       "  |  pinectl deny " + id + "\n";
+  return s;
+}
+
+static int printResult(const nlohmann::json& t, bool json, std::ostream& out, std::ostream& err) {
+  bool done = t.value("state", "") == "done";
+  if (json) out << t.dump(2) << "\n";
+  else if (done) out << t.value("answer", "") << "\n";
+  else err << "task " << t.value("id", "") << " " << t.value("state", "failed") << ": " << t.value("error", "") << "\n";
+  return done ? 0 : 1;
+}
+
+int cmdSend(const std::string& home, const std::string& agent, const std::string& text, bool wait, bool json,
+            std::ostream& out, std::ostream& err) {
+  if (!isValidAgentId(agent)) {
+    err << "pinectl: '" << agent << "' is not an agent id: agent ids are [a-z0-9_-], 1 to 64 bytes\n";
+    return 1;
+  }
   ControlClient client(home);
-  nlohmann::json body = {{"text", text}, {"wait", wait}};
-  HttpResult r = client.request("POST", "/v1/agents/" + agent + "/messages", body.dump());
-  auto j = nlohmann::json::parse(r.body, nullptr, false);
-  if (j.is_discarded()) {
-    std::cerr << "pinectl: pine answered " << r.status << " with no JSON\n";
+  std::string path = "/v1/agents/" + urlEncode(agent) + "/messages";
+  if (!wait) {
+    HttpResult r = client.request("POST", path, nlohmann::json{{"text", text}, {"wait", false}}.dump());
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    if (r.status != 202 || !j.is_object()) {
+      err << "pinectl: " << (j.is_object() ? j.value("error", "the request failed") : "pine answered " + std::to_string(r.status)) << "\n";
+      return 1;
+    }
+    if (json) out << j.dump(2) << "\n";
+    else out << "task " << j.value("task", "") << " started (session " << j.value("session", "?") << ")\n";
+    return 0;
+  }
+  int exitCode = -1;
+  std::string taskId;
+  HttpResult r = client.stream("POST", path, nlohmann::json{{"text", text}, {"stream", true}}.dump(),
+                               [&](const SseEvent& e) {
+                                 auto d = nlohmann::json::parse(e.data, nullptr, false);
+                                 if (!d.is_object()) return true;
+                                 if (e.event == "task") {
+                                   taskId = d.value("task", "");
+                                   err << "task " << taskId << " (session " << d.value("session", "?") << ")\n";
+                                 } else if (e.event == "progress") {
+                                   err << "  " << d.value("text", "") << "\n";
+                                 } else if (e.event == "approval" && d.contains("approval")) {
+                                   auto& a = d["approval"];
+                                   std::string state = a.value("state", "pending");
+                                   if (state == "pending") err << formatApproval(a);
+                                   else err << "approval " << a.value("id", "?") << ": " << state << "\n";
+                                 } else if (e.event == "overflow") {
+                                   err << "  (progress lines were skipped: this terminal fell behind)\n";
+                                 } else if (e.event == "done") {
+                                   exitCode = printResult(d, json, out, err);
+                                   return false;
+                                 }
+                                 err.flush();
+                                 return true;
+                               });
+  if (r.status != 200) {
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    err << "pinectl: " << (j.is_object() ? j.value("error", "the request failed") : "pine answered " + std::to_string(r.status)) << "\n";
     return 1;
   }
-  if (r.status != 200 && r.status != 202) {
-    std::cerr << "pinectl: " << j.value("error", "the request failed") << "\n";
+  if (exitCode < 0) {
+    err << "pinectl: the answer stream ended before task " << taskId << " did; `pinectl tasks` shows how it ended\n";
     return 1;
   }
-  if (json) {
-    std::cout << j.dump(2) << "\n";
-  } else if (r.status == 202) {
-    std::cout << "task " << j.value("task", "") << " started\n";
-  } else if (j.value("state", "") == "done") {
-    std::cout << j.value("answer", "") << "\n";
-  } else {
-    std::cerr << "task " << j.value("id", "") << " failed: " << j.value("error", "") << "\n";
-  }
-  return r.status == 202 || j.value("state", "") == "done" ? 0 : 1;
+  return exitCode;
 }
 
 }  // namespace pine

@@ -48,8 +48,10 @@ int cmdStatus(const std::string& home, bool json) {
   for (auto& t : tasks)
     std::cout << "  " << t.value("id", "") << "  " << t.value("agent", "") << "  " << t.value("state", "")
               << "  worker " << t.value("workerPid", 0) << "  sandbox " << t.value("sandbox", "?") << "\n";
-  std::cout << "\ncontrol API: unix " << j["api"].value("unix", "");
-  if (j["api"].contains("http") && !j["api"]["http"].is_null()) std::cout << ", http " << j["api"]["http"].dump();
+  auto api = j.value("api", nlohmann::json::object());
+  std::cout << "\ncontrol API: unix " << (api.contains("unix") && api["unix"].is_string() ? api["unix"].get<std::string>() : "-");
+  if (api.contains("http") && api["http"].is_object())
+    std::cout << ", http " << api["http"].value("host", "?") << ":" << api["http"].value("port", 0);
   std::cout << "\n";
   return 0;
 }

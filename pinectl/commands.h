@@ -1,6 +1,6 @@
 // pinectl's commands, one file each. Each returns the process exit status.
 #pragma once
-#include <iosfwd>
+#include <iostream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -9,7 +9,29 @@ namespace pine {
 
 int cmdStatus(const std::string& home, bool json);
 int cmdTasks(const std::string& home, bool json);
-int cmdSend(const std::string& home, const std::string& agent, const std::string& text, bool wait, bool json);
+// Streams the answer: progress lines and the approvals it waits on (with how to answer them) go to
+// err, the answer to out. Exit 0 when the task is done, 1 when it failed or was refused.
+int cmdSend(const std::string& home, const std::string& agent, const std::string& text, bool wait, bool json,
+            std::ostream& out = std::cout, std::ostream& err = std::cerr);
+// Pending approvals with their full arguments.
+int cmdApprovals(const std::string& home, bool json, std::ostream& out = std::cout, std::ostream& err = std::cerr);
+int cmdApprove(const std::string& home, const std::string& id, bool always, std::ostream& out = std::cout,
+               std::ostream& err = std::cerr);
+int cmdDeny(const std::string& home, const std::string& id, std::ostream& out = std::cout,
+            std::ostream& err = std::cerr);
+int cmdMode(const std::string& home, const std::string& agent, const std::string& mode,
+            std::ostream& out = std::cout, std::ostream& err = std::cerr);
+// target: AGENT (its main conversation) or AGENT/SESSION.
+int cmdReset(const std::string& home, const std::string& target, std::ostream& out = std::cout,
+             std::ostream& err = std::cerr);
+// Recent events; with follow, then new ones as they are committed, until interrupted.
+int cmdEvents(const std::string& home, bool follow, const std::string& topic, bool json,
+              std::ostream& out = std::cout, std::ostream& err = std::cerr);
+int cmdStateGet(const std::string& home, const std::string& key, std::ostream& out = std::cout,
+                std::ostream& err = std::cerr);
+int cmdStateSet(const std::string& home, const std::string& key, const std::string& jsonText,
+                std::ostream& out = std::cout, std::ostream& err = std::cerr);
+int cmdSchedules(const std::string& home, bool json, std::ostream& out = std::cout, std::ostream& err = std::cerr);
 int cmdLogs(const std::string& home, bool follow, bool json);
 // Security notes of the home's configuration: exit 0 clean, 1 notes, 2 invalid configuration.
 int cmdCheck(const std::string& home);
@@ -17,6 +39,11 @@ int cmdCheck(const std::string& home);
 int cmdReload(const std::string& home);
 // secret set NAME (value from the terminal without echo, or stdin) | unset NAME | list.
 int cmdSecret(const std::string& home, const std::string& action, const std::string& name);
+
+// One approval as pinectl shows it: id, agent, tool, arguments, reason, and how to answer.
+std::string formatApproval(const nlohmann::json& approval);
+// One event on one line: seq, time, topic, trust, payload.
+std::string formatEvent(const nlohmann::json& event);
 
 // One audit line made readable: time, event, who, then the other fields as key=value.
 std::string formatAuditLine(const std::string& line);

@@ -26,9 +26,38 @@ int main(int argc, char** argv) {
   send->add_option("text", text, "what to do")->required();
   send->add_flag("--no-wait", noWait, "return once the task has started");
   send->add_flag("--json", json, "print the task as JSON");
+  send->footer("Progress and the approvals the task waits on go to stderr, the answer to stdout. Exit 1 when the task failed.");
   auto* logs = app.add_subcommand("logs", "the audit log (data/logs/audit.jsonl)");
   logs->add_flag("-f,--follow", follow, "keep printing new lines");
   logs->add_flag("--json", json, "print the JSON lines as they are");
+
+  bool always = false;
+  std::string id, mode, topic, key, value, target;
+  auto* approvals = app.add_subcommand("approvals", "approvals waiting for you, with their full arguments");
+  approvals->add_flag("--json", json, "print JSON");
+  auto* approve = app.add_subcommand("approve", "allow what an approval asks");
+  approve->add_option("id", id, "the approval's id (pinectl approvals)")->required();
+  approve->add_flag("--always", always, "also allow it from now on in this conversation");
+  auto* deny = app.add_subcommand("deny", "refuse what an approval asks");
+  deny->add_option("id", id, "the approval's id (pinectl approvals)")->required();
+  auto* modeCmd = app.add_subcommand("mode", "switch an agent's mode until the daemon restarts");
+  modeCmd->add_option("agent", agent, "the agent's id")->required();
+  modeCmd->add_option("mode", mode, "manual, auto or bypass")->required();
+  auto* reset = app.add_subcommand("reset", "start a conversation afresh (clears its outside-content mark)");
+  reset->add_option("target", target, "AGENT (its main conversation) or AGENT/SESSION")->required();
+  auto* events = app.add_subcommand("events", "recent events on the bus");
+  events->add_flag("-f,--follow", follow, "keep printing new events");
+  events->add_option("--topic", topic, "only these topics; MQTT wildcards + and # work");
+  events->add_flag("--json", json, "one JSON object a line");
+  auto* state = app.add_subcommand("state", "the shared state store");
+  state->require_subcommand(1);
+  auto* stateGet = state->add_subcommand("get", "print a key's value");
+  stateGet->add_option("key", key)->required();
+  auto* stateSet = state->add_subcommand("set", "set a key to a JSON value");
+  stateSet->add_option("key", key)->required();
+  stateSet->add_option("json", value, "the value, as JSON ('\"text\"', 42, '{\"a\": 1}')")->required();
+  auto* schedules = app.add_subcommand("schedules", "every schedule with its task and next run");
+  schedules->add_flag("--json", json, "print JSON");
 
   auto* redact = app.add_subcommand("redact", "copy stdin to stdout with every secret pine knows of, and every"
                                                 " secret-shaped value, replaced by [redacted]");
@@ -70,6 +99,15 @@ int main(int argc, char** argv) {
     if (*tasks) return pine::cmdTasks(home, json);
     if (*send) return pine::cmdSend(home, agent, text, !noWait, json);
     if (*logs) return pine::cmdLogs(home, follow, json);
+    if (*approvals) return pine::cmdApprovals(home, json);
+    if (*approve) return pine::cmdApprove(home, id, always);
+    if (*deny) return pine::cmdDeny(home, id);
+    if (*modeCmd) return pine::cmdMode(home, agent, mode);
+    if (*reset) return pine::cmdReset(home, target);
+    if (*events) return pine::cmdEvents(home, follow, topic, json);
+    if (*stateGet) return pine::cmdStateGet(home, key);
+    if (*stateSet) return pine::cmdStateSet(home, key, value);
+    if (*schedules) return pine::cmdSchedules(home, json);
     if (*secretSet) return pine::cmdSecret(home, "set", secretName);
     if (*secretUnset) return pine::cmdSecret(home, "unset", secretName);
     if (*secretList) return pine::cmdSecret(home, "list", "");

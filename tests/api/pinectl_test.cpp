@@ -1,0 +1,130 @@
+// pinectl's commands against a real ControlApi on the home's unix socket.
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "pinectl/commands.h"
+#include "tests/api/harness.h"
+
+using namespace pine::apitest;
+using namespace std::chrono_literals;
+
+static bool waitFor(ApiServer& s, const std::function<bool(FakeBackend&)>& pred) {
+  for (int i = 0; i < 300; i++) {
+    bool ok = false;
+    s.run([&](FakeBackend& b) { ok = pred(b); });
+    if (ok) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+TEST_CASE("pinectl send streams progress and the approvals it waits on, then prints the answer") {
+  ApiServer s;
+  std::ostringstream out, err;
+  int rc = -1;
+  std::thread t([&] { rc = pine::cmdSend(s.home(), "main", "push it", true, false, out, err); });
+  REQUIRE(waitFor(s, [](FakeBackend& b) { return b.tasksStarted == 1 && b.waiters.count("t1"); }));
+  s.run([](FakeBackend& b) {
+    b.feedObj.publish({{"kind", "progress"}, {"task", "t1"}, {"text", "bash: git status"}});
+    b.feedObj.publish({{"kind", "approval"}, {"task", "t1"},
+                       {"approval", {{"id", "a7"}, {"agent", "main"}, {"tool", "bash"},
+                                     {"args", {{"command", "git push origin main"}}}, {"reason", "publishes"},
+                                     {"state", "pending"}, {"alwaysOffered", true}}}});
+    b.feedObj.publish({{"kind", "approval"}, {"task", "t1"}, {"approval", {{"id", "a7"}, {"state", "approved"}}}});
+    b.finishTask("t1", "done", "Pushed.");
+  });
+  t.join();
+  CHECK(rc == 0);
+  CHECK(out.str() == "Pushed.\n");
+  std::string e = err.str();
+  CHECK(e.find("task t1") != std::string::npos);
+  CHECK(e.find("bash: git status") != std::string::npos);
+  CHECK(e.find("approval a7: main wants bash {\"command\":\"git push origin main\"}") != std::string::npos);
+  CHECK(e.find("pinectl approve a7 [--always]") != std::string::npos);
+  CHECK(e.find("pinectl deny a7") != std::string::npos);
+  CHECK(e.find("approval a7: approved") != std::string::npos);
+  CHECK(e.find("bash: git status") < e.find("approval a7: main"));
+}
+
+TEST_CASE("pinectl send exits 1 when the task failed or the agent is unknown; --no-wait prints the task") {
+  ApiServer s;
+  std::ostringstream out, err;
+  int rc = -1;
+  std::thread t([&] { rc = pine::cmdSend(s.home(), "main", "x", true, false, out, err); });
+  REQUIRE(waitFor(s, [](FakeBackend& b) { return b.waiters.count("t1") > 0; }));
+  s.run([](FakeBackend& b) { b.finishTask("t1", "failed", "the model is unreachable"); });
+  t.join();
+  CHECK(rc == 1);
+  CHECK(out.str().empty());
+  CHECK(err.str().find("task t1 failed: the model is unreachable") != std::string::npos);
+
+  std::ostringstream out2, err2;
+  CHECK(pine::cmdSend(s.home(), "nobody", "x", true, false, out2, err2) == 1);
+  CHECK(err2.str().find("no agent 'nobody'") != std::string::npos);
+
+  std::ostringstream out3, err3;
+  CHECK(pine::cmdSend(s.home(), "main", "later", false, false, out3, err3) == 0);
+  CHECK(out3.str() == "task t2 started (session main)\n");
+}
+
+TEST_CASE("pinectl approvals, approve, deny, mode, reset, state and schedules") {
+  ApiServer s;
+  std::ostringstream out, err;
+  CHECK(pine::cmdApprovals(s.home(), false, out, err) == 0);
+  CHECK(out.str().find("approval a1: main wants bash {\"command\":\"git push\"}") != std::string::npos);
+  CHECK(pine::cmdApprove(s.home(), "a1", true, out, err) == 0);
+  CHECK(pine::cmdDeny(s.home(), "a1", out, err) == 0);
+  CHECK(pine::cmdDeny(s.home(), "nope", out, err) == 1);
+  CHECK(err.str().find("no pending approval 'nope'") != std::string::npos);
+  CHECK(pine::cmdMode(s.home(), "main", "manual", out, err) == 0);
+  CHECK(pine::cmdMode(s.home(), "main", "yolo", out, err) == 1);
+  CHECK(pine::cmdReset(s.home(), "main/side", out, err) == 0);
+  CHECK(pine::cmdReset(s.home(), "main", out, err) == 0);
+  CHECK(pine::cmdStateSet(s.home(), "house.temp", "{\"c\": 21}", out, err) == 0);
+  CHECK(pine::cmdStateSet(s.home(), "house.temp", "not json", out, err) == 2);
+  std::ostringstream got;
+  CHECK(pine::cmdStateGet(s.home(), "house.temp", got, err) == 0);
+  CHECK(json::parse(got.str())["c"] == 21);
+  CHECK(pine::cmdStateGet(s.home(), "../etc", out, err) == 1);  // the server refuses the key
+  std::ostringstream sched;
+  CHECK(pine::cmdSchedules(s.home(), false, sched, err) == 0);
+  CHECK(sched.str().find("0 7 * * *") != std::string::npos);
+  auto calls = s.calls();
+  auto has = [&](const std::string& c) { return std::find(calls.begin(), calls.end(), c) != calls.end(); };
+  CHECK(has("approve a1 always"));
+  CHECK(has("deny a1"));
+  CHECK(has("setMode main {\"mode\":\"manual\"}"));
+  CHECK(has("resetAgent main {\"session\":\"side\"}"));
+  CHECK(has("resetAgent main {}"));
+  CHECK(has("putState house.temp {\"value\":{\"c\":21}}"));
+}
+
+TEST_CASE("pinectl events lists, and with -f follows from where the list ended without a gap") {
+  auto s = std::make_unique<ApiServer>();
+  s->run([](FakeBackend& b) {
+    b.addEvent("home/door", "open");
+    b.addEvent("office/door", "open");
+  });
+  std::ostringstream list, err;
+  CHECK(pine::cmdEvents(s->home(), false, "", false, list, err) == 0);
+  CHECK(list.str().find("home/door") != std::string::npos);
+  CHECK(list.str().find("office/door") != std::string::npos);
+
+  std::ostringstream out, ferr;
+  int rc = -1;
+  std::thread t([&] { rc = pine::cmdEvents(s->home(), true, "home/#", false, out, ferr); });
+  REQUIRE(waitFor(*s, [](FakeBackend& b) { return b.feedObj.subscribers() == 1; }));
+  s->run([](FakeBackend& b) {
+    b.addEvent("home/hall", "light");
+    b.addEvent("office/hall", "light");
+  });
+  std::this_thread::sleep_for(200ms);
+  s.reset();  // the stream ends when the server goes away
+  t.join();
+  CHECK(rc == 1);
+  std::string o = out.str();
+  CHECK(o.find("home/hall") != std::string::npos);
+  CHECK(o.find("office") == std::string::npos);
+  CHECK(ferr.str().find("closed the event stream") != std::string::npos);
+}

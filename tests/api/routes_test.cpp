@@ -1,0 +1,88 @@
+// Every route reaches the backend with what the client sent, and the backend's answer reaches the client.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "tests/api/harness.h"
+
+using namespace pine::apitest;
+
+static bool called(ApiServer& s, const std::string& exact) {
+  auto calls = s.calls();
+  return std::find(calls.begin(), calls.end(), exact) != calls.end();
+}
+
+TEST_CASE("GET /v1/status adds where the API listens; /health is open") {
+  ApiServer s;
+  auto r = call(s, "GET", "/v1/status");
+  REQUIRE(r.status == 200);
+  CHECK(r.head.find("content-type: application/json") != std::string::npos);
+  CHECK(r.j["api"]["unix"] == s.socketPath());
+  CHECK(r.j["api"]["http"]["host"] == "127.0.0.1");
+  CHECK(r.j["api"]["http"]["port"] == s.port());
+  CHECK(call(s, "GET", "/health").j["ok"] == true);
+}
+
+TEST_CASE("the listing routes pass their query on and answer what the backend says") {
+  ApiServer s;
+  CHECK(call(s, "GET", "/v1/tasks").j.contains("tasks"));
+  CHECK(call(s, "GET", "/v1/agents").j["agents"][0]["id"] == "main");
+  CHECK(call(s, "GET", "/v1/approvals").j["approvals"][0]["id"] == "a1");
+  CHECK(call(s, "GET", "/v1/schedules").j["schedules"][0]["id"] == "s1");
+  CHECK(call(s, "GET", "/v1/events?topic=home%2Fdoor&limit=5").status == 200);
+  CHECK(called(s, "listEvents limit=5 topic=home/door"));  // decoded before it reaches the backend
+  CHECK(call(s, "POST", "/v1/reload").j["ok"] == true);  // an empty body counts as {}
+  CHECK(called(s, "reload"));
+}
+
+TEST_CASE("publishing an event, and the backend's refusal passed on") {
+  ApiServer s;
+  auto r = call(s, "POST", "/v1/events", R"({"topic":"home/door","payload":{"open":true}})");
+  CHECK(r.status == 200);
+  CHECK(r.j["event"]["seq"] == 1);
+  CHECK(call(s, "POST", "/v1/events", R"({"payload":1})").status == 400);  // the fake wants a topic
+  auto list = call(s, "GET", "/v1/events");
+  CHECK(list.j["events"].size() == 1);
+}
+
+TEST_CASE("agents: reset (with or without a session) and mode") {
+  ApiServer s;
+  CHECK(call(s, "POST", "/v1/agents/main/reset").status == 200);
+  CHECK(called(s, "resetAgent main {}"));
+  CHECK(call(s, "POST", "/v1/agents/main/reset", R"({"session":"side"})").j["session"] == "side");
+  CHECK(call(s, "PUT", "/v1/agents/main/mode", R"({"mode":"manual"})").j["mode"] == "manual");
+  CHECK(call(s, "PUT", "/v1/agents/main/mode", R"({"mode":"yolo"})").status == 400);
+  CHECK(call(s, "POST", "/v1/agents/main/unknown").status == 404);
+}
+
+TEST_CASE("approvals: approve with and without always, deny, unknown id") {
+  ApiServer s;
+  CHECK(call(s, "POST", "/v1/approvals/a1/approve").status == 200);
+  CHECK(called(s, "approve a1"));
+  CHECK(call(s, "POST", "/v1/approvals/a1/approve", R"({"always":true})").status == 200);
+  CHECK(called(s, "approve a1 always"));
+  CHECK(call(s, "POST", "/v1/approvals/a1/deny").status == 200);
+  CHECK(called(s, "deny a1"));
+  CHECK(call(s, "POST", "/v1/approvals/zz/deny").status == 404);
+  CHECK(call(s, "POST", "/v1/approvals/a.b/deny").status == 404);  // not an approval id: never reaches the backend
+  CHECK_FALSE(called(s, "deny a.b"));
+}
+
+TEST_CASE("messages: wait (the default) answers the record when the task ends; wait false answers 202 at once") {
+  ApiServer s;
+  auto quick = call(s, "POST", "/v1/agents/main/messages", R"({"text":"later","wait":false})");
+  CHECK(quick.status == 202);
+  CHECK(quick.j["task"] == "t1");
+  CHECK(quick.j["session"] == "main");
+
+  auto c = RawConn::tcp(s.port());
+  c.send(request(s, "POST", "/v1/agents/main/messages", R"({"text":"now"})"));
+  CHECK(c.readUntil("HTTP/1.1", std::chrono::milliseconds(300)).empty());  // nothing until the task ends
+  s.run([](FakeBackend& b) { b.finishTask("t2", "done", "the answer"); });
+  auto r = parse(c.readResponse());
+  CHECK(r.status == 200);
+  CHECK(r.j["answer"] == "the answer");
+
+  CHECK(call(s, "POST", "/v1/agents/nobody/messages", R"({"text":"x"})").status == 404);
+  CHECK(call(s, "POST", "/v1/agents/main/messages", R"({"text":"x","wait":"no"})").status == 400);
+}
