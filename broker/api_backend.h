@@ -22,7 +22,7 @@ using ApiQuery = std::map<std::string, std::string>;  // the URL's query, decode
 
 class ApiBackend {
  public:
-  virtual ~ApiBackend() = default;
+  virtual ~ApiBackend() noexcept(false) = default;
 
   virtual std::string token() const = 0;  // the bearer token in force (data/http-token)
 

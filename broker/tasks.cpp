@@ -22,6 +22,11 @@ nlohmann::json TaskRecord::toJson() const {
   if (!sandbox.empty()) j["sandbox"] = sandbox;
   if (startedAtMs) j["startedAt"] = isoTime(startedAtMs);
   if (endedAtMs) j["endedAt"] = isoTime(endedAtMs);
+  j["session"] = session;
+  j["trust"] = trust;
+  if (!origin.empty()) j["origin"] = origin;
+  if (!parent.empty()) j["parent"] = parent;
+  if (tokensIn || tokensOut) j["usage"] = {{"input", tokensIn}, {"output", tokensOut}, {"cost", cost}};
   if (state == TaskState::Done) j["answer"] = answer;
   if (state == TaskState::Failed) j["error"] = error;
   return j;

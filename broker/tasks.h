@@ -1,5 +1,5 @@
 // The broker's table of tasks: what was asked, which worker runs it, how it
-// ended. Until the store lands it lives in memory only.
+// ended. The live index of the broker's tasks; each change is also written to the store.
 #pragma once
 #include <sys/types.h>
 
@@ -27,6 +27,13 @@ struct TaskRecord {
   long long endedAtMs = 0;
   std::string answer;  // when Done
   std::string error;   // when Failed: why, in words an owner can act on
+  std::string session = "main";
+  std::string trust = "owner";
+  std::string origin;  // who started it: owner, route:NAME, schedule:NAME, delegate:TASK, ...
+  std::string parent;
+  int depth = 0;
+  long long tokensIn = 0, tokensOut = 0;
+  double cost = 0;
   bool ended() const { return state == TaskState::Done || state == TaskState::Failed; }
   nlohmann::json toJson() const;
 };

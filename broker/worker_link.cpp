@@ -30,41 +30,152 @@ bool isValidUtf8(std::string_view s) {
   return true;
 }
 
-void WorkerBroker::settle(bool done, std::string text) {
+namespace {
+
+std::string text(capnp::Text::Reader t) { return std::string(t.begin(), t.size()); }
+
+// The Gate a run's worker asks before it runs one of its own tools.
+class GateImpl final : public proto::Gate::Server {
+ public:
+  explicit GateImpl(RunHost& host) : host_(host) {}
+
+ protected:
+  kj::Promise<void> check(CheckContext context) override {
+    auto p = context.getParams();
+    KJ_REQUIRE(p.getArgs().size() <= kMaxToolArgsBytes, "tool arguments exceed 1 MiB");
+    KJ_REQUIRE(isValidUtf8(text(p.getTool())) && isValidUtf8(text(p.getArgs())), "tool call is not UTF-8");
+    return host_.checkTool(text(p.getTool()), text(p.getArgs())).then([context](GateAnswer a) mutable {
+      auto r = context.getResults();
+      r.setAllowed(a.allowed);
+      r.setReason(a.reason);
+      r.setTainted(a.tainted);
+    });
+  }
+
+ private:
+  RunHost& host_;
+};
+
+// One broker-side tool, handed to a worker only when its run's profile includes it.
+class ToolImpl final : public proto::Tool::Server {
+ public:
+  ToolImpl(RunHost& host, std::string name) : host_(host), name_(std::move(name)) {}
+
+ protected:
+  kj::Promise<void> call(CallContext context) override {
+    auto args = text(context.getParams().getArgs());
+    KJ_REQUIRE(args.size() <= kMaxToolArgsBytes, "tool arguments exceed 1 MiB");
+    KJ_REQUIRE(isValidUtf8(args), "tool arguments are not UTF-8");
+    return host_.callTool(name_, args).then([context](ToolAnswer a) mutable {
+      auto r = context.getResults();
+      r.setResult(a.result);
+      r.setIsError(a.isError);
+    });
+  }
+
+ private:
+  RunHost& host_;
+  std::string name_;
+};
+
+}  // namespace
+
+void WorkerBroker::settle(WorkerOutcome outcome) {
   KJ_REQUIRE(outcome_->isWaiting(), "this task has already ended");
-  outcome_->fulfill(WorkerOutcome{done, std::move(text)});
+  outcome_->fulfill(kj::mv(outcome));
 }
 
 kj::Promise<void> WorkerBroker::getTask(GetTaskContext context) {
-  auto t = context.getResults().initTask();
+  auto results = context.getResults();
+  auto t = results.initTask();
   t.setId(task_.id);
   t.setAgent(task_.agent);
   t.setText(task_.text);
   t.setSandbox(task_.sandbox);
+  t.setSession(task_.session);
+  t.setTrust(task_.trust);
+  t.setTainted(task_.tainted);
+  t.setHistory(task_.history);
+  t.setInstructions(task_.instructions);
+  auto wt = t.initWorkerTools(task_.workerTools.size());
+  for (size_t i = 0; i < task_.workerTools.size(); ++i) wt.set(i, task_.workerTools[i]);
+  t.setMode(task_.mode);
+  t.setProvider(task_.provider);
+  t.setModelId(task_.modelId);
+  t.setMaxTokens(task_.maxTokens);
+  t.setMaxSteps(task_.maxSteps);
+  t.setTimeoutSec(task_.timeoutSec);
+  t.setShellTimeoutSec(task_.shellTimeoutSec);
+  t.setFolder(task_.folder);
+  if (host_) {
+    results.setGate(kj::heap<GateImpl>(*host_));
+    auto infos = host_->brokerTools();
+    auto list = results.initTools(infos.size());
+    for (size_t i = 0; i < infos.size(); ++i) {
+      list[i].setName(infos[i].name);
+      list[i].setDescription(infos[i].description);
+      list[i].setParameters(infos[i].parameters);
+      list[i].setTool(kj::heap<ToolImpl>(*host_, infos[i].name));
+    }
+  }
   return kj::READY_NOW;
 }
 
 kj::Promise<void> WorkerBroker::finish(FinishContext context) {
-  auto answer = context.getParams().getAnswer();
+  auto p = context.getParams();
+  auto answer = p.getAnswer();
   std::string_view s(answer.begin(), answer.size());
-  if (s.size() > kMaxAnswerBytes || !isValidUtf8(s)) {
-    std::string why = s.size() > kMaxAnswerBytes ? "the worker's answer exceeds 1 MiB" : "the worker's answer is not UTF-8";
+  std::string transcript = p.hasTranscript() ? text(p.getTranscript()) : "[]";
+  std::string why;
+  if (s.size() > kMaxAnswerBytes) why = "the worker's answer exceeds 1 MiB";
+  else if (!isValidUtf8(s)) why = "the worker's answer is not UTF-8";
+  else if (transcript.size() > kMaxTranscriptBytes) why = "the worker's transcript exceeds 8 MiB";
+  else if (!isValidUtf8(transcript)) why = "the worker's transcript is not UTF-8";
+  if (!why.empty()) {
     if (outcome_->isWaiting()) outcome_->fulfill(WorkerOutcome{false, why});
     KJ_FAIL_REQUIRE("answer refused", why);
   }
-  settle(true, std::string(s));
+  WorkerOutcome o{true, std::string(s), transcript.empty() ? "[]" : transcript};
+  if (p.hasUsage()) {
+    o.tokensIn = (long long)std::min<uint64_t>(p.getUsage().getInput(), 1ull << 50);
+    o.tokensOut = (long long)std::min<uint64_t>(p.getUsage().getOutput(), 1ull << 50);
+  }
+  settle(kj::mv(o));
   return kj::READY_NOW;
 }
 
 kj::Promise<void> WorkerBroker::fail(FailContext context) {
   auto reason = context.getParams().getReason();
   std::string_view s(reason.begin(), reason.size());
-  std::string text(s.substr(0, kMaxFailReasonBytes));
-  if (!isValidUtf8(text)) text = "(the worker's reason was not UTF-8)";
-  settle(false, "worker reported: " + text);
+  std::string t(s.substr(0, kMaxFailReasonBytes));
+  if (!isValidUtf8(t)) t = "(the worker's reason was not UTF-8)";
+  settle(WorkerOutcome{false, "worker reported: " + t});
   return kj::READY_NOW;
 }
 
 kj::Promise<void> WorkerBroker::ping(PingContext) { return kj::READY_NOW; }
+
+kj::Promise<void> WorkerBroker::model(ModelContext context) {
+  KJ_REQUIRE(host_ != nullptr, "this worker has no model access");
+  KJ_REQUIRE(outcome_->isWaiting(), "this task has already ended");
+  auto p = context.getParams();
+  auto call = p.getCall();
+  ModelCallData data;
+  data.path = text(call.getPath());
+  KJ_REQUIRE(call.getHeaders().size() <= 32, "at most 32 headers");
+  for (auto h : call.getHeaders()) data.headers.emplace_back(text(h.getName()), text(h.getValue()));
+  KJ_REQUIRE(call.getBody().size() <= (16u << 20), "a model request is at most 16 MiB");
+  data.body.assign(reinterpret_cast<const char*>(call.getBody().begin()), call.getBody().size());
+  return host_->model(kj::mv(data), p.getSink()).then([context](ModelAnswer a) mutable {
+    auto r = context.getResults();
+    r.setStatus(a.status);
+    r.setError(a.error);
+    auto hs = r.initHeaders(a.headers.size());
+    for (size_t i = 0; i < a.headers.size(); ++i) {
+      hs[i].setName(a.headers[i].first);
+      hs[i].setValue(a.headers[i].second);
+    }
+  });
+}
 
 }  // namespace pine

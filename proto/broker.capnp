@@ -3,28 +3,89 @@
 #
 # The broker serves one `Broker` per worker socket, built for that worker's task:
 # who the worker is comes from the socket it spoke on, never from what it says.
-# A worker whose profile may not use a capability does not receive it at all.
+# A worker whose profile may not use a capability does not receive it at all:
+# getTask hands out a Gate and the broker-side tools of the run's profile, and
+# nothing else exists for that worker.
 
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("pine::proto");
 
 interface Broker {
-  getTask @0 () -> (task :Task);
-  # The one task this worker runs; the same answer every time it is asked.
+  getTask @0 () -> (task :Task, gate :Gate, tools :List(NamedTool));
+  # The one task this worker runs, with the capabilities of its profile; the same answer every time.
 
-  finish @1 (answer :Text) -> ();
-  # Hand back the task's answer (at most 1 MiB); the task ends done and the worker should exit.
+  finish @1 (answer :Text, transcript :Text, usage :Usage) -> ();
+  # Hand back the answer (at most 1 MiB) and what the run added to the conversation (a JSON array
+  # of messages, at most 8 MiB); the task ends done and the worker should exit.
 
   fail @2 (reason :Text) -> ();
   # The worker could not do its task (reason at most 4 KiB); the task ends failed.
 
   ping @3 () -> ();
   # Liveness check; answers at once and changes nothing.
+
+  model @4 (call :ModelCall, sink :ModelStream) -> (status :UInt16, headers :List(HttpHeader), error :Text);
+  # One request to the agent's model provider. The broker checks the budget, adds the provider's
+  # address and key placeholder (pined fills the key in), streams the body to sink and records the
+  # usage it reads in that body. A refused call (budget spent, step limit) returns status 0 and error.
 }
 
 struct Task {
   id @0 :Text;
   agent @1 :Text;
-  text @2 :Text;      # what the owner or the event asked for
-  sandbox @3 :Text;   # the sandbox the supervisor started this worker in ("none" until it lands)
+  text @2 :Text;        # what the owner or the event asked for (an untrusted event's text is fenced as data)
+  sandbox @3 :Text;     # the sandbox the supervisor started this worker in
+  session @4 :Text;
+  trust @5 :Text;       # "owner" or "untrusted"
+  tainted @6 :Bool;     # the conversation has read outside content
+  history @7 :Text;     # the conversation so far: a JSON array of messages
+  instructions @8 :Text;  # what pine's home says to the agent (agents/<id>/AGENTS.md, USER.md, skills), not writable by it
+  workerTools @9 :List(Text);  # the tools the worker runs itself (read, write, edit, grep, find, ls, bash)
+  mode @10 :Text;       # the effective mode: manual, auto or bypass
+  provider @11 :Text;   # the wire format: openai, anthropic or script
+  modelId @12 :Text;
+  maxTokens @13 :UInt32;
+  maxSteps @14 :UInt32;
+  timeoutSec @15 :UInt32;
+  shellTimeoutSec @16 :UInt32;
+  folder @17 :Text;     # a folder the owner opened for this conversation, or empty
+}
+
+interface Gate {
+  check @0 (tool :Text, args :Text) -> (allowed :Bool, reason :Text, tainted :Bool);
+  # Before the worker runs one of its own tools: allowed, refused, or (after an approval the owner
+  # answers, or its timeout) either. Every decision is one audit line. args: JSON, at most 1 MiB.
+  # tainted: the conversation has read outside content by now (the file tools protect instruction files).
+}
+
+interface Tool {
+  call @0 (args :Text) -> (result :Text, isError :Bool);
+  # One call of a tool the broker carries out (publish_event, send, state_get, ...). args: JSON.
+}
+
+struct NamedTool {
+  name @0 :Text;
+  description @1 :Text;
+  parameters @2 :Text;  # JSON Schema
+  tool @3 :Tool;
+}
+
+struct ModelCall {
+  path @0 :Text;              # appended to the provider's address, e.g. /chat/completions
+  headers @1 :List(HttpHeader);   # at most 32; no Authorization (the broker adds the key's placeholder)
+  body @2 :Data;              # at most 16 MiB
+}
+
+struct HttpHeader {
+  name @0 :Text;
+  value @1 :Text;
+}
+
+interface ModelStream {
+  write @0 (chunk :Data) -> stream;
+}
+
+struct Usage {
+  input @0 :UInt64;
+  output @1 :UInt64;
 }

@@ -59,6 +59,7 @@ struct WorkerSpec {
   agent @1 :Text;     # an agent id, [a-z0-9_-], 1 to 64 bytes
   tainted @2 :Bool;   # the session has read outside content: instruction files and git settings go read-only
   grants @3 :Grants;  # what the owner granted this conversation; pined refuses what no grant may open
+  untrusted @4 :Bool; # outside content started the run: no grants, no network, workspace and private home read-only
 }
 
 struct Grants {

@@ -83,7 +83,14 @@ PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) cons
   }
 
   PreparedSandbox out;
-  out.policy = agentPolicy(paths, request.grants, request.tainted);
+  out.policy = agentPolicy(paths, request.untrusted ? Grants{} : request.grants, request.tainted || request.untrusted);
+  if (request.untrusted) {
+    // A run outside content started may only read: its workspace and private home are read-only
+    // (deny wins), so even a subverted worker cannot plant anything for the owner's later runs.
+    out.policy.network = Network::None;
+    out.policy.denyWrite.push_back(out.policy.writable.at(0));  // the workspace
+    out.policy.denyWrite.push_back(out.policy.writable.at(1));  // the private home
+  }
   LinuxOptions opts = options_;
   opts.cwd = paths.workspace;
   out.plan = buildLinuxPlan(out.policy, opts, probe_);

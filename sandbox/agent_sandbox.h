@@ -16,6 +16,7 @@ struct AgentSandboxRequest {
   std::string agent;     // a valid agent id (the caller checked it)
   Grants grants;         // from configuration and the broker's approved grants: re-checked here
   bool tainted = false;  // instruction files and git settings become read-only
+  bool untrusted = false;  // a run outside content started: no grants, no network, workspace read-only
 };
 
 struct PreparedSandbox {

@@ -75,7 +75,7 @@ kj::Promise<void> SupervisorService::spawnWorker(SpawnWorkerContext context) {
   } catch (std::exception& e) {
     KJ_FAIL_REQUIRE("spawnWorker: bad network grant", e.what());
   }
-  SpawnedWorker w = sup_.spawnWorker(taskId, agent, grants, spec.getTainted());
+  SpawnedWorker w = sup_.spawnWorker(taskId, agent, grants, spec.getTainted(), spec.getUntrusted());
   auto results = context.getResults();
   results.setPid(w.pid);
   results.setSandbox(w.sandbox);

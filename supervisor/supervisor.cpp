@@ -199,7 +199,7 @@ void Supervisor::brokerReady() {
 }
 
 SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::string& agent,
-                                      const sandbox::Grants& grants, bool tainted) {
+                                      const sandbox::Grants& grants, bool tainted, bool untrusted) {
   KJ_REQUIRE(!stopping_, "pined is stopping");
   auto cfg = config_.current();
   const config::AgentConfig* agentCfg = nullptr;
@@ -216,6 +216,7 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
   for (auto& r : agentCfg->sandbox.read) all.read.push_back(r);
   for (auto& w : agentCfg->sandbox.write) all.write.push_back(w);
   all.network = sandbox::widest(all.network, sandbox::parseNetwork(config::enumName(agentCfg->sandbox.network)));
+  if (untrusted) all = sandbox::Grants{};  // whatever the broker asked: a run outside content started gets none
   if (!agentCfg->sandbox.enabled)
     kj::throwFatalException(kj::Exception(
         kj::Exception::Type::FAILED, __FILE__, __LINE__,
@@ -223,7 +224,7 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
                 "; running a worker unconfined is not supported: remove that key")));
   sandbox::PreparedSandbox box;
   try {
-    box = sandboxes_.prepare({agent, all, tainted});
+    box = sandboxes_.prepare({agent, all, tainted, untrusted});
   } catch (std::exception& e) {
     // Fail closed: the task is refused, never run unconfined.
     audit("sandbox.refused", {{"task", taskId}, {"agent", agent}, {"reason", e.what()}});
@@ -248,7 +249,7 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
   const std::string sandbox = "linux:" + box.mode;
   long long started = nowMs();
   audit("process.start", {{"process", "worker"}, {"process_pid", pid}, {"task", taskId}, {"agent", agent},
-                          {"sandbox", sandbox}, {"tainted", tainted}, {"network", sandbox::networkName(box.policy.network)},
+                          {"sandbox", sandbox}, {"tainted", tainted}, {"untrusted", untrusted}, {"network", sandbox::networkName(box.policy.network)},
                           {"sandbox_notes", box.notes}});
   auto exit = children_.add(pid, {"worker", started, 0, taskId, agent})
                   .then([pid, taskId, agent, started](int status) {

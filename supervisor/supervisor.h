@@ -47,7 +47,7 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   // Called by the Supervisor capability, after it validated its arguments.
   // Throws, saying why, when the worker's sandbox cannot be built: no task runs unconfined.
   SpawnedWorker spawnWorker(const std::string& taskId, const std::string& agent, const sandbox::Grants& grants,
-                            bool tainted);
+                            bool tainted, bool untrusted = false);
   void killWorker(pid_t pid);
   std::vector<std::pair<pid_t, ChildInfo>> processes() const { return children_.list(); }
   long long startedAtMs() const { return startedAtMs_; }

@@ -11,7 +11,7 @@
 #include "common/fd.h"
 #include "common/rpc_link.h"
 #include "proto/broker.capnp.h"
-#include "worker/task_runner.h"
+#include "worker/agent_loop.h"
 
 int main(int argc, char** argv) {
   // The link to the broker is fd 3, and nothing this worker starts may inherit it.
@@ -28,7 +28,14 @@ int main(int argc, char** argv) {
   pine::RpcLink link(pine::wrapSocket(*io.lowLevelProvider, 3), capnp::rpc::twoparty::Side::CLIENT, nullptr,
                      pine::LinkLimits{0, 1 << 20});
   auto broker = link.peer().castAs<pine::proto::Broker>();
-  int code = pine::runWorkerTask(broker).wait(io.waitScope);
+  int code = 1;
+  try {
+    code = pine::runAgentTask(broker, io.waitScope);
+  } catch (kj::Exception& e) {
+    std::cerr << "pine-worker: " << e.getDescription().cStr() << "\n";
+  } catch (std::exception& e) {
+    std::cerr << "pine-worker: " << e.what() << "\n";
+  }
   // Leave without tearing the link down in destructors: the broker may already have closed
   // its end, and nothing is left to say.
   fflush(stdout);

@@ -3,11 +3,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -146,15 +151,37 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-static void writeText(const std::string& path, const std::string& text) {
+void writeText(const std::string& path, const std::string& text) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream(path) << text;
+}
+
+std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int freeTcpPort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, (sockaddr*)&a, sizeof a) != 0 || getsockname(fd, (sockaddr*)&a, &len) != 0)
+    throw std::runtime_error("no free TCP port");
+  int port = ntohs(a.sin_port);
+  close(fd);
+  return port;
 }
 
 void writeMinimalConfig(const std::string& home, const std::vector<std::string>& agents) {
   std::filesystem::create_directories(home);
   chmod(home.c_str(), 0700);
-  writeText(home + "/pine.yaml", "defaults:\n  model: demo\n");
+  writeText(home + "/pine.yaml",
+            "defaults:\n  model: demo\nhttp:\n  port: " + std::to_string(freeTcpPort()) + "\n");
   writeText(home + "/models.yaml",
             "providers:\n  demo:\n    kind: script\n    script: providers/replies.yaml\n"
             "models:\n  demo:\n    provider: demo\n    contextWindow: 32768\n");
@@ -201,6 +228,53 @@ Pined::~Pined() {
     waitpid(pid_, nullptr, 0);
   }
   unlink(errPath_.c_str());
+}
+
+Pined::Http Pined::api(const std::string& method, const std::string& path, const std::string& body) {
+  std::string token = readText(home_ + "/data/http-token");
+  while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::string sock = home_ + "/pine.sock";
+  strncpy(a.sun_path, sock.c_str(), sizeof a.sun_path - 1);
+  Http h;
+  if (fd < 0 || connect(fd, (sockaddr*)&a, sizeof a) != 0) {
+    if (fd >= 0) close(fd);
+    return h;
+  }
+  timeval tv{60, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + token +
+                    "\r\nConnection: close\r\n";
+  if (!body.empty() || method == "POST" || method == "PUT")
+    req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  req += "\r\n" + body;
+  for (size_t off = 0; off < req.size();) {
+    ssize_t n = write(fd, req.data() + off, req.size() - off);
+    if (n <= 0) break;
+    off += (size_t)n;
+  }
+  // Read the head, then exactly Content-Length bytes (the server may keep the connection open).
+  std::string in;
+  char buf[65536];
+  size_t headEnd = std::string::npos, want = std::string::npos;
+  while (true) {
+    if (headEnd == std::string::npos && (headEnd = in.find("\r\n\r\n")) != std::string::npos) {
+      std::string head = in.substr(0, headEnd);
+      for (auto& c : head) c = (char)tolower((unsigned char)c);
+      auto cl = head.find("content-length:");
+      if (cl != std::string::npos) want = headEnd + 4 + std::stoul(head.substr(cl + 15));
+    }
+    if (want != std::string::npos && in.size() >= want) break;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    in.append(buf, (size_t)n);
+  }
+  close(fd);
+  if (in.rfind("HTTP/1.1 ", 0) == 0) h.status = atoi(in.c_str() + 9);
+  if (headEnd != std::string::npos) h.body = in.substr(headEnd + 4, want == std::string::npos ? std::string::npos : want - headEnd - 4);
+  return h;
 }
 
 Result Pined::ctl(std::vector<std::string> args, const std::string& input) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace pine::test {
 
 std::string binDir();      // the built programs (PINE_BIN_DIR)
@@ -42,7 +44,11 @@ class TempDir {
 };
 
 // A configuration pined accepts: pine.yaml, models.yaml (offline script model) and agents/<id>/agent.yaml.
+// The control API's TCP port is a free one picked now, so that homes never collide.
 void writeMinimalConfig(const std::string& home, const std::vector<std::string>& agents);
+int freeTcpPort();
+void writeText(const std::string& path, const std::string& text);
+std::string readText(const std::string& path);
 
 class Pined {
  public:
@@ -61,6 +67,13 @@ class Pined {
   // Sends SIGTERM and waits for pined to exit; returns its wait status.
   int stop(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
   std::vector<std::string> auditEvents(const std::string& event);
+  // One request to the control API over the home's unix socket with the token: {status, body}.
+  struct Http {
+    int status = 0;
+    std::string body;
+    nlohmann::json json() const { return nlohmann::json::parse(body, nullptr, false); }
+  };
+  Http api(const std::string& method, const std::string& path, const std::string& body = "");
 
  private:
   std::string home_;

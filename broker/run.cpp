@@ -1,0 +1,443 @@
+#include "broker/run.h"
+
+#include <kj/debug.h>
+#include <time.h>
+
+#include "common/fd.h"
+#include "common/names.h"
+#include "common/log.h"
+#include "worker/providers/provider.h"
+#include "worker/providers/reply_script.h"
+
+namespace pine {
+namespace {
+
+const std::set<std::string> kBrokerTools = {"publish_event", "send", "state_get", "state_set",
+                                            "delegate", "subscribe", "schedules"};
+const std::set<std::string> kWorkerTools = {"read", "write", "edit", "grep", "find", "ls", "bash"};
+const std::set<std::string> kReadOnly = {"read", "grep", "find", "ls", "state_get", "schedules"};
+
+const char* trustName(config::Trust t) { return t == config::Trust::Owner ? "owner" : "untrusted"; }
+
+std::string clip(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
+
+nlohmann::json schema(std::initializer_list<std::pair<const char*, const char*>> props,
+                      std::vector<std::string> required) {
+  nlohmann::json p = nlohmann::json::object();
+  for (auto& [name, type] : props) p[name] = {{"type", type}};
+  return {{"type", "object"}, {"properties", p}, {"required", required}};
+}
+
+long long startOfTodayMs() {
+  time_t now = time(nullptr);
+  struct tm tm;
+  localtime_r(&now, &tm);
+  tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+  return (long long)mktime(&tm) * 1000;
+}
+
+ToolAnswer error(std::string text) { return ToolAnswer{std::move(text), true}; }
+
+// The worker's half of a model stream, teed into a decoder so the broker reads the usage itself.
+class RelaySink final : public proto::ByteSink::Server {
+ public:
+  RelaySink(proto::ModelStream::Client worker, ::pine::model::StreamDecoder& decoder)
+      : worker_(kj::mv(worker)), decoder_(decoder) {}
+
+ protected:
+  kj::Promise<void> write(WriteContext context) override {
+    auto chunk = context.getParams().getChunk();
+    try {
+      decoder_.feed(std::string_view(reinterpret_cast<const char*>(chunk.begin()), chunk.size()));
+    } catch (std::exception&) {
+      // The worker decodes for itself; a stream the broker cannot read just counts no usage.
+    }
+    auto req = worker_.writeRequest();
+    req.setChunk(chunk);
+    return req.send();
+  }
+
+ private:
+  proto::ModelStream::Client worker_;
+  ::pine::model::StreamDecoder& decoder_;
+};
+
+}  // namespace
+
+bool isBrokerTool(const std::string& name) { return kBrokerTools.count(name) > 0; }
+
+Run::Run(Broker& broker, std::string taskId, RunRequest request, std::shared_ptr<const config::Home> config,
+         std::set<std::string> tools)
+    : broker_(broker),
+      taskId_(std::move(taskId)),
+      req_(std::move(request)),
+      config_(std::move(config)),
+      tools_(std::move(tools)),
+      breaker_(3) {}
+
+const config::AgentConfig& Run::agent() const { return config_->agents.at(req_.agent); }
+
+std::vector<std::string> Run::workerTools() const {
+  std::vector<std::string> out;
+  for (auto& t : tools_)
+    if (kWorkerTools.count(t)) out.push_back(t);
+  return out;
+}
+
+std::vector<BrokerToolInfo> Run::brokerTools() {
+  std::vector<BrokerToolInfo> out;
+  auto add = [&](const char* name, const char* desc, nlohmann::json params) {
+    if (tools_.count(name)) out.push_back({name, desc, params.dump()});
+  };
+  add("publish_event", "Publish an event on a topic your agent may use (its `publish` list).",
+      schema({{"topic", "string"}, {"payload", "object"}}, {"topic"}));
+  add("send", "Send a message to the owner (to: \"owner\").", schema({{"to", "string"}, {"text", "string"}}, {"to", "text"}));
+  add("state_get", "Read a value of pine's shared state.", schema({{"key", "string"}}, {"key"}));
+  add("state_set", "Write a value of pine's shared state (any JSON).", schema({{"key", "string"}, {"value", "object"}}, {"key", "value"}));
+  add("delegate", "Hand a task to another agent and wait for its answer.",
+      schema({{"agent", "string"}, {"task", "string"}}, {"agent", "task"}));
+  add("subscribe", "Have events of a source delivered into this conversation (or, separate: true, to runs of their own).",
+      schema({{"source", "string"}, {"topic", "string"}, {"separate", "boolean"}}, {"source"}));
+  add("schedules", "List the schedules that wake this agent, with their tasks.", schema({}, {}));
+  return out;
+}
+
+void Run::auditDecision(const policy::ToolCall& call, const std::string& decision, const std::string& reason) {
+  bool tainted = broker_.sessionTainted(req_.agent, req_.session);
+  nlohmann::json f = {{"agent", req_.agent},   {"session", req_.session}, {"task", taskId_},
+                      {"tool", call.tool},     {"trust", trustName(req_.trust)},
+                      {"tainted", tainted},    {"decision", decision},     {"args", clip(call.args.dump(), 2048)}};
+  if (!call.server.empty()) f["server"] = call.server;
+  if (!reason.empty()) f["reason"] = reason;
+  audit("tool.decision", f);  // secret-shaped strings are redacted by the log filter
+}
+
+void Run::noteTaint(const std::string& tool, const std::string& server) {
+  if (!policy::toolCallMarksTaint(config_->pine.security.taint)) return;
+  if (policy::toolTaints(*config_, agent(), tool, server))
+    broker_.markTainted(req_.agent, req_.session, "the conversation used " + tool + ", which returns outside content");
+}
+
+kj::Promise<GateAnswer> Run::decide(const policy::ToolCall& call, policy::Verdict verdict) {
+  using policy::Decision;
+  if (verdict.decision == Decision::Allow) {
+    auditDecision(call, "allowed", verdict.reason);
+    noteTaint(call.tool, call.server);
+    return GateAnswer{true, verdict.reason};
+  }
+  if (verdict.decision == Decision::Refuse) {
+    auditDecision(call, "refused", verdict.reason);
+    return GateAnswer{false, "refused: " + verdict.reason};
+  }
+  auditDecision(call, "asked", verdict.reason);
+  store::ApprovalRow row;
+  row.agent = req_.agent;
+  row.session = req_.session;
+  row.taskId = taskId_;
+  row.tool = call.tool;
+  row.args = call.args.dump();
+  row.reason = verdict.reason;
+  row.alwaysOffered = verdict.alwaysOffered;
+  row.alwaysScope = verdict.alwaysScope;
+  row.tainted = broker_.sessionTainted(req_.agent, req_.session);
+  int timeout = config_->pine.security.approvalTimeout;
+  broker_.notifyOwner(req_.agent, "waiting for your approval: " + call.tool + " (" + verdict.reason + ")", taskId_);
+  return broker_.approvalsDesk().ask(row, timeout).then([this, call, row, timeout](ApprovalOutcome o) {
+    if (o.state == "approved") {
+      auditDecision(call, "approved", o.always ? "always in this conversation" : "once");
+      if (o.always && !row.alwaysScope.empty())
+        broker_.store().addGrant({req_.agent, req_.session, "always", row.alwaysScope, row.tainted, nowMs()});
+      noteTaint(call.tool, call.server);
+      return GateAnswer{true, "approved by the owner"};
+    }
+    if (o.state == "timeout") {
+      auditDecision(call, "timed_out", "no answer within " + std::to_string(timeout) + " s");
+      return GateAnswer{false, "not approved: the owner did not answer within " + std::to_string(timeout) +
+                                   " s. Do not retry; report that this action needs the owner's approval."};
+    }
+    auditDecision(call, o.state == "denied" ? "denied" : "cancelled", "");
+    return GateAnswer{false, "not approved: the owner denied " + call.tool +
+                                 ". Do not retry or look for another way; report this to the owner."};
+  });
+}
+
+kj::Promise<GateAnswer> Run::checkTool(std::string tool, std::string argsJson) {
+  auto args = nlohmann::json::parse(argsJson, nullptr, false);
+  policy::ToolCall call{tool, "", args.is_discarded() ? nlohmann::json(argsJson) : args, kReadOnly.count(tool) > 0};
+  if (!kWorkerTools.count(tool) || !tools_.count(tool)) {
+    auditDecision(call, "refused", "not in this run's profile");
+    return GateAnswer{false, "refused: '" + tool + "' is not a tool of this run"};
+  }
+  if (breaker_.tripped(tool, call.args)) {
+    stopReason_ = "the model repeated the same " + tool + " call; the run was stopped";
+    auditDecision(call, "refused", stopReason_);
+    return GateAnswer{false, "refused: " + stopReason_};
+  }
+  auto facts = broker_.sessionFacts(agent(), req_.session, req_.trust == config::Trust::Untrusted);
+  if (tool == "bash" && facts.tainted && !sandboxTainted_) {
+    // This worker's sandbox was built while the conversation was clean: its instruction files and
+    // git settings are writable there. The shell waits for the next task, whose sandbox protects them.
+    std::string why = "the conversation read outside content during this task; the shell is available again in the "
+                      "next task, where instruction files and git settings are read-only";
+    auditDecision(call, "refused", why);
+    return GateAnswer{false, "refused: " + why, true};
+  }
+  return decide(call, policy::decideToolCall(*config_, agent(), facts, call)).then([this](GateAnswer a) {
+    a.tainted = broker_.sessionTainted(req_.agent, req_.session);
+    return a;
+  });
+}
+
+kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
+  auto args = nlohmann::json::parse(argsJson, nullptr, false);
+  policy::ToolCall call{tool, "", args.is_discarded() ? nlohmann::json(argsJson) : args, kReadOnly.count(tool) > 0};
+  if (!tools_.count(tool) || !isBrokerTool(tool)) {  // the capability was never handed out; a forged name ends here
+    auditDecision(call, "refused", "not in this run's profile");
+    return error("'" + tool + "' is not a tool of this run");
+  }
+  if (args.is_discarded() || !args.is_object()) {
+    auditDecision(call, "refused", "arguments are not a JSON object");
+    return error("the arguments must be a JSON object");
+  }
+  if (breaker_.tripped(tool, args)) {
+    stopReason_ = "the model repeated the same " + tool + " call; the run was stopped";
+    auditDecision(call, "refused", stopReason_);
+    return error(stopReason_);
+  }
+  auto facts = broker_.sessionFacts(agent(), req_.session, req_.trust == config::Trust::Untrusted);
+  policy::Verdict v;
+  if (tool == "schedules") {
+    v = policy::allowed("listing schedules only reads");  // creating one is not offered by this tool
+  } else if (tool == "subscribe") {
+    v = policy::decideSubscribe(facts);
+  } else if (tool == "publish_event") {
+    std::string topic = args.value("topic", "");
+    if (auto why = policy::checkPublish(agent(), topic)) v = policy::refused(*why);
+    else v = policy::decideToolCall(*config_, agent(), facts, call);
+  } else {
+    v = policy::decideToolCall(*config_, agent(), facts, call);
+  }
+  return decide(call, v).then([this, tool, args](GateAnswer g) -> kj::Promise<ToolAnswer> {
+    if (!g.allowed) return error(g.reason);
+    return carryOut(tool, args);
+  });
+}
+
+kj::Promise<ToolAnswer> Run::carryOut(const std::string& tool, const nlohmann::json& args) {
+  if (tool == "publish_event") return publishEvent(args);
+  if (tool == "send") return send(args);
+  if (tool == "state_get") return stateGet(args);
+  if (tool == "state_set") return stateSet(args);
+  if (tool == "delegate") return delegate(args);
+  if (tool == "subscribe") return subscribe(args);
+  if (tool == "schedules") return schedulesList();
+  return error("'" + tool + "' is not a tool of this run");
+}
+
+kj::Promise<ToolAnswer> Run::publishEvent(const nlohmann::json& args) {
+  if (!args.contains("topic") || !args["topic"].is_string()) return error("\"topic\" must be a string");
+  int hops = req_.hops + 1;
+  if (auto why = policy::checkHops(hops, config_->pine.limits.eventHops)) return error(*why);
+  bool tainted = broker_.sessionTainted(req_.agent, req_.session);
+  store::Event e;
+  e.topic = args["topic"].get<std::string>();
+  e.source = "agent:" + req_.agent;
+  e.origin = "agent:" + req_.agent + "/" + req_.session + "/" + taskId_;
+  e.trust = policy::publishTrust(req_.trust, tainted) == config::Trust::Owner ? "owner" : "untrusted";
+  e.payload = args.contains("payload") ? args["payload"].dump() : "null";
+  e.hops = hops;
+  if (e.payload.size() > (256u << 10)) return error("the payload is larger than 256 KiB");
+  return broker_.publish(std::move(e)).then([](store::Event c) {
+    return ToolAnswer{"published " + c.id + " on " + c.topic + " (trust: " + c.trust + ")", false};
+  });
+}
+
+kj::Promise<ToolAnswer> Run::send(const nlohmann::json& args) {
+  std::string to = args.value("to", "");
+  if (!args.contains("text") || !args["text"].is_string()) return error("\"text\" must be a string");
+  if (to != "owner") return error("no channel '" + to + "': send reaches the owner (to: \"owner\")");
+  broker_.notifyOwner(req_.agent, args["text"].get<std::string>(), taskId_);
+  return ToolAnswer{"sent to the owner", false};
+}
+
+ToolAnswer Run::stateGet(const nlohmann::json& args) {
+  if (!args.contains("key") || !args["key"].is_string()) return error("\"key\" must be a string");
+  auto row = broker_.store().state(args["key"].get<std::string>());
+  if (!row) return ToolAnswer{"null", false};
+  return ToolAnswer{row->value, false};
+}
+
+kj::Promise<ToolAnswer> Run::stateSet(const nlohmann::json& args) {
+  if (!args.contains("key") || !args["key"].is_string() || !args.contains("value"))
+    return error("\"key\" (string) and \"value\" are required");
+  std::string key = args["key"].get<std::string>();
+  if (!isValidStateKey(key)) return error("state keys are 1 to 128 characters of [A-Za-z0-9_./-], not starting with / or .");
+  std::string value = args["value"].dump();
+  if (value.size() > (64u << 10)) return error("a state value is at most 64 KiB of JSON");
+  bool tainted = broker_.sessionTainted(req_.agent, req_.session);
+  return broker_.writeState(key, value, "agent:" + req_.agent, policy::publishTrust(req_.trust, tainted))
+      .then([key](store::Event) { return ToolAnswer{"state " + key + " written", false}; });
+}
+
+kj::Promise<ToolAnswer> Run::delegate(const nlohmann::json& args) {
+  std::string target = args.value("agent", "");
+  std::string text = args.value("task", "");
+  if (target.empty() || text.empty()) return error("\"agent\" and \"task\" are required");
+  if (!config_->agents.count(target)) return error("no agent '" + target + "'");
+  std::vector<std::string> chain = req_.chain.empty() ? std::vector<std::string>{req_.agent} : req_.chain;
+  if (auto why = policy::checkDelegation(chain, target, config_->pine.limits.delegationDepth, agent()))
+    return error(*why);
+  RunRequest r;
+  r.agent = target;
+  r.session = "from-" + req_.agent;
+  r.text = text;
+  // What an untrusted run hands on stays untrusted; so does what a tainted conversation hands on.
+  bool tainted = broker_.sessionTainted(req_.agent, req_.session);
+  r.trust = policy::publishTrust(req_.trust, tainted);
+  r.origin = "delegate:" + taskId_;
+  r.parentTask = taskId_;
+  chain.push_back(target);
+  r.chain = chain;
+  r.depth = req_.depth + 1;
+  r.hops = req_.hops;
+  auto sub = broker_.submit(r);
+  if (sub.taskId.empty()) return error("not delegated: " + sub.error);
+  std::string session = sub.session;
+  return broker_.whenEnded(sub.taskId).then([this, target, session](const TaskRecord* t) -> ToolAnswer {
+    if (!t) return error("the delegated task was lost");
+    // Receiving the answer of a tainted run taints this conversation.
+    if (broker_.sessionTainted(target, session))
+      broker_.markTainted(req_.agent, req_.session, "received the answer of a tainted run of " + target);
+    if (t->state != TaskState::Done) return error(target + " did not answer: " + t->error);
+    return ToolAnswer{t->answer, false};
+  });
+}
+
+ToolAnswer Run::subscribe(const nlohmann::json& args) {
+  std::string source = args.value("source", "");
+  const config::Source* src = nullptr;
+  for (auto& s : config_->pine.sources)
+    if (s.name == source) src = &s;
+  if (!src) return error("no source '" + source + "' in pine.yaml");
+  if (!src->agent.empty() && src->agent != req_.agent) return error("source '" + source + "' belongs to " + src->agent);
+  store::SubscriptionRow row;
+  row.id = newId("s");
+  row.agent = req_.agent;
+  row.session = req_.session;
+  row.source = source;
+  row.topic = args.value("topic", "");
+  row.separate = args.value("separate", false);
+  row.throttleSec = config_->pine.limits.subscriptionThrottleSec;
+  row.createdMs = nowMs();
+  broker_.store().putSubscription(row);
+  audit("subscription.add", {{"subscription", row.id}, {"agent", row.agent}, {"session", row.session},
+                             {"source", source}, {"topic", row.topic}, {"separate", row.separate}});
+  return ToolAnswer{"subscribed (" + row.id + "): events of " + source +
+                        (row.separate ? " start runs of their own" : " arrive in this conversation as data"),
+                    false};
+}
+
+ToolAnswer Run::schedulesList() {
+  nlohmann::json list = nlohmann::json::array();
+  for (auto& s : config_->pine.schedules)
+    if (s.agent == req_.agent || s.agent == "*")
+      list.push_back({{"name", s.name}, {"agent", s.agent}, {"task", s.task}, {"cron", s.cron}, {"intervalSec", s.intervalSec}});
+  return ToolAnswer{list.dump(), false};
+}
+
+void Run::recordUsage(long long in, long long out) {
+  tokensIn_ += in;
+  tokensOut_ += out;
+  const auto& modelName = config_->effectiveModel(agent());
+  auto m = config_->models.models.find(modelName);
+  if (m != config_->models.models.end() && m->second.pricing)
+    cost_ += (in * m->second.pricing->input + out * m->second.pricing->output) / 1e6;
+}
+
+kj::Promise<ModelAnswer> Run::model(ModelCallData call, proto::ModelStream::Client sink) {
+  const auto& a = agent();
+  if (!stopReason_.empty()) return ModelAnswer{0, {}, stopReason_};
+  if (++modelCalls_ > 200) {
+    stopReason_ = "the run made more than 200 model calls";
+    return ModelAnswer{0, {}, stopReason_};
+  }
+  auto today = broker_.store().usageSince(a.id, startOfTodayMs());
+  policy::BudgetUse use{today.tokensIn + today.tokensOut + tokensIn_ + tokensOut_, today.cost + cost_, cost_};
+  if (auto why = policy::checkBudget(a.budget, use)) {
+    stopReason_ = *why;
+    broker_.notifyOwner(a.id, "budget: " + *why + "; the run was stopped", taskId_);
+    audit("budget.stop", {{"agent", a.id}, {"task", taskId_}, {"reason", *why}});
+    return ModelAnswer{0, {}, *why};
+  }
+  const auto& modelName = config_->effectiveModel(a);
+  auto m = config_->models.models.find(modelName);
+  if (m == config_->models.models.end()) return ModelAnswer{0, {}, "agent " + a.id + " has no model configured"};
+  auto p = config_->models.providers.find(m->second.provider);
+  if (p == config_->models.providers.end()) return ModelAnswer{0, {}, "no provider '" + m->second.provider + "'"};
+  const config::Provider& provider = p->second;
+  auto wire = ::pine::model::makeProvider(provider.kind);
+  auto decoder = std::shared_ptr<::pine::model::StreamDecoder>(wire->decoder().release());
+
+  if (provider.kind == config::ProviderKind::Script) {
+    // The script model answers here, in the OpenAI wire format, so the worker's client path is the real one.
+    std::string sse;
+    try {
+      std::string file = broker_.home().root + "/" + provider.script;
+      auto script = ::pine::model::ReplyScript::parse(readFile(file), file);
+      sse = script.answer(nlohmann::json::parse(call.body));
+    } catch (std::exception& e) {
+      return ModelAnswer{500, {}, std::string("the script model could not answer: ") + e.what()};
+    }
+    try {
+      decoder->feed(sse);
+      auto turn = decoder->finish();
+      recordUsage(turn.usage.input, turn.usage.output);
+    } catch (std::exception&) {
+    }
+    auto req = sink.writeRequest();
+    req.setChunk(kj::arrayPtr(reinterpret_cast<const kj::byte*>(sse.data()), sse.size()));
+    return req.send().then([]() { return ModelAnswer{200, {{"content-type", "text/event-stream"}}, ""}; });
+  }
+
+  auto req = broker_.supervisor().egressRequest();
+  auto r = req.initRequest();
+  r.setMethod("POST");
+  std::string base = provider.baseUrl;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  if (call.path.empty() || call.path[0] != '/' || call.path.find("..") != std::string::npos ||
+      call.path.find_first_of("?#@") != std::string::npos)
+    return ModelAnswer{0, {}, "a model call's path must be a plain absolute path"};
+  r.setUrl(base + call.path);
+  std::vector<std::pair<std::string, std::string>> headers;
+  for (auto& [n, v] : call.headers) {
+    std::string lower = n;
+    for (auto& c : lower) c = (char)tolower((unsigned char)c);
+    // The worker never chooses credentials or where they go.
+    if (lower == "authorization" || lower == "x-api-key" || lower == "cookie" || lower == "host" ||
+        v.find("${") != std::string::npos)
+      continue;
+    headers.emplace_back(n, v);
+  }
+  for (auto& h : ::pine::model::keyHeaders(provider)) headers.push_back(h);
+  auto hs = r.initHeaders(headers.size());
+  for (size_t i = 0; i < headers.size(); ++i) {
+    hs[i].setName(headers[i].first);
+    hs[i].setValue(headers[i].second);
+  }
+  r.setBody(kj::arrayPtr(reinterpret_cast<const kj::byte*>(call.body.data()), call.body.size()));
+  req.setSink(kj::heap<RelaySink>(kj::mv(sink), *decoder));
+  return req.send().then([this, decoder](auto&& resp) {
+    ModelAnswer a{resp.getStatus(), {}, resp.getError().cStr()};
+    for (auto h : resp.getHeaders()) a.headers.emplace_back(h.getName().cStr(), h.getValue().cStr());
+    if (a.status >= 200 && a.status < 300) {
+      try {
+        auto turn = decoder->finish();
+        recordUsage(turn.usage.input, turn.usage.output);
+      } catch (std::exception&) {
+      }
+    }
+    return a;
+  });
+}
+
+}  // namespace pine

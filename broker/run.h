@@ -1,0 +1,71 @@
+// One run of an agent: what its worker may ask of the broker. Every tool call
+// is decided here by the policy rules (broker/policy/), asked of the owner when
+// they say so, and written to the audit log; the broker-side tools (events,
+// state, messages to the owner, delegation, subscriptions, access requests) are
+// carried out here; model calls are relayed to the provider with the budget
+// checked and the usage counted.
+#pragma once
+#include <kj/async.h>
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "broker/broker.h"
+#include "broker/worker_link.h"
+
+namespace pine {
+
+class Run final : public RunHost {
+ public:
+  Run(Broker& broker, std::string taskId, RunRequest request, std::shared_ptr<const config::Home> config,
+      std::set<std::string> tools);
+
+  std::vector<BrokerToolInfo> brokerTools() override;
+  kj::Promise<GateAnswer> checkTool(std::string tool, std::string argsJson) override;
+  kj::Promise<ToolAnswer> callTool(std::string tool, std::string argsJson) override;
+  kj::Promise<ModelAnswer> model(ModelCallData call, proto::ModelStream::Client sink) override;
+
+  // Whether the worker's sandbox was built for a tainted conversation (instruction files read-only).
+  void setSandboxTainted(bool t) { sandboxTainted_ = t; }
+  // The tools the worker runs itself, as handed to it in its task.
+  std::vector<std::string> workerTools() const;
+  long long tokensIn() const { return tokensIn_; }
+  long long tokensOut() const { return tokensOut_; }
+  double cost() const { return cost_; }
+  // Set when the run must stop (budget spent, a model repeating itself): why, in the owner's words.
+  const std::string& stopReason() const { return stopReason_; }
+
+ private:
+  const config::AgentConfig& agent() const;
+  // Decides one call, asks the owner when the rules say so, audits the outcome.
+  kj::Promise<GateAnswer> decide(const policy::ToolCall& call, policy::Verdict verdict);
+  void auditDecision(const policy::ToolCall& call, const std::string& decision, const std::string& reason);
+  void noteTaint(const std::string& tool, const std::string& server);
+  kj::Promise<ToolAnswer> carryOut(const std::string& tool, const nlohmann::json& args);
+  kj::Promise<ToolAnswer> publishEvent(const nlohmann::json& args);
+  kj::Promise<ToolAnswer> send(const nlohmann::json& args);
+  kj::Promise<ToolAnswer> stateSet(const nlohmann::json& args);
+  kj::Promise<ToolAnswer> delegate(const nlohmann::json& args);
+  ToolAnswer stateGet(const nlohmann::json& args);
+  ToolAnswer subscribe(const nlohmann::json& args);
+  ToolAnswer schedulesList();
+  void recordUsage(long long in, long long out);
+
+  Broker& broker_;
+  std::string taskId_;
+  RunRequest req_;
+  std::shared_ptr<const config::Home> config_;
+  std::set<std::string> tools_;
+  policy::RepeatBreaker breaker_;
+  long long tokensIn_ = 0, tokensOut_ = 0;
+  double cost_ = 0;
+  unsigned modelCalls_ = 0;
+  std::string stopReason_;
+  bool sandboxTainted_ = false;
+};
+
+// Tools the broker carries out (the rest run in the worker).
+bool isBrokerTool(const std::string& name);
+
+}  // namespace pine

@@ -1,0 +1,289 @@
+// The broker's rules through the real processes (pined, pine-broker, sandboxed
+// pine-worker) with the `script` model: owner turns with tool calls, taint,
+// approvals answered through the control API, untrusted events, and a broker
+// killed under load that loses no acknowledged event.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "tests/integration/harness.h"
+
+using namespace pine::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const char* kReplies = R"(replies:
+  - match: "read the note"
+    turns:
+      - tool_calls: [{name: read, arguments: {path: note.txt}}]
+      - text: "The note was read."
+  - match: "tell the owner"
+    turns:
+      - tool_calls: [{name: read, arguments: {path: note.txt}}]
+      - tool_calls: [{name: send, arguments: {to: owner, text: "hello from main"}}]
+      - text: "Done with the message."
+  - match: "raise the alarm"
+    turns:
+      - tool_calls: [{name: read, arguments: {path: note.txt}}]
+      - tool_calls: [{name: publish_event, arguments: {topic: house/alert, payload: {door: open}}}]
+      - text: "Alarm raised."
+  - match: "Event house/alert"
+    turns:
+      - tool_calls: [{name: bash, arguments: {command: "echo pwned > owned.txt"}}]
+      - tool_calls: [{name: write, arguments: {path: owned.txt, content: pwned}}]
+      - tool_calls: [{name: read, arguments: {path: house.txt}}]
+      - text: "I could only read."
+  - match: "write a state"
+    turns:
+      - tool_calls: [{name: state_set, arguments: {key: notes/last, value: {n: 1}}}]
+      - text: "State written."
+  - match: ""
+    text: "ok"
+)";
+
+// Two agents: main (its reads count as outside content, so its session taints) and house.
+void writeConfig(const std::string& home, const std::string& extraPine = "") {
+  writeMinimalConfig(home, {"main", "house"});
+  std::string pine = readText(home + "/pine.yaml");
+  pine += "security:\n  taintTools: [read]\n  approvalTimeout: 30\n";
+  pine += "routes:\n  - topic: house/#\n    agent: house\n    prompt: \"A house event arrived.\"\n";
+  pine += extraPine;
+  writeText(home + "/pine.yaml", pine);
+  writeText(home + "/providers/replies.yaml", kReplies);
+  writeText(home + "/agents/main/agent.yaml",
+            "description: main\ntools: [read, write, grep, find, ls, bash, send, publish_event, state_get, state_set]\n"
+            "publish: [house/alert]\n");
+  writeText(home + "/agents/house/agent.yaml", "description: house\ntools: [read, write, grep, find, ls, bash]\n");
+  writeText(home + "/agents/main/workspace/note.txt", "a note\n");
+  writeText(home + "/agents/house/workspace/house.txt", "the house\n");
+}
+
+nlohmann::json send(Pined& p, const std::string& agent, const std::string& text, bool wait = true) {
+  nlohmann::json body = {{"text", text}, {"wait", wait}};
+  auto r = p.api("POST", "/v1/agents/" + agent + "/messages", body.dump());
+  auto j = r.json();
+  REQUIRE_MESSAGE(!j.is_discarded(), r.status << " " << r.body);
+  return j;
+}
+
+std::vector<nlohmann::json> auditJson(Pined& p, const std::string& event) {
+  std::vector<nlohmann::json> out;
+  for (auto& line : p.auditEvents(event)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+nlohmann::json pendingApproval(Pined& p) {
+  nlohmann::json found;
+  waitUntil(
+      [&] {
+        auto j = p.api("GET", "/v1/approvals").json();
+        if (j.is_discarded() || !j.contains("approvals") || j["approvals"].empty()) return false;
+        found = j["approvals"][0];
+        return true;
+      },
+      20s);
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("an owner turn with a tool call is answered, and the decision is audited") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeConfig(home);
+  Pined pined(home, {}, {});
+  auto t = send(pined, "main", "please read the note");
+  CHECK(t["state"] == "done");
+  CHECK(t["answer"] == "The note was read.");
+  bool sawRead = false;
+  for (auto& d : auditJson(pined, "tool.decision"))
+    if (d["tool"] == "read" && d["decision"] == "allowed") {
+      sawRead = true;
+      CHECK(d["agent"] == "main");
+      CHECK(d["session"] == "main");
+      CHECK(d["trust"] == "owner");
+      CHECK(d.contains("tainted"));
+    }
+  CHECK(sawRead);
+  // security.taintTools names read: the conversation is now marked.
+  auto agents = pined.api("GET", "/v1/agents").json();
+  bool tainted = false;
+  for (auto& a : agents["agents"])
+    if (a["id"] == "main")
+      for (auto& s : a["sessions"])
+        if (s["session"] == "main") tainted = s["tainted"];
+  CHECK(tainted);
+  // Reset clears the mark.
+  CHECK(pined.api("POST", "/v1/agents/main/reset", "{}").status == 200);
+  agents = pined.api("GET", "/v1/agents").json();
+  for (auto& a : agents["agents"])
+    if (a["id"] == "main")
+      for (auto& s : a["sessions"]) CHECK_FALSE(s["tainted"].get<bool>());
+}
+
+TEST_CASE("in a tainted conversation send waits for approval: approved once goes through, denied is reported") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeConfig(home);
+  Pined pined(home, {}, {});
+
+  auto started = send(pined, "main", "tell the owner something", false);
+  std::string task = started["task"];
+  auto a = pendingApproval(pined);
+  REQUIRE(a.is_object());
+  CHECK(a["tool"] == "send");
+  CHECK(a["agent"] == "main");
+  CHECK(a["task"] == task);
+  CHECK(a["args"]["text"] == "hello from main");
+  CHECK(a["reason"].get<std::string>().find("outside content") != std::string::npos);
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{\"always\": false}").status == 200);
+  auto done = pined.api("GET", "/v1/tasks").json();
+  bool finished = waitUntil([&] {
+    auto listed = pined.api("GET", "/v1/tasks").json();  // bound: a temporary's element would dangle in range-for
+    for (auto& t : listed["tasks"])
+      if (t["id"] == task && t["state"] == "done") return true;
+    return false;
+  }, 20s);
+  REQUIRE_MESSAGE(finished, pined.api("GET", "/v1/tasks").body, readText(home + "/data/logs/broker.log"));
+  // Answered twice? The first word stands.
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/deny", "{}").status == 409);
+
+  // Now deny one: the tool result tells the model not to retry, and the task still ends.
+  auto second = send(pined, "main", "tell the owner again", false);
+  auto b = pendingApproval(pined);
+  REQUIRE(b.is_object());
+  CHECK(b["id"] != a["id"]);
+  CHECK(pined.api("POST", "/v1/approvals/" + b["id"].get<std::string>() + "/deny", "{}").status == 200);
+  REQUIRE(waitUntil([&] {
+    auto listed = pined.api("GET", "/v1/tasks").json();  // bound: a temporary's element would dangle in range-for
+    for (auto& t : listed["tasks"])
+      if (t["id"] == second["task"] && (t["state"] == "done" || t["state"] == "failed")) return true;
+    return false;
+  }, 20s));
+  std::set<std::string> decisions;
+  for (auto& d : auditJson(pined, "tool.decision"))
+    if (d["tool"] == "send") decisions.insert(d["decision"].get<std::string>());
+  CHECK(decisions.count("asked"));
+  CHECK(decisions.count("approved"));
+  CHECK(decisions.count("denied"));
+}
+
+TEST_CASE("an event a tainted conversation publishes is untrusted: its run can only read") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeConfig(home);
+  Pined pined(home, {}, {});
+  // main reads (taints), then publishes house/alert: approveWhenTainted asks first.
+  auto started = send(pined, "main", "raise the alarm", false);
+  auto a = pendingApproval(pined);
+  REQUIRE(a.is_object());
+  CHECK(a["tool"] == "publish_event");
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
+  // The event is untrusted; the route starts house in house~u with read, grep, find, ls only.
+  nlohmann::json houseTask;
+  REQUIRE(waitUntil([&] {
+    auto listed = pined.api("GET", "/v1/tasks?agent=house").json();  // bound: a temporary's element would dangle in range-for
+    for (auto& t : listed["tasks"])
+      if (t["state"] == "done" || t["state"] == "failed") {
+        houseTask = t;
+        return true;
+      }
+    return false;
+  }, 30s));
+  CHECK(houseTask["trust"] == "untrusted");
+  CHECK(houseTask["session"] == "house~u");
+  CHECK(houseTask["state"] == "done");
+  CHECK(houseTask["answer"] == "I could only read.");
+  auto events = pined.api("GET", "/v1/events?topic=house/%23").json();
+  REQUIRE(events["events"].size() == 1);
+  CHECK(events["events"][0]["trust"] == "untrusted");
+  CHECK(events["events"][0]["source"] == "agent:main");
+  // Neither bash nor write existed in that run; nothing was written.
+  CHECK_FALSE(std::filesystem::exists(home + "/agents/house/workspace/owned.txt"));
+  for (auto& d : auditJson(pined, "tool.decision"))
+    if (d["agent"] == "house") CHECK(d["tool"] == "read");
+}
+
+TEST_CASE("state: written by a run and by the owner, read back, published as state/ events") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeConfig(home);
+  Pined pined(home, {}, {});
+  auto t = send(pined, "main", "write a state please");
+  CHECK(t["state"] == "done");
+  auto s = pined.api("GET", "/v1/state/notes/last").json();
+  CHECK(s["value"]["n"] == 1);
+  CHECK(pined.api("PUT", "/v1/state/notes/owner", "{\"value\": [1, 2]}").status == 200);
+  CHECK(pined.api("GET", "/v1/state/notes/owner").json()["value"] == nlohmann::json::array({1, 2}));
+  CHECK(pined.api("GET", "/v1/state/..%2Fetc").status >= 400);
+  auto ev = pined.api("GET", "/v1/events?topic=state/%23").json();
+  CHECK(ev["events"].size() == 2);
+  // The owner cannot publish on pine's own topics either.
+  CHECK(pined.api("POST", "/v1/events", "{\"topic\": \"state/x\"}").status == 403);
+  CHECK(pined.api("POST", "/v1/events", "{\"topic\": \"notes/x\", \"payload\": 1}").status == 200);
+}
+
+TEST_CASE("kill -9 of the broker under publish load: no acknowledged event is lost, approvals stay pending") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeConfig(home);
+  Pined pined(home, {}, {});
+  // One approval left pending.
+  send(pined, "main", "tell the owner something", false);
+  auto a = pendingApproval(pined);
+  REQUIRE(a.is_object());
+  pid_t broker = pined.rolePid("broker");
+  REQUIRE(broker > 0);
+
+  std::atomic<bool> stop{false};
+  std::vector<std::string> acked;
+  std::mutex mu;
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 4; ++w)
+    threads.emplace_back([&, w] {
+      for (int i = 0; !stop; ++i) {
+        nlohmann::json body = {{"topic", "load/w" + std::to_string(w)}, {"payload", i}};
+        auto r = pined.api("POST", "/v1/events", body.dump());
+        auto j = r.json();
+        // An answer cut off by the kill is no acknowledgement.
+        if (r.status == 200 && j.is_object() && j.contains("event")) {
+          std::lock_guard<std::mutex> lock(mu);
+          acked.push_back(j["event"]["id"]);
+        }
+      }
+    });
+  REQUIRE(waitUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return acked.size() >= 300;
+  }, 30s));
+  kill(broker, SIGKILL);
+  std::this_thread::sleep_for(300ms);
+  stop = true;
+  for (auto& t : threads) t.join();
+  REQUIRE(waitUntil([&] { pid_t b = pined.rolePid("broker"); return b > 0 && b != broker; }, 20s));
+
+  std::set<std::string> stored;
+  long long after = 0;
+  while (true) {
+    auto j = pined.api("GET", "/v1/events?topic=load/%23&limit=1000&after=" + std::to_string(after)).json();
+    REQUIRE(j.contains("events"));
+    if (j["events"].empty()) break;
+    for (auto& e : j["events"]) stored.insert(e["id"].get<std::string>());
+    after = j["events"].back()["seq"];
+  }
+  size_t missing = 0;
+  for (auto& id : acked) missing += !stored.count(id);
+  CHECK(acked.size() >= 300);
+  CHECK(missing == 0);
+  auto pending = pined.api("GET", "/v1/approvals").json();
+  bool still = false;
+  for (auto& p : pending["approvals"])
+    if (p["id"] == a["id"]) still = p["state"] == "pending";
+  CHECK(still);
+}

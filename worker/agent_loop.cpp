@@ -1,0 +1,258 @@
+#include "worker/agent_loop.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "worker/prompt.h"
+#include "worker/providers/provider.h"
+#include "worker/tools/tool_box.h"
+
+namespace pine {
+namespace {
+
+using model::Message;
+
+std::string str(capnp::Text::Reader t) { return std::string(t.begin(), t.size()); }
+
+// One model answer as it streams in: decoded as it comes, and kept whole for an error report.
+class StreamSink final : public proto::ModelStream::Server {
+ public:
+  explicit StreamSink(model::StreamDecoder& decoder) : decoder_(decoder) {}
+  std::string body;
+  std::string decodeError;
+
+ protected:
+  kj::Promise<void> write(WriteContext context) override {
+    auto chunk = context.getParams().getChunk();
+    std::string_view piece(reinterpret_cast<const char*>(chunk.begin()), chunk.size());
+    if (body.size() < (1u << 20)) body.append(piece.substr(0, (1u << 20) - body.size()));
+    if (decodeError.empty()) {
+      try {
+        decoder_.feed(piece);
+      } catch (std::exception& e) {
+        decodeError = e.what();
+      }
+    }
+    return kj::READY_NOW;
+  }
+
+ private:
+  model::StreamDecoder& decoder_;
+};
+
+nlohmann::json messageJson(const Message& m) {
+  nlohmann::json j;
+  switch (m.role) {
+    case Message::Role::User: j["role"] = "user"; break;
+    case Message::Role::Assistant: j["role"] = "assistant"; break;
+    case Message::Role::Tool: j["role"] = "tool"; break;
+  }
+  j["text"] = m.text;
+  if (!m.toolCalls.empty()) {
+    j["toolCalls"] = nlohmann::json::array();
+    for (auto& c : m.toolCalls) j["toolCalls"].push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
+  }
+  if (m.role == Message::Role::Tool) {
+    j["toolCallId"] = m.toolCallId;
+    j["toolName"] = m.toolName;
+    j["isError"] = m.isError;
+  }
+  return j;
+}
+
+std::optional<Message> messageFrom(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("role") || !j["role"].is_string()) return std::nullopt;
+  std::string role = j["role"].get<std::string>();
+  Message m;
+  if (role == "user") m.role = Message::Role::User;
+  else if (role == "assistant") m.role = Message::Role::Assistant;
+  else if (role == "tool") m.role = Message::Role::Tool;
+  else return std::nullopt;
+  m.text = j.value("text", "");
+  if (j.contains("toolCalls") && j["toolCalls"].is_array())
+    for (auto& c : j["toolCalls"])
+      if (c.is_object())
+        m.toolCalls.push_back({c.value("id", ""), c.value("name", ""), c.value("arguments", "{}")});
+  m.toolCallId = j.value("toolCallId", "");
+  m.toolName = j.value("toolName", "");
+  m.isError = j.value("isError", false);
+  return m;
+}
+
+config::ProviderKind kindOf(const std::string& s) {
+  if (s == "anthropic") return config::ProviderKind::Anthropic;
+  if (s == "openai") return config::ProviderKind::OpenAI;
+  return config::ProviderKind::Script;
+}
+
+int failTask(proto::Broker::Client& broker, kj::WaitScope& ws, const std::string& why) {
+  auto req = broker.failRequest();
+  req.setReason(why.substr(0, 4000));
+  try {
+    req.send().wait(ws);
+  } catch (kj::Exception& e) {
+    std::cerr << "pine-worker: " << e.getDescription().cStr() << "\n";
+  }
+  return 1;
+}
+
+}  // namespace
+
+int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
+  auto got = broker.getTaskRequest().send().wait(ws);
+  auto task = got.getTask();
+  proto::Gate::Client gate = got.getGate();
+  std::map<std::string, proto::Tool::Client> brokerTools;
+  std::vector<model::ToolSpec> specs;
+  std::set<std::string> workerTools;
+  for (auto name : task.getWorkerTools()) {
+    workerTools.insert(str(name));
+    auto spec = tools::ToolBox::spec(str(name));
+    specs.push_back({spec.value("name", str(name)), spec.value("description", ""), spec.value("parameters", nlohmann::json::object())});
+  }
+  for (auto t : got.getTools()) {
+    brokerTools.emplace(str(t.getName()), t.getTool());
+    auto params = nlohmann::json::parse(str(t.getParameters()), nullptr, false);
+    specs.push_back({str(t.getName()), str(t.getDescription()), params.is_discarded() ? nlohmann::json::object() : params});
+  }
+
+  char cwd[4096];
+  std::string workspace = getcwd(cwd, sizeof cwd) ? cwd : ".";
+  tools::ToolEnv env;
+  env.workspace = workspace;
+  env.tainted = task.getTainted();
+  env.shellTimeoutSec = (int)task.getShellTimeoutSec();
+  if (const char* h = getenv("HOME")) env.home = h;
+  if (const char* t = getenv("TMPDIR")) env.tmpdir = t;
+  tools::ToolBox toolbox(env);
+
+  PromptFacts facts;
+  facts.agent = str(task.getAgent());
+  facts.instructions = str(task.getInstructions());
+  facts.workspace = workspace;
+  facts.folder = str(task.getFolder());
+  facts.mode = str(task.getMode());
+  facts.trust = str(task.getTrust());
+  facts.tainted = task.getTainted();
+  std::string system = buildSystemPrompt(facts);
+
+  std::vector<Message> messages;
+  auto history = nlohmann::json::parse(str(task.getHistory()), nullptr, false);
+  if (history.is_array())
+    for (auto& h : history)
+      if (auto m = messageFrom(h)) messages.push_back(*m);
+  Message user;
+  user.role = Message::Role::User;
+  user.text = str(task.getText());
+  messages.push_back(user);
+  size_t firstNew = messages.size();
+
+  auto provider = model::makeProvider(kindOf(str(task.getProvider())));
+  model::Usage total;
+  unsigned maxSteps = task.getMaxSteps() ? task.getMaxSteps() : 24;
+  for (unsigned step = 0; step < maxSteps; ++step) {
+    model::ModelRequest mreq;
+    mreq.model = str(task.getModelId());
+    mreq.system = system;
+    mreq.messages = messages;
+    mreq.tools = specs;
+    mreq.maxTokens = (int)(task.getMaxTokens() ? task.getMaxTokens() : 4096);
+    auto call = provider->buildCall(mreq);
+    auto decoder = provider->decoder();
+    auto sinkOwn = kj::heap<StreamSink>(*decoder);
+    StreamSink& sink = *sinkOwn;
+    auto req = broker.modelRequest();
+    auto c = req.initCall();
+    c.setPath(call.path);
+    auto hs = c.initHeaders(call.headers.size());
+    for (size_t i = 0; i < call.headers.size(); ++i) {
+      hs[i].setName(call.headers[i].first);
+      hs[i].setValue(call.headers[i].second);
+    }
+    c.setBody(kj::arrayPtr(reinterpret_cast<const kj::byte*>(call.body.data()), call.body.size()));
+    req.setSink(kj::mv(sinkOwn));
+    auto resp = req.send().wait(ws);
+    unsigned status = resp.getStatus();
+    if (status == 0) return failTask(broker, ws, "the model call was refused: " + str(resp.getError()));
+    if (status < 200 || status >= 300) {
+      std::vector<std::pair<std::string, std::string>> headers;
+      for (auto h : resp.getHeaders()) headers.emplace_back(str(h.getName()), str(h.getValue()));
+      auto err = provider->errorFor((int)status, headers, sink.body);
+      std::string extra = resp.getError().size() ? " (" + str(resp.getError()) + ")" : "";
+      return failTask(broker, ws, std::string(err.what()) + extra);
+    }
+    if (resp.getError().size()) return failTask(broker, ws, "the model call failed: " + str(resp.getError()));
+    model::Turn turn;
+    try {
+      if (!sink.decodeError.empty()) throw std::runtime_error(sink.decodeError);
+      turn = decoder->finish();
+    } catch (std::exception& e) {
+      return failTask(broker, ws, std::string("the model's answer could not be read: ") + e.what());
+    }
+    total.input += turn.usage.input;
+    total.output += turn.usage.output;
+    Message assistant;
+    assistant.role = Message::Role::Assistant;
+    assistant.text = turn.text;
+    assistant.toolCalls = turn.toolCalls;
+    messages.push_back(assistant);
+    if (turn.toolCalls.empty()) {
+      nlohmann::json transcript = nlohmann::json::array();
+      for (size_t i = firstNew; i < messages.size(); ++i) transcript.push_back(messageJson(messages[i]));
+      auto fin = broker.finishRequest();
+      fin.setAnswer(turn.text);
+      fin.setTranscript(transcript.dump());
+      fin.initUsage().setInput(total.input);
+      fin.getUsage().setOutput(total.output);
+      fin.send().wait(ws);
+      return 0;
+    }
+    for (auto& tc : turn.toolCalls) {
+      Message result;
+      result.role = Message::Role::Tool;
+      result.toolCallId = tc.id;
+      result.toolName = tc.name;
+      auto args = nlohmann::json::parse(tc.arguments.empty() ? "{}" : tc.arguments, nullptr, false);
+      if (args.is_discarded() || !args.is_object()) {
+        result.text = "the arguments were not a JSON object: call " + tc.name + " again with valid JSON";
+        result.isError = true;
+      } else if (workerTools.count(tc.name)) {
+        auto check = gate.checkRequest();
+        check.setTool(tc.name);
+        check.setArgs(args.dump());
+        auto verdict = check.send().wait(ws);
+        if (verdict.getTainted() && !env.tainted) {
+          // The conversation read outside content meanwhile: from now on the file tools protect instruction files.
+          env.tainted = true;
+          toolbox = tools::ToolBox(env);
+        }
+        if (verdict.getAllowed()) {
+          auto r = toolbox.run(tc.name, args);
+          result.text = r.text;
+          result.isError = r.isError;
+        } else {
+          result.text = str(verdict.getReason());
+          result.isError = true;
+        }
+      } else if (auto it = brokerTools.find(tc.name); it != brokerTools.end()) {
+        auto call2 = it->second.callRequest();
+        call2.setArgs(args.dump());
+        auto r = call2.send().wait(ws);
+        result.text = str(r.getResult());
+        result.isError = r.getIsError();
+      } else {
+        result.text = "there is no tool '" + tc.name + "' in this run";
+        result.isError = true;
+      }
+      messages.push_back(result);
+    }
+  }
+  return failTask(broker, ws, "the run reached its step limit (" + std::to_string(maxSteps) + " model calls) without an answer");
+}
+
+}  // namespace pine
