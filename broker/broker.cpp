@@ -117,6 +117,7 @@ kj::Promise<void> Broker::run() {
   approvals_->expireOverdue();
   // Grants and "always" answers hold until a reset or a restart: a restarted broker asks again.
   store_->removeAllGrants();
+  subscriptions_ = store_->subscriptions();
 
   api_ = kj::heap<ControlApi>(io_, *this);
   api_->listenUnix(home_.socket());
@@ -128,6 +129,17 @@ kj::Promise<void> Broker::run() {
                   config_->pine.http.host, config_->pine.http.port, describe(e));
   }
   armSchedules();
+  // What a source hears is an event like any other: committed, then routed and delivered.
+  sources_ = std::make_unique<sources::SourceManager>(io_, [this](sources::Draft d) {
+    store::Event e;
+    e.topic = d.topic;
+    e.source = d.source;
+    e.origin = "source:" + d.source;
+    e.trust = d.trust;
+    e.payload = d.payload;
+    background_.add(bus_->publish(std::move(e)).ignoreResult());
+  });
+  updateSources();
   purgeOld();
   background_.add(supervisor_.readyRequest().send().ignoreResult());
   spdlog::info("broker {} ready; control API on unix:{} and http://{}:{}", getpid(), home_.socket(),
@@ -152,9 +164,28 @@ void Broker::reopen() {
   } catch (std::exception& e) {
     spdlog::error("reload: {}; keeping the token in use", e.what());
   }
+  reloadConfiguration();
+  spdlog::info("reloaded");
+}
+
+void Broker::reloadConfiguration() {
   loadConfig();
   armSchedules();
-  spdlog::info("reloaded");
+  updateSources();
+}
+
+void Broker::updateSources() {
+  if (!sources_) return;
+  std::set<std::string> subscribed;
+  for (auto& s : subscriptions_) subscribed.insert(s.source);
+  sources_->update(sources::wantedSources(*config_, subscribed));
+  for (auto& [name, why] : sources_->notRunning()) spdlog::warn("source {} is wanted but not running: {}", name, why);
+}
+
+std::optional<std::string> Broker::publishToSource(const std::string& source, const std::string& topic,
+                                                   const std::string& payload) {
+  if (!sources_) return std::string("sources are not running");
+  return sources_->publish(source, topic, payload);
 }
 
 void Broker::stop() {
@@ -424,6 +455,14 @@ kj::Promise<void> Broker::superviseTask(const std::string& id, proto::Supervisor
       auto p = cfg->models.providers.find(m->second.provider);
       if (p != cfg->models.providers.end()) info.provider = config::enumName(p->second.kind);
     }
+    if (req.trust == config::Trust::Owner) {
+      info.readRoots = agent.sandbox.read;
+      info.writeRoots = agent.sandbox.write;
+      for (auto& g : store_->grants(req.agent, req.session)) {
+        if (g.kind == "read") info.readRoots.push_back(g.value);
+        if (g.kind == "write") info.writeRoots.push_back(g.value);
+      }
+    }
     info.timeoutSec = (unsigned)cfg->pine.limits.taskTimeoutSec;
     info.shellTimeoutSec = (unsigned)cfg->pine.limits.shellTimeoutSec;
 
@@ -589,10 +628,16 @@ void Broker::deliver(const store::Event& e) {
   deliverToSubscriptions(e);
 }
 
+void Broker::addSubscription(const store::SubscriptionRow& row) {
+  store_->putSubscription(row);
+  subscriptions_.push_back(row);
+  updateSources();  // a source nobody wanted until now starts
+}
+
 void Broker::deliverToSubscriptions(const store::Event& e) {
-  auto subs = store_->subscriptions();
-  if (subs.empty()) return;
+  if (subscriptions_.empty()) return;
   long long now = nowMs();
+  auto subs = subscriptions_;  // submit() below may add to the list
   for (auto& s : subs) {
     if (s.source != e.source) continue;
     if (!s.topic.empty() && !policy::topicMatches(s.topic, e.topic)) continue;
@@ -601,6 +646,8 @@ void Broker::deliverToSubscriptions(const store::Event& e) {
       continue;
     }
     store_->touchSubscription(s.id, now);
+    for (auto& c : subscriptions_)
+      if (c.id == s.id) c.lastDeliveredMs = now;
     bool owner = e.trust == "owner";
     RunRequest r;
     r.agent = s.agent;
@@ -641,7 +688,8 @@ void Broker::armSchedule(const config::Schedule& s) {
   long long delay = std::max<long long>(0, *next - nowMs());
   unsigned generation = scheduleGeneration_;
   config::Schedule copy = s;
-  background_.add(io_.provider->getTimer().afterDelay(delay * kj::MILLISECONDS).then([this, copy, generation]() {
+  long long due = *next;
+  background_.add(io_.provider->getTimer().afterDelay(delay * kj::MILLISECONDS).then([this, copy, generation, due]() {
     if (generation != scheduleGeneration_) return;  // the configuration changed: armed anew
     std::vector<std::string> agents;
     if (copy.agent == "*")
@@ -652,7 +700,7 @@ void Broker::armSchedule(const config::Schedule& s) {
     for (auto& a : agents) {
       RunRequest r;
       r.agent = a;
-      r.session = "main";
+      r.session = copy.session.empty() ? "main" : copy.session;
       r.text = copy.task;
       r.trust = config::Trust::Owner;  // a schedule is the owner's wish (layer 7)
       r.origin = "schedule:" + copy.name;
@@ -660,7 +708,9 @@ void Broker::armSchedule(const config::Schedule& s) {
       if (first.empty()) first = res.taskId;
       if (res.taskId.empty()) spdlog::warn("schedule {}: not started for {}: {}", copy.name, a, res.error);
     }
-    store_->setLastRun(copy.name, nowMs(), first);
+    // The monotonic timer may fire a little before the wall clock reaches `due`: the run counts as
+    // the one due then, or the same slot would be found due again.
+    store_->setLastRun(copy.name, std::max(nowMs(), due), first);
     audit("schedule.run", {{"schedule", copy.name}, {"task", first}});
     armSchedule(copy);
   }));

@@ -16,10 +16,12 @@
 #include "broker/policy/approvals.h"
 #include "broker/policy/profile.h"
 #include "broker/policy/routing.h"
+#include "broker/policy/schedules.h"
 #include "broker/policy/run_limits.h"
 #include "broker/policy/setup_tools.h"
 #include "broker/policy/taint.h"
 #include "broker/policy/topics.h"
+#include "broker/sources/source_manager.h"
 #include "broker/store/store.h"
 #include "broker/tasks.h"
 #include "broker/worker_link.h"
@@ -65,6 +67,14 @@ class Broker final : public ApiBackend, private kj::TaskSet::ErrorHandler {
   // Runs until pined asks it to stop or its link to pined breaks.
   kj::Promise<void> run();
   void reopen();  // SIGHUP on pined: reopen logs, re-read the token and the configuration
+  void reloadConfiguration();  // re-read the home's configuration (after pined validated a change)
+  // Starts the sources someone wants (a subscription, a route, start: always) and stops the rest.
+  void updateSources();
+  // Subscriptions are read on every event: kept in memory, written through to the store.
+  void addSubscription(const store::SubscriptionRow& row);
+  // Publishes through a source's own channel (MQTT); an error text when refused.
+  std::optional<std::string> publishToSource(const std::string& source, const std::string& topic,
+                                             const std::string& payload);
   void stop();
 
   Submitted submit(RunRequest req);
@@ -131,6 +141,8 @@ class Broker final : public ApiBackend, private kj::TaskSet::ErrorHandler {
   Feed feed_;
   std::unique_ptr<EventBus> bus_;
   std::unique_ptr<Approvals> approvals_;
+  std::unique_ptr<sources::SourceManager> sources_;
+  std::vector<store::SubscriptionRow> subscriptions_;
   TaskTable tasks_;
   std::map<std::string, RunRequest> requests_;        // task id -> what started it (until it ends)
   std::map<std::string, std::deque<std::string>> sessionQueue_;  // "agent/session" -> queued task ids

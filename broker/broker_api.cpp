@@ -76,6 +76,7 @@ kj::Promise<ApiReply> Broker::reload() {
   return supervisor_.reloadConfigRequest().send().then([this](auto&& r) {
     nlohmann::json errors = nlohmann::json::array();
     for (auto e : r.getErrors()) errors.push_back(std::string(e.cStr()));
+    if (errors.empty()) reloadConfiguration();  // pined validated it: the broker reads the same files
     return ApiReply{200, {{"ok", errors.empty()}, {"errors", errors}}};
   });
 }

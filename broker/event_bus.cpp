@@ -8,12 +8,18 @@
 namespace pine {
 
 std::string newId(const char* prefix) {
-  static unsigned counter = 0;
-  unsigned char r[4];
-  if (RAND_bytes(r, sizeof r) != 1) r[0] = r[1] = r[2] = r[3] = 0;
-  char id[64];
-  snprintf(id, sizeof id, "%s%llx-%x-%02x%02x%02x%02x", prefix, (unsigned long long)nowMs(), ++counter, r[0], r[1],
-           r[2], r[3]);
+  // One random value per process, then a counter: unique, unguessable across restarts, and cheap
+  // enough to give every event its own id.
+  static const std::string processPart = [] {
+    unsigned char r[6];
+    if (RAND_bytes(r, sizeof r) != 1) throw std::runtime_error("no randomness for ids");
+    char out[16];
+    snprintf(out, sizeof out, "%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5]);
+    return std::string(out);
+  }();
+  static unsigned long long counter = 0;
+  char id[96];
+  snprintf(id, sizeof id, "%s%llx-%s-%llx", prefix, (unsigned long long)nowMs(), processPart.c_str(), ++counter);
   return id;
 }
 

@@ -1,6 +1,7 @@
 // pine-broker: started by pined with its link on fd 3. Unprivileged; decides
 // what every run may do, and serves the owner's control API.
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,6 +31,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   umask(077);
+  // Event batches free and reallocate the same amount over and over: do not hand it back each time.
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
   pine::setCloexec(3, true);  // nothing the broker might start inherits its link to pined
   pine::Home home{homeDir};
   pine::setupLogging("broker", home.logFile("broker"), logStderr);

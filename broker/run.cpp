@@ -12,8 +12,8 @@
 namespace pine {
 namespace {
 
-const std::set<std::string> kBrokerTools = {"publish_event", "send", "state_get", "state_set",
-                                            "delegate", "subscribe", "schedules"};
+const std::set<std::string> kBrokerTools = {"publish_event", "send",      "state_get",     "state_set",
+                                            "delegate",      "subscribe", "schedules",     "request_access"};
 const std::set<std::string> kWorkerTools = {"read", "write", "edit", "grep", "find", "ls", "bash"};
 const std::set<std::string> kReadOnly = {"read", "grep", "find", "ls", "state_get", "schedules"};
 
@@ -91,14 +91,30 @@ std::vector<BrokerToolInfo> Run::brokerTools() {
   };
   add("publish_event", "Publish an event on a topic your agent may use (its `publish` list).",
       schema({{"topic", "string"}, {"payload", "object"}}, {"topic"}));
-  add("send", "Send a message to the owner (to: \"owner\").", schema({{"to", "string"}, {"text", "string"}}, {"to", "text"}));
+  add("send", "Send a message to the owner (to: \"owner\"), or through a source such as MQTT (to: its name, topic: on its publish list).",
+      schema({{"to", "string"}, {"text", "string"}, {"topic", "string"}}, {"to", "text"}));
   add("state_get", "Read a value of pine's shared state.", schema({{"key", "string"}}, {"key"}));
   add("state_set", "Write a value of pine's shared state (any JSON).", schema({{"key", "string"}, {"value", "object"}}, {"key", "value"}));
   add("delegate", "Hand a task to another agent and wait for its answer.",
       schema({{"agent", "string"}, {"task", "string"}}, {"agent", "task"}));
   add("subscribe", "Have events of a source delivered into this conversation (or, separate: true, to runs of their own).",
       schema({{"source", "string"}, {"topic", "string"}, {"separate", "boolean"}}, {"source"}));
-  add("schedules", "List the schedules that wake this agent, with their tasks.", schema({}, {}));
+  {
+    nlohmann::json p = {{"type", "object"},
+                        {"properties",
+                         {{"action", {{"type", "string"}, {"enum", {"list", "create"}}}},
+                          {"name", {{"type", "string"}}},
+                          {"cron", {{"type", "string"}, {"description", "five fields: minute hour day month weekday"}}},
+                          {"intervalSec", {{"type", "integer"}, {"minimum", 60}}},
+                          {"at", {{"type", "string"}, {"description", "once, YYYY-MM-DDTHH:MM"}}},
+                          {"timezone", {{"type", "string"}}},
+                          {"task", {{"type", "string"}}},
+                          {"for", {{"type", "string"}, {"enum", {"conversation", "agent", "all"}}}}}},
+                        {"required", {"action"}}};
+    add("schedules", "List the schedules that wake this agent, or create one (the owner may be asked).", p);
+  }
+  add("request_access", "Ask the owner for access outside the workspace: a path (read or write) or network for the shell.",
+      schema({{"path", "string"}, {"access", "string"}, {"network", "string"}, {"reason", "string"}}, {"reason"}));
   return out;
 }
 
@@ -110,6 +126,7 @@ void Run::auditDecision(const policy::ToolCall& call, const std::string& decisio
   if (!call.server.empty()) f["server"] = call.server;
   if (!reason.empty()) f["reason"] = reason;
   audit("tool.decision", f);  // secret-shaped strings are redacted by the log filter
+  broker_.feed().publish({{"kind", "progress"}, {"task", taskId_}, {"text", call.tool + ": " + decision}});
 }
 
 void Run::noteTaint(const std::string& tool, const std::string& server) {
@@ -206,8 +223,20 @@ kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
   }
   auto facts = broker_.sessionFacts(agent(), req_.session, req_.trust == config::Trust::Untrusted);
   policy::Verdict v;
-  if (tool == "schedules") {
-    v = policy::allowed("listing schedules only reads");  // creating one is not offered by this tool
+  if (tool == "schedules" && args.value("action", "list") == "list") {
+    v = policy::allowed("listing schedules only reads");
+  } else if (tool == "schedules") {
+    policy::ScheduleRequest sr;
+    std::string target = args.value("for", "conversation");
+    sr.target = target == "all"     ? policy::ScheduleTarget::AllAgents
+                : target == "agent" ? policy::ScheduleTarget::ThisAgent  // facts.mainConversation tells main from side
+                                    : policy::ScheduleTarget::ThisConversation;
+    sr.agent = req_.agent;
+    sr.intervalSec = args.contains("intervalSec") && args["intervalSec"].is_number_integer() ? args["intervalSec"].get<int>() : 0;
+    sr.task = args.value("task", "");
+    v = policy::decideSchedule(agent(), facts, sr);
+  } else if (tool == "request_access") {
+    v = policy::decideRequestAccess(facts);
   } else if (tool == "subscribe") {
     v = policy::decideSubscribe(facts);
   } else if (tool == "publish_event") {
@@ -230,7 +259,8 @@ kj::Promise<ToolAnswer> Run::carryOut(const std::string& tool, const nlohmann::j
   if (tool == "state_set") return stateSet(args);
   if (tool == "delegate") return delegate(args);
   if (tool == "subscribe") return subscribe(args);
-  if (tool == "schedules") return schedulesList();
+  if (tool == "schedules") return args.value("action", "list") == "create" ? scheduleCreate(args) : schedulesList();
+  if (tool == "request_access") return requestAccess(args);
   return error("'" + tool + "' is not a tool of this run");
 }
 
@@ -255,9 +285,18 @@ kj::Promise<ToolAnswer> Run::publishEvent(const nlohmann::json& args) {
 kj::Promise<ToolAnswer> Run::send(const nlohmann::json& args) {
   std::string to = args.value("to", "");
   if (!args.contains("text") || !args["text"].is_string()) return error("\"text\" must be a string");
-  if (to != "owner") return error("no channel '" + to + "': send reaches the owner (to: \"owner\")");
-  broker_.notifyOwner(req_.agent, args["text"].get<std::string>(), taskId_);
-  return ToolAnswer{"sent to the owner", false};
+  if (to == "owner") {
+    broker_.notifyOwner(req_.agent, args["text"].get<std::string>(), taskId_);
+    return ToolAnswer{"sent to the owner", false};
+  }
+  // A source's own channel (MQTT): only topics on that source's publish list (layer 9).
+  bool known = false;
+  for (auto& s : config_->pine.sources) known |= s.name == to;
+  if (!known) return error("no channel '" + to + "': send reaches the owner (to: \"owner\") or a source of pine.yaml");
+  std::string topic = args.value("topic", "");
+  if (topic.empty()) return error("sending through source '" + to + "' needs a \"topic\" on its publish list");
+  if (auto why = broker_.publishToSource(to, topic, args["text"].get<std::string>())) return error("not sent: " + *why);
+  return ToolAnswer{"sent through " + to + " on " + topic, false};
 }
 
 ToolAnswer Run::stateGet(const nlohmann::json& args) {
@@ -329,7 +368,7 @@ ToolAnswer Run::subscribe(const nlohmann::json& args) {
   row.separate = args.value("separate", false);
   row.throttleSec = config_->pine.limits.subscriptionThrottleSec;
   row.createdMs = nowMs();
-  broker_.store().putSubscription(row);
+  broker_.addSubscription(row);
   audit("subscription.add", {{"subscription", row.id}, {"agent", row.agent}, {"session", row.session},
                              {"source", source}, {"topic", row.topic}, {"separate", row.separate}});
   return ToolAnswer{"subscribed (" + row.id + "): events of " + source +
@@ -343,6 +382,96 @@ ToolAnswer Run::schedulesList() {
     if (s.agent == req_.agent || s.agent == "*")
       list.push_back({{"name", s.name}, {"agent", s.agent}, {"task", s.task}, {"cron", s.cron}, {"intervalSec", s.intervalSec}});
   return ToolAnswer{list.dump(), false};
+}
+
+kj::Promise<ToolAnswer> Run::requestAccess(const nlohmann::json& args) {
+  // Approved by the owner (decide() asked): recorded for this conversation; pined re-checks every
+  // path when it builds the next sandbox, and refuses what no grant may open.
+  std::string path = args.value("path", ""), access = args.value("access", "read"), network = args.value("network", "");
+  bool tainted = broker_.sessionTainted(req_.agent, req_.session);
+  std::string granted;
+  if (!path.empty()) {
+    if (path[0] != '/' || path.find("/../") != std::string::npos || path.size() > 4096 ||
+        path.rfind(broker_.home().root, 0) == 0)
+      return error("the path must be absolute, without '..', and outside pine's home");
+    if (access != "read" && access != "write") return error("access is read or write");
+    broker_.store().addGrant({req_.agent, req_.session, access, path, tainted, nowMs()});
+    granted = access + " " + path;
+  }
+  if (!network.empty()) {
+    if (network != "localhost" && network != "all") return error("network is localhost or all");
+    broker_.store().addGrant({req_.agent, req_.session, "network", network, tainted, nowMs()});
+    granted += (granted.empty() ? "" : " and ") + std::string("network: ") + network;
+  }
+  if (granted.empty()) return error("name a path (with access read or write) or network (localhost or all)");
+  audit("grant.add", {{"agent", req_.agent}, {"session", req_.session}, {"task", taskId_}, {"grant", granted},
+                      {"tainted", tainted}});
+  return ToolAnswer{"granted for this conversation: " + granted +
+                        ". It takes effect from the next task in this conversation (this task's sandbox was built "
+                        "before); finish this task and say what you will do with it.",
+                    false};
+}
+
+kj::Promise<ToolAnswer> Run::scheduleCreate(const nlohmann::json& args) {
+  // A schedule is configuration, which only pined writes: the new entry goes through changeConfig,
+  // validated there exactly like the file it becomes.
+  std::string name = args.value("name", ""), task = args.value("task", ""), target = args.value("for", "conversation");
+  if (name.empty() || task.empty()) return error("\"name\" and \"task\" are required");
+  int kinds = int(args.contains("cron")) + int(args.contains("intervalSec")) + int(args.contains("at"));
+  if (kinds != 1) return error("give exactly one of cron, intervalSec and at");
+  nlohmann::json entry = {{"name", name},
+                          {"agent", target == "all" ? "*" : req_.agent},
+                          {"task", task},
+                          {"createdBy", "agent:" + req_.agent + "/" + req_.session}};
+  if (target == "conversation") entry["session"] = req_.session;
+  for (const char* k : {"cron", "intervalSec", "at", "timezone"})
+    if (args.contains(k)) entry[k] = args[k];
+  std::string file = broker_.home().root + "/pine.yaml";
+  std::string text;
+  try {
+    text = readFile(file);
+  } catch (std::exception&) {
+    text = "";
+  }
+  // Flow-style YAML (JSON) for the new item: no quoting of task text can go wrong.
+  std::string item = "  - " + entry.dump() + "\n";
+  std::string updated;
+  size_t at = std::string::npos;
+  if (text.rfind("schedules:", 0) == 0) at = 0;
+  else if (auto p = text.find("\nschedules:"); p != std::string::npos) at = p + 1;
+  if (at == std::string::npos) {
+    updated = text + (text.empty() || text.back() == '\n' ? "" : "\n") + "schedules:\n" + item;
+  } else {
+    // The block ends at the next line that starts at column 0 (another key), comments and blanks aside.
+    size_t lineEnd = text.find('\n', at);
+    std::string head = text.substr(at, lineEnd == std::string::npos ? std::string::npos : lineEnd - at);
+    if (head.find('[') != std::string::npos)
+      return error("pine.yaml writes schedules in flow style ([...]); the owner has to add this one by hand");
+    size_t pos = lineEnd == std::string::npos ? text.size() : lineEnd + 1;
+    size_t insert = pos;
+    while (pos < text.size()) {
+      size_t e = text.find('\n', pos);
+      std::string line = text.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+      bool blank = line.find_first_not_of(" \t") == std::string::npos || line[line.find_first_not_of(" \t")] == '#';
+      if (!blank && line[0] != ' ' && line[0] != '-') break;
+      pos = e == std::string::npos ? text.size() : e + 1;
+      if (!blank) insert = pos;
+    }
+    updated = text.substr(0, insert) + item + text.substr(insert);
+  }
+  auto req = broker_.supervisor().changeConfigRequest();
+  req.setPath("pine.yaml");
+  req.setContent(updated);
+  req.setReason("schedule '" + name + "' asked for by " + req_.agent + " (task " + taskId_ + ")");
+  return req.send().then([this, name](auto&& r) {
+    if (r.getOk()) {
+      broker_.reloadConfiguration();
+      return ToolAnswer{"schedule '" + name + "' created", false};
+    }
+    std::string errs;
+    for (auto e : r.getErrors()) errs += std::string(e.cStr()) + "\n";
+    return error("the schedule was not created:\n" + errs);
+  });
 }
 
 void Run::recordUsage(long long in, long long out) {

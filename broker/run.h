@@ -50,6 +50,8 @@ class Run final : public RunHost {
   ToolAnswer stateGet(const nlohmann::json& args);
   ToolAnswer subscribe(const nlohmann::json& args);
   ToolAnswer schedulesList();
+  kj::Promise<ToolAnswer> scheduleCreate(const nlohmann::json& args);
+  kj::Promise<ToolAnswer> requestAccess(const nlohmann::json& args);
   void recordUsage(long long in, long long out);
 
   Broker& broker_;

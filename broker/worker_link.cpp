@@ -107,6 +107,10 @@ kj::Promise<void> WorkerBroker::getTask(GetTaskContext context) {
   t.setTimeoutSec(task_.timeoutSec);
   t.setShellTimeoutSec(task_.shellTimeoutSec);
   t.setFolder(task_.folder);
+  auto rr = t.initReadRoots(task_.readRoots.size());
+  for (size_t i = 0; i < task_.readRoots.size(); ++i) rr.set(i, task_.readRoots[i]);
+  auto wr = t.initWriteRoots(task_.writeRoots.size());
+  for (size_t i = 0; i < task_.writeRoots.size(); ++i) wr.set(i, task_.writeRoots[i]);
   if (host_) {
     results.setGate(kj::heap<GateImpl>(*host_));
     auto infos = host_->brokerTools();

@@ -31,6 +31,7 @@ struct TaskForWorker {
   std::string mode = "auto", provider = "script", modelId;
   unsigned maxTokens = 4096, maxSteps = 24, timeoutSec = 1800, shellTimeoutSec = 300;
   std::string folder;
+  std::vector<std::string> readRoots, writeRoots;
 };
 
 struct BrokerToolInfo {

@@ -127,6 +127,8 @@ struct Schedule {
   std::string at;     // once: "2026-12-24T18:00" in timezone, or with "Z" / "+hh:mm"
   std::string task;
   std::string timezone;  // empty: the machine's
+  std::string session = "main";  // the conversation the run goes into (an agent's schedule keeps its own)
+  std::string createdBy;         // empty: the owner wrote it; else "agent:<id>/<session>" (who asked for it)
 };
 
 struct Skill {

@@ -54,6 +54,15 @@ const char* enumName(McpApprove a) {
   return "?";
 }
 
+namespace {
+bool isSessionName(const std::string& n) {
+  if (n.empty() || n.size() > 64 || n[0] == '.' || n[0] == '-') return false;
+  for (char ch : n)
+    if (!(isalnum((unsigned char)ch) || ch == '_' || ch == '.' || ch == '~' || ch == '-')) return false;
+  return true;
+}
+}  // namespace
+
 const std::vector<std::string>& knownTools() {
   static const std::vector<std::string> tools = {
       "read",      "write",         "edit",       "grep",           "find",        "ls",
@@ -518,6 +527,10 @@ void readPine(Ctx& c, const YAML::Node& root, PineConfig& out) {
         c.error(s.keyPos("timezone"), s.pathOf("timezone"), "'at' already says its offset, so 'timezone' would be ignored",
                 "remove 'timezone', or the \"Z\" / offset at the end of 'at'");
     }
+    if (s.str("session", sc.session) && !isSessionName(sc.session))
+      c.error(s.valuePos("session"), s.pathOf("session"), "bad session name",
+              "1 to 64 characters of [A-Za-z0-9_.~-], not starting with '.' or '-'");
+    s.str("createdBy", sc.createdBy, {.maxLen = 200});
     s.finish();
     out.schedules.push_back(sc);
   });

@@ -49,6 +49,8 @@ struct Task {
   timeoutSec @15 :UInt32;
   shellTimeoutSec @16 :UInt32;
   folder @17 :Text;     # a folder the owner opened for this conversation, or empty
+  readRoots @18 :List(Text);   # folders the file tools may read besides the workspace (config and grants; ${WORKSPACE} ${HOME} ${TMPDIR} unexpanded)
+  writeRoots @19 :List(Text);  # folders they may write; the sandbox pined built is the boundary either way
 }
 
 interface Gate {

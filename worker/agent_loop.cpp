@@ -129,6 +129,22 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
   env.shellTimeoutSec = (int)task.getShellTimeoutSec();
   if (const char* h = getenv("HOME")) env.home = h;
   if (const char* t = getenv("TMPDIR")) env.tmpdir = t;
+  // Granted folders become roots of the file tools' jail; one that does not exist (or that the
+  // sandbox hides) is left out rather than failing the task.
+  auto expand = [&](std::string p) {
+    for (auto [var, value] : {std::pair<std::string, std::string>{"${WORKSPACE}", workspace},
+                              {"${HOME}", env.home}, {"${TMPDIR}", env.tmpdir}})
+      for (size_t at; (at = p.find(var)) != std::string::npos;) p.replace(at, var.size(), value);
+    return p;
+  };
+  for (auto r : task.getReadRoots()) {
+    std::string p = expand(str(r));
+    if (access(p.c_str(), R_OK) == 0) env.extraRead.push_back(p);
+  }
+  for (auto w : task.getWriteRoots()) {
+    std::string p = expand(str(w));
+    if (access(p.c_str(), W_OK) == 0) env.extraWrite.push_back(p);
+  }
   tools::ToolBox toolbox(env);
 
   PromptFacts facts;
@@ -246,7 +262,18 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
         result.text = str(r.getResult());
         result.isError = r.getIsError();
       } else {
-        result.text = "there is no tool '" + tc.name + "' in this run";
+        // Not a tool of this run: the broker still hears of the attempt, so the audit log shows it.
+        std::string why;
+        try {
+          auto check = gate.checkRequest();
+          check.setTool(tc.name);
+          std::string a = args.dump();
+          check.setArgs(a.size() <= (64u << 10) ? a : "{}");
+          why = str(check.send().wait(ws).getReason());
+        } catch (kj::Exception& e) {
+          why = e.getDescription().cStr();
+        }
+        result.text = "there is no tool '" + tc.name + "' in this run (" + why + ")";
         result.isError = true;
       }
       messages.push_back(result);

@@ -4,6 +4,8 @@
 // killed under load that loses no acknowledged event.
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -43,9 +45,38 @@ const char* kReplies = R"(replies:
     turns:
       - tool_calls: [{name: state_set, arguments: {key: notes/last, value: {n: 1}}}]
       - text: "State written."
+  - match: "need the shared folder"
+    turns:
+      - tool_calls: [{name: request_access, arguments: {path: "SHARED", access: read, reason: "to read the shared notes"}}]
+      - text: "Access asked."
+  - match: "read the shared file"
+    turns:
+      - tool_calls: [{name: read, arguments: {path: "SHARED/shared.txt"}}]
+      - text: "Read it."
+  - match: "water the plants daily"
+    turns:
+      - tool_calls: [{name: schedules, arguments: {action: create, name: water, intervalSec: 86400, task: "water the plants", for: conversation}}]
+      - tool_calls: [{name: schedules, arguments: {action: create, name: spam, intervalSec: 5, task: "spam", for: conversation}}]
+      - text: "Scheduled."
   - match: ""
     text: "ok"
 )";
+
+// The content of the newest tool result the broker stored for a conversation.
+std::string lastToolResult(const std::string& home, const std::string& agent) {
+  sqlite3* db = nullptr;
+  std::string out;
+  if (sqlite3_open_v2((home + "/data/pine.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT content FROM messages WHERE agent = ? AND role = 'tool' ORDER BY seq DESC LIMIT 1", -1,
+                       &st, nullptr);
+    sqlite3_bind_text(st, 1, agent.c_str(), -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return out;
+}
 
 // Two agents: main (its reads count as outside content, so its session taints) and house.
 void writeConfig(const std::string& home, const std::string& extraPine = "") {
@@ -57,7 +88,7 @@ void writeConfig(const std::string& home, const std::string& extraPine = "") {
   writeText(home + "/pine.yaml", pine);
   writeText(home + "/providers/replies.yaml", kReplies);
   writeText(home + "/agents/main/agent.yaml",
-            "description: main\ntools: [read, write, grep, find, ls, bash, send, publish_event, state_get, state_set]\n"
+            "description: main\ntools: [read, write, grep, find, ls, bash, send, publish_event, state_get, state_set, request_access]\n"
             "publish: [house/alert]\n");
   writeText(home + "/agents/house/agent.yaml", "description: house\ntools: [read, write, grep, find, ls, bash]\n");
   writeText(home + "/agents/main/workspace/note.txt", "a note\n");
@@ -286,4 +317,75 @@ TEST_CASE("kill -9 of the broker under publish load: no acknowledged event is lo
   for (auto& p : pending["approvals"])
     if (p["id"] == a["id"]) still = p["state"] == "pending";
   CHECK(still);
+}
+
+TEST_CASE("request_access: the owner is asked; the grant holds for that conversation from its next task") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  std::string shared = dir.path() + "/shared";
+  writeConfig(home);
+  std::string replies = readText(home + "/providers/replies.yaml");
+  for (size_t at; (at = replies.find("SHARED")) != std::string::npos;) replies.replace(at, 6, shared);
+  writeText(home + "/providers/replies.yaml", replies);
+  writeText(shared + "/shared.txt", "shared words\n");
+  chmod(shared.c_str(), 0755);  // the worker's uid (when pine runs as root) must be able to read it
+  chmod((shared + "/shared.txt").c_str(), 0644);
+  Pined pined(home, {}, {});
+
+  // Before any grant the read is refused (by the jail, and by the sandbox behind it).
+  send(pined, "main", "read the shared file");
+  CHECK(lastToolResult(home, "main").find("shared words") == std::string::npos);
+
+  auto started = send(pined, "main", "I need the shared folder", false);
+  auto a = pendingApproval(pined);
+  REQUIRE(a.is_object());
+  CHECK(a["tool"] == "request_access");
+  CHECK(a["args"]["path"] == shared);
+  CHECK(a["alwaysOffered"] == false);
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
+  REQUIRE(waitUntil([&] {
+    auto listed = pined.api("GET", "/v1/tasks").json();
+    for (auto& t : listed["tasks"])
+      if (t["id"] == started["task"] && t["state"] == "done") return true;
+    return false;
+  }, 20s));
+  auto t = send(pined, "main", "now read the shared file");
+  CHECK(t["state"] == "done");
+  CHECK(lastToolResult(home, "main").find("shared words") != std::string::npos);
+  // Another conversation of the same agent has no such grant.
+  auto other = pined.api("POST", "/v1/agents/main/messages", R"({"text": "read the shared file", "session": "side"})");
+  CHECK(other.status == 200);
+  REQUIRE(waitUntil([&] {
+    auto listed = pined.api("GET", "/v1/tasks?agent=main&limit=1").json();
+    return !listed["tasks"].empty() && listed["tasks"][0]["session"] == "side" && listed["tasks"][0]["state"] == "done";
+  }, 20s));
+  CHECK(lastToolResult(home, "main").find("shared words") == std::string::npos);
+}
+
+TEST_CASE("an agent's schedule goes into pine.yaml through pined; one under a minute is refused") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeConfig(home);
+  writeText(home + "/agents/main/agent.yaml",
+            "description: main\ntools: [read, write, grep, find, ls, bash, send, publish_event, schedules]\n");
+  Pined pined(home, {}, {});
+  auto t = send(pined, "main", "water the plants daily please");
+  CHECK(t["state"] == "done");
+  auto yaml = readText(home + "/pine.yaml");
+  CHECK(yaml.find("\"name\":\"water\"") != std::string::npos);
+  CHECK(yaml.find("spam") == std::string::npos);
+  auto listed = pined.api("GET", "/v1/schedules").json();
+  bool found = false;
+  for (auto& s : listed["schedules"])
+    if (s["name"] == "water") {
+      found = true;
+      CHECK(s["agent"] == "main");
+      CHECK(s["next"].is_string());
+    }
+  CHECK(found);
+  bool refused = false;
+  for (auto& d : auditJson(pined, "tool.decision"))
+    if (d["tool"] == "schedules" && d["decision"] == "refused") refused = true;
+  CHECK(refused);
+  CHECK(pined.auditEvents("config.change").size() >= 1);
 }
