@@ -195,8 +195,21 @@ void Broker::stop() {
 
 // ---- sessions ----------------------------------------------------------------
 
-policy::SessionFacts Broker::sessionFacts(const config::AgentConfig& agent, const std::string& session,
+std::string Broker::conversationOf(const std::string& session) {
+  auto p = session.find("+sub");
+  return p == std::string::npos ? session : session.substr(0, p);
+}
+
+size_t Broker::runningSubagents(const std::string& agent, const std::string& conversation) const {
+  size_t n = 0;
+  for (auto& [id, r] : requests_)
+    if (r.subagent && r.agent == agent && conversationOf(r.session) == conversation) ++n;
+  return n;
+}
+
+policy::SessionFacts Broker::sessionFacts(const config::AgentConfig& agent, const std::string& sessionName,
                                           bool untrustedRun) {
+  const std::string session = conversationOf(sessionName);
   policy::SessionFacts f;
   f.configuredMode = config_->effectiveMode(agent);
   auto o = modeOverrides_.find(agent.id);
@@ -220,12 +233,13 @@ policy::SessionFacts Broker::sessionFacts(const config::AgentConfig& agent, cons
   return f;
 }
 
-bool Broker::sessionTainted(const std::string& agent, const std::string& session) {
-  auto row = store_->session(agent, session);
+bool Broker::sessionTainted(const std::string& agent, const std::string& sessionName) {
+  auto row = store_->session(agent, conversationOf(sessionName));
   return row && row->tainted;
 }
 
-void Broker::markTainted(const std::string& agent, const std::string& session, const std::string& reason) {
+void Broker::markTainted(const std::string& agent, const std::string& sessionName, const std::string& reason) {
+  const std::string session = conversationOf(sessionName);
   if (config_->pine.security.taint == config::TaintPolicy::Off && session.find("~u") == std::string::npos) return;
   auto row = store_->session(agent, session);
   store::SessionRow s;
@@ -373,7 +387,7 @@ void Broker::launch(const std::string& id) {
   std::vector<std::string> reads, writes;
   std::string network = "none";
   if (req.trust == config::Trust::Owner) {
-    for (auto& g : store_->grants(req.agent, req.session)) {
+    for (auto& g : store_->grants(req.agent, conversationOf(req.session))) {
       if (g.kind == "read") reads.push_back(g.value);
       if (g.kind == "write") writes.push_back(g.value);
       if (g.kind == "network") network = g.value;
@@ -458,7 +472,7 @@ kj::Promise<void> Broker::superviseTask(const std::string& id, proto::Supervisor
     if (req.trust == config::Trust::Owner) {
       info.readRoots = agent.sandbox.read;
       info.writeRoots = agent.sandbox.write;
-      for (auto& g : store_->grants(req.agent, req.session)) {
+      for (auto& g : store_->grants(req.agent, conversationOf(req.session))) {
         if (g.kind == "read") info.readRoots.push_back(g.value);
         if (g.kind == "write") info.writeRoots.push_back(g.value);
       }
@@ -544,7 +558,7 @@ void Broker::endTask(const std::string& id, bool done, const std::string& text, 
       }
       // security.taint: run forgets the mark after each task (never for runs outside content started).
       bool tainted = sessionTainted(req.agent, req.session);
-      if (tainted && !policy::taintAfterRun(config_->pine.security.taint, req.session, tainted)) {
+      if (tainted && !req.subagent && !policy::taintAfterRun(config_->pine.security.taint, req.session, tainted)) {
         auto row = store_->session(req.agent, req.session);
         if (row) {
           row->tainted = false;

@@ -108,6 +108,9 @@ class Broker final : public ApiBackend, private kj::TaskSet::ErrorHandler {
   Approvals& approvalsDesk() { return *approvals_; }
   kj::Timer& timer() { return io_.provider->getTimer(); }
   proto::Supervisor::Client& supervisor() { return supervisor_; }
+  // A sub-agent's session ("<conversation>+subN") shares its conversation's taint and grants.
+  static std::string conversationOf(const std::string& session);
+  size_t runningSubagents(const std::string& agent, const std::string& conversation) const;
   policy::SessionFacts sessionFacts(const config::AgentConfig& agent, const std::string& session, bool untrustedRun);
   void markTainted(const std::string& agent, const std::string& session, const std::string& reason);
   bool sessionTainted(const std::string& agent, const std::string& session);

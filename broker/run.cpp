@@ -13,7 +13,8 @@ namespace pine {
 namespace {
 
 const std::set<std::string> kBrokerTools = {"publish_event", "send",      "state_get",     "state_set",
-                                            "delegate",      "subscribe", "schedules",     "request_access"};
+                                            "delegate",      "subscribe", "schedules",     "request_access",
+                                            "subagent"};
 const std::set<std::string> kWorkerTools = {"read", "write", "edit", "grep", "find", "ls", "bash"};
 const std::set<std::string> kReadOnly = {"read", "grep", "find", "ls", "state_get", "schedules"};
 
@@ -97,6 +98,8 @@ std::vector<BrokerToolInfo> Run::brokerTools() {
   add("state_set", "Write a value of pine's shared state (any JSON).", schema({{"key", "string"}, {"value", "object"}}, {"key", "value"}));
   add("delegate", "Hand a task to another agent and wait for its answer.",
       schema({{"agent", "string"}, {"task", "string"}}, {"agent", "task"}));
+  add("subagent", "Hand part of this conversation's job to a copy of yourself (same permissions) and wait for its answer.",
+      schema({{"task", "string"}}, {"task"}));
   add("subscribe", "Have events of a source delivered into this conversation (or, separate: true, to runs of their own).",
       schema({{"source", "string"}, {"topic", "string"}, {"separate", "boolean"}}, {"source"}));
   {
@@ -163,7 +166,7 @@ kj::Promise<GateAnswer> Run::decide(const policy::ToolCall& call, policy::Verdic
     if (o.state == "approved") {
       auditDecision(call, "approved", o.always ? "always in this conversation" : "once");
       if (o.always && !row.alwaysScope.empty())
-        broker_.store().addGrant({req_.agent, req_.session, "always", row.alwaysScope, row.tainted, nowMs()});
+        broker_.store().addGrant({req_.agent, Broker::conversationOf(req_.session), "always", row.alwaysScope, row.tainted, nowMs()});
       noteTaint(call.tool, call.server);
       return GateAnswer{true, "approved by the owner"};
     }
@@ -258,6 +261,7 @@ kj::Promise<ToolAnswer> Run::carryOut(const std::string& tool, const nlohmann::j
   if (tool == "state_get") return stateGet(args);
   if (tool == "state_set") return stateSet(args);
   if (tool == "delegate") return delegate(args);
+  if (tool == "subagent") return subagent(args);
   if (tool == "subscribe") return subscribe(args);
   if (tool == "schedules") return args.value("action", "list") == "create" ? scheduleCreate(args) : schedulesList();
   if (tool == "request_access") return requestAccess(args);
@@ -352,6 +356,34 @@ kj::Promise<ToolAnswer> Run::delegate(const nlohmann::json& args) {
   });
 }
 
+kj::Promise<ToolAnswer> Run::subagent(const nlohmann::json& args) {
+  std::string text = args.value("task", "");
+  if (text.empty()) return error("\"task\" is required");
+  std::string conversation = Broker::conversationOf(req_.session);
+  int cap = config_->pine.limits.maxSubAgents;
+  if ((int)broker_.runningSubagents(req_.agent, conversation) >= cap)
+    return error("at most " + std::to_string(cap) + " sub-agents run at once (limits.maxSubAgents); wait for one to answer");
+  static unsigned counter = 0;
+  RunRequest r;
+  r.agent = req_.agent;
+  r.session = conversation + "+sub" + std::to_string(++counter);
+  r.text = text;
+  r.trust = req_.trust;  // the same conversation: its trust, taint and grants (conversationOf)
+  r.origin = "subagent:" + taskId_;
+  r.parentTask = taskId_;
+  r.chain = req_.chain;
+  r.depth = req_.depth;
+  r.hops = req_.hops;
+  r.subagent = true;
+  auto sub = broker_.submit(r);
+  if (sub.taskId.empty()) return error("no sub-agent started: " + sub.error);
+  return broker_.whenEnded(sub.taskId).then([](const TaskRecord* t) -> ToolAnswer {
+    if (!t) return error("the sub-agent's task was lost");
+    if (t->state != TaskState::Done) return error("the sub-agent did not answer: " + t->error);
+    return ToolAnswer{t->answer, false};
+  });
+}
+
 ToolAnswer Run::subscribe(const nlohmann::json& args) {
   std::string source = args.value("source", "");
   const config::Source* src = nullptr;
@@ -395,12 +427,12 @@ kj::Promise<ToolAnswer> Run::requestAccess(const nlohmann::json& args) {
         path.rfind(broker_.home().root, 0) == 0)
       return error("the path must be absolute, without '..', and outside pine's home");
     if (access != "read" && access != "write") return error("access is read or write");
-    broker_.store().addGrant({req_.agent, req_.session, access, path, tainted, nowMs()});
+    broker_.store().addGrant({req_.agent, Broker::conversationOf(req_.session), access, path, tainted, nowMs()});
     granted = access + " " + path;
   }
   if (!network.empty()) {
     if (network != "localhost" && network != "all") return error("network is localhost or all");
-    broker_.store().addGrant({req_.agent, req_.session, "network", network, tainted, nowMs()});
+    broker_.store().addGrant({req_.agent, Broker::conversationOf(req_.session), "network", network, tainted, nowMs()});
     granted += (granted.empty() ? "" : " and ") + std::string("network: ") + network;
   }
   if (granted.empty()) return error("name a path (with access read or write) or network (localhost or all)");

@@ -47,6 +47,7 @@ class Run final : public RunHost {
   kj::Promise<ToolAnswer> send(const nlohmann::json& args);
   kj::Promise<ToolAnswer> stateSet(const nlohmann::json& args);
   kj::Promise<ToolAnswer> delegate(const nlohmann::json& args);
+  kj::Promise<ToolAnswer> subagent(const nlohmann::json& args);
   ToolAnswer stateGet(const nlohmann::json& args);
   ToolAnswer subscribe(const nlohmann::json& args);
   ToolAnswer schedulesList();

@@ -58,6 +58,10 @@ const char* kReplies = R"(replies:
       - tool_calls: [{name: schedules, arguments: {action: create, name: water, intervalSec: 86400, task: "water the plants", for: conversation}}]
       - tool_calls: [{name: schedules, arguments: {action: create, name: spam, intervalSec: 5, task: "spam", for: conversation}}]
       - text: "Scheduled."
+  - match: "split the work"
+    turns:
+      - tool_calls: [{name: subagent, arguments: {task: "read the note for me"}}]
+      - text: "The copy did it."
   - match: ""
     text: "ok"
 )";
@@ -388,4 +392,29 @@ TEST_CASE("an agent's schedule goes into pine.yaml through pined; one under a mi
     if (d["tool"] == "schedules" && d["decision"] == "refused") refused = true;
   CHECK(refused);
   CHECK(pined.auditEvents("config.change").size() >= 1);
+}
+
+TEST_CASE("a sub-agent works under its conversation's permissions: what it reads taints the conversation") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeConfig(home);
+  Pined pined(home, {}, {});
+  auto t = send(pined, "main", "please split the work");
+  CHECK(t["state"] == "done");
+  CHECK(t["answer"] == "The copy did it.");
+  auto listed = pined.api("GET", "/v1/tasks?agent=main").json();
+  nlohmann::json sub;
+  for (auto& x : listed["tasks"])
+    if (x.value("parent", "") == t["id"]) sub = x;
+  REQUIRE(sub.is_object());
+  CHECK(sub["session"].get<std::string>().rfind("main+sub", 0) == 0);
+  CHECK(sub["answer"] == "The note was read.");
+  // The sub-agent's read (security.taintTools) marked the conversation it works for.
+  bool tainted = false;
+  auto agents = pined.api("GET", "/v1/agents").json();
+  for (auto& a : agents["agents"])
+    if (a["id"] == "main")
+      for (auto& s : a["sessions"])
+        if (s["session"] == "main") tainted = s["tainted"];
+  CHECK(tainted);
 }
