@@ -460,7 +460,10 @@ kj::Promise<void> Broker::superviseTask(const std::string& id, proto::Supervisor
     info.instructions = instructions;
     info.workerTools = live.run->workerTools();
     auto facts = sessionFacts(agent, req.session, req.trust == config::Trust::Untrusted);
-    info.mode = config::enumName(policy::effectiveMode(facts));
+    bool paused = false;
+    info.mode = config::enumName(policy::effectiveMode(facts, &paused));
+    // The agent is told too, so that it can say why something still asks.
+    if (paused) info.mode += " (bypass is paused: this conversation has read outside content; the owner can reset it)";
     const auto& modelName = cfg->effectiveModel(agent);
     auto m = cfg->models.models.find(modelName);
     if (m != cfg->models.models.end()) {

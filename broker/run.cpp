@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "worker/providers/provider.h"
 #include "worker/providers/reply_script.h"
+#include "worker/tools/outside_text.h"
 
 namespace pine {
 namespace {
@@ -349,9 +350,11 @@ kj::Promise<ToolAnswer> Run::delegate(const nlohmann::json& args) {
   return broker_.whenEnded(sub.taskId).then([this, target, session](const TaskRecord* t) -> ToolAnswer {
     if (!t) return error("the delegated task was lost");
     // Receiving the answer of a tainted run taints this conversation.
-    if (broker_.sessionTainted(target, session))
-      broker_.markTainted(req_.agent, req_.session, "received the answer of a tainted run of " + target);
+    bool tainted = broker_.sessionTainted(target, session);
+    if (tainted) broker_.markTainted(req_.agent, req_.session, "received the answer of a tainted run of " + target);
     if (t->state != TaskState::Done) return error(target + " did not answer: " + t->error);
+    // An answer written after reading outside content is data for this run, not instructions.
+    if (tainted) return ToolAnswer{tools::fenceOutside("the answer of " + target + ", which read outside content", t->answer), false};
     return ToolAnswer{t->answer, false};
   });
 }
