@@ -626,7 +626,7 @@ void Broker::deliver(const store::Event& e) {
   auto cfg = config_;
   config::Trust trust = e.trust == "owner" ? config::Trust::Owner : config::Trust::Untrusted;
   if (policy::checkHops(e.hops, cfg->pine.limits.eventHops)) {
-    audit("event.dropped", {{"event", e.id}, {"topic", e.topic}, {"reason", "too many hops"}});
+    audit("event.dropped", {{"eventId", e.id}, {"topic", e.topic}, {"reason", "too many hops"}});
     return;
   }
   for (auto& target : policy::routeEvent(*cfg, {e.topic, e.source, trust, e.hops})) {
@@ -659,13 +659,17 @@ void Broker::deliverToSubscriptions(const store::Event& e) {
     if (s.source != e.source) continue;
     if (!s.topic.empty() && !policy::topicMatches(s.topic, e.topic)) continue;
     if (s.lastDeliveredMs && now - s.lastDeliveredMs < (long long)s.throttleSec * 1000) {
-      audit("subscription.throttled", {{"subscription", s.id}, {"event", e.id}});
+      audit("subscription.throttled", {{"subscription", s.id}, {"eventId", e.id}});
       continue;
     }
     store_->touchSubscription(s.id, now);
     for (auto& c : subscriptions_)
       if (c.id == s.id) c.lastDeliveredMs = now;
-    bool owner = e.trust == "owner";
+    // What a source reports is outside content unless the owner marked that source trust: owner.
+    const config::Source* src = nullptr;
+    for (auto& c : config_->pine.sources)
+      if (c.name == s.source) src = &c;
+    bool owner = src && src->trust == config::Trust::Owner && e.trust == "owner";
     RunRequest r;
     r.agent = s.agent;
     r.origin = "subscription:" + s.id;

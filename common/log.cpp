@@ -110,7 +110,8 @@ void audit(const std::string& event, nlohmann::json fields) {
   line["event"] = event;
   line["role"] = g_role;
   line["pid"] = (int)getpid();
-  for (auto& [k, v] : fields.items()) line[k] = v;
+  // A field never replaces what says which line this is: a clashing name is kept beside it.
+  for (auto& [k, v] : fields.items()) line[line.contains(k) ? k + "_field" : k] = v;
   // Replace invalid UTF-8 rather than throw: a line is always written, and always valid JSON.
   g_audit->info(fmt::runtime("{}"), line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }

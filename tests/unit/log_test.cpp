@@ -22,7 +22,9 @@ TEST_CASE("every audit line is one valid JSON object, whatever the fields hold, 
     pine::audit("test.event", {{"i", i},
                                {"text", std::string("quote \" backslash \\ newline \n tab \t nul ") + '\0' + " end"},
                                {"bad_utf8", std::string("\xff\xfe ok")},
-                               {"big", std::string(3000, 'x')}});
+                               {"big", std::string(3000, 'x')},
+                               {"event", "a field that tries to rename the line"},
+                               {"role", "supervisor"}});
   }
   if (child == 0) _exit(0);
   int status;
@@ -36,6 +38,8 @@ TEST_CASE("every audit line is one valid JSON object, whatever the fields hold, 
     CHECK(j["event"] == "test.event");
     CHECK(j.contains("ts"));
     CHECK(j["role"] == "test");
+    CHECK(j["event_field"] == "a field that tries to rename the line");
+    CHECK(j["role_field"] == "supervisor");
     ++lines;
   }
   CHECK(lines == 600);

@@ -1,0 +1,664 @@
+// Tries to break the broker's rules through the real processes (pined,
+// pine-broker, workers): untrusted runs, publish_event, subscriptions,
+// delegation, budgets, the repeat breaker, modes, approvals and their timeout,
+// schedules and the task time limit. Every refusal has its legitimate twin.
+// Agents named probe* / relay* run the test-worker fixture (--worker-program),
+// which reports exactly what the broker handed it and answered; the others run
+// the real pine-worker against the `script` model.
+#include <doctest/doctest.h>
+#include <time.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "tests/integration/harness.h"
+
+using namespace pine::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A home with these agents (id -> agent.yaml), pine.yaml extras and, for the
+// real worker, a reply script.
+void writeHome(const std::string& home, const std::map<std::string, std::string>& agents,
+               const std::string& extraPine, const std::string& replies = "replies:\n  - match: \"\"\n    text: ok\n") {
+  std::vector<std::string> ids;
+  for (auto& [id, yaml] : agents) ids.push_back(id);
+  writeMinimalConfig(home, ids);
+  writeText(home + "/pine.yaml", readText(home + "/pine.yaml") + extraPine);
+  writeText(home + "/providers/replies.yaml", replies);
+  for (auto& [id, yaml] : agents) {
+    writeText(home + "/agents/" + id + "/agent.yaml", yaml);
+    writeText(home + "/agents/" + id + "/workspace/note.txt", "a note\n");
+  }
+}
+
+std::vector<std::string> fixtureWorker() { return {"--worker-program", testBinDir() + "/fixtures/test-worker"}; }
+
+nlohmann::json message(Pined& p, const std::string& agent, const std::string& text, bool wait = true,
+                       const std::string& session = "") {
+  nlohmann::json body = {{"text", text}, {"wait", wait}};
+  if (!session.empty()) body["session"] = session;
+  auto r = p.api("POST", "/v1/agents/" + agent + "/messages", body.dump());
+  auto j = r.json();
+  REQUIRE_MESSAGE(j.is_object(), r.status << " " << r.body);
+  return j;
+}
+
+std::vector<nlohmann::json> audit(Pined& p, const std::string& event) {
+  std::vector<nlohmann::json> out;
+  for (auto& line : p.auditEvents(event)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+std::vector<nlohmann::json> tasksOf(Pined& p, const std::string& agent) {
+  auto j = p.api("GET", "/v1/tasks?agent=" + agent).json();
+  std::vector<nlohmann::json> out;
+  if (j.is_object() && j.contains("tasks"))
+    for (auto& t : j["tasks"]) out.push_back(t);
+  return out;
+}
+
+bool ended(const nlohmann::json& t) { return t["state"] == "done" || t["state"] == "failed"; }
+
+// The task once it has ended (null when it did not within `limit`).
+nlohmann::json waitTask(Pined& p, const std::string& agent, const std::string& id, std::chrono::milliseconds limit = 20s) {
+  nlohmann::json found;
+  waitUntil([&] {
+    for (auto& t : tasksOf(p, agent))
+      if (t["id"] == id && ended(t)) {
+        found = t;
+        return true;
+      }
+    return false;
+  }, limit);
+  return found;
+}
+
+// The first pending approval of `agent` (null when none came within `limit`).
+nlohmann::json pendingFor(Pined& p, const std::string& agent, std::chrono::milliseconds limit = 20s) {
+  nlohmann::json found;
+  waitUntil([&] {
+    auto j = p.api("GET", "/v1/approvals").json();
+    if (!j.is_object() || !j.contains("approvals")) return false;
+    for (auto& a : j["approvals"])
+      if (a["agent"] == agent && a["state"] == "pending") {
+        found = a;
+        return true;
+      }
+    return false;
+  }, limit);
+  return found;
+}
+
+// Starts a message without waiting and returns the ended task, answering no approval on the way;
+// `asked` tells whether one came up meanwhile.
+nlohmann::json runWatchingApprovals(Pined& p, const std::string& agent, const std::string& text, bool& asked,
+                                    const std::string& session = "") {
+  auto started = message(p, agent, text, false, session);
+  std::string id = started["task"];
+  asked = false;
+  nlohmann::json t;
+  waitUntil([&] {
+    if (pendingFor(p, agent, 0ms).is_object()) asked = true;
+    for (auto& x : tasksOf(p, agent))
+      if (x["id"] == id && ended(x)) t = x;
+    return asked || t.is_object();
+  }, 20s);
+  return t;
+}
+
+bool sessionTainted(Pined& p, const std::string& agent, const std::string& session) {
+  auto j = p.api("GET", "/v1/agents").json();
+  for (auto& a : j["agents"])
+    if (a["id"] == agent)
+      for (auto& s : a["sessions"])
+        if (s["session"] == session) return s["tainted"].get<bool>();
+  return false;
+}
+
+bool has(const nlohmann::json& t, const char* field, const std::string& part) {
+  return t.is_object() && t.contains(field) && t[field].is_string() &&
+         t[field].get<std::string>().find(part) != std::string::npos;
+}
+
+std::string line(const nlohmann::json& t, const std::string& prefix) {
+  if (!t.is_object() || !t.contains("answer")) return "";
+  std::string a = t["answer"];
+  size_t at = a.find(prefix);
+  if (at == std::string::npos) return "";
+  return a.substr(at, a.find('\n', at) - at);
+}
+
+nlohmann::json publishOwner(Pined& p, const std::string& topic, const nlohmann::json& payload = 1) {
+  auto r = p.api("POST", "/v1/events", nlohmann::json{{"topic", topic}, {"payload", payload}}.dump());
+  CHECK_MESSAGE(r.status == 200, r.body);
+  return r.json();
+}
+
+// The one task of `agent` that an event started (null when none within `limit`).
+nlohmann::json firstEndedTask(Pined& p, const std::string& agent, std::chrono::milliseconds limit = 20s) {
+  nlohmann::json found;
+  waitUntil([&] {
+    for (auto& t : tasksOf(p, agent))
+      if (ended(t)) {
+        found = t;
+        return true;
+      }
+    return false;
+  }, limit);
+  return found;
+}
+
+const std::string kProbeTools = "tools: [read, write, bash, send, state_get, state_set, publish_event, subscribe]\npublish: [probe/#]\n";
+
+void writeProbeHome(const std::string& home) {
+  writeHome(home,
+            {{"probe-closed", "description: refuses outside events\nuntrusted: false\n" + kProbeTools},
+             {"probe-state", "description: may write state from outside events\nuntrusted: {stateWrite: true}\n" + kProbeTools},
+             {"probe-plain", "description: the default untrusted profile\n" + kProbeTools}},
+            "routes:\n"
+            "  - {topic: in/closed, agent: probe-closed, trust: untrusted}\n"
+            "  - {topic: in/state, agent: probe-state, trust: untrusted}\n"
+            "  - {topic: in/plain, agent: probe-plain, trust: untrusted}\n");
+}
+
+}  // namespace
+
+TEST_CASE("untrusted: false refuses outside events; untrusted.stateWrite adds state_set and nothing else") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeProbeHome(home);
+  Pined pined(home, fixtureWorker(), {});
+
+  // Refused: an untrusted event for an agent that accepts none.
+  publishOwner(pined, "in/closed");
+  bool refused = waitUntil([&] {
+    for (auto& r : audit(pined, "task.refused"))
+      if (r["agent"] == "probe-closed") return true;
+    return false;
+  }, 10s);
+  CHECK(refused);
+  CHECK(tasksOf(pined, "probe-closed").empty());
+  // Its twin: the owner's own message to that agent runs.
+  auto owner = message(pined, "probe-closed", "hello");
+  CHECK(owner["state"] == "done");
+  CHECK(line(owner, "trust=") == "trust=owner");
+
+  // stateWrite: state_get and state_set on top of the read-only set, nothing more.
+  publishOwner(pined, "in/state");
+  auto t = firstEndedTask(pined, "probe-state");
+  REQUIRE(t.is_object());
+  CAPTURE(t.dump());
+  CHECK(t["trust"] == "untrusted");
+  CHECK(t["session"] == "probe-state~u");
+  CHECK(line(t, "workerTools=") == "workerTools=read,");
+  CHECK(line(t, "brokerTools=") == "brokerTools=state_get,state_set,");
+  CHECK(line(t, "state_set: ").rfind("state_set: ok", 0) == 0);
+  CHECK(line(t, "publish_event: ") == "publish_event: absent");
+  CHECK(line(t, "gate bash: ").rfind("gate bash: refused", 0) == 0);
+  CHECK(line(t, "gate write: ").rfind("gate write: refused", 0) == 0);
+  auto st = pined.api("GET", "/v1/state/probe/written").json();
+  CHECK(st["value"]["by"] == "probe");
+  CHECK(st["updatedBy"] == "agent:probe-state");
+  // The owner's run of probe-closed above wrote the same key as the owner; this write is the untrusted one.
+  auto ev = pined.api("GET", "/v1/events?topic=state/probe/written").json()["events"];
+  REQUIRE(ev.size() == 2);
+  for (auto& e : ev) CHECK(e["trust"] == (e["source"] == "agent:probe-state" ? "untrusted" : "owner"));
+  CHECK(ev[1]["source"] == "agent:probe-state");
+}
+
+TEST_CASE("a hand-crafted worker in an untrusted run gets no broker tools and cannot widen what it was given") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeProbeHome(home);
+  Pined pined(home, fixtureWorker(), {});
+  pid_t broker = pined.rolePid("broker");
+
+  publishOwner(pined, "in/plain");
+  auto t = firstEndedTask(pined, "probe-plain");
+  REQUIRE(t.is_object());
+  CAPTURE(t.dump());
+  CHECK(t["state"] == "done");
+  CHECK(line(t, "trust=") == "trust=untrusted");
+  CHECK(line(t, "brokerTools=") == "brokerTools=");
+  CHECK(line(t, "workerTools=") == "workerTools=read,");
+  CHECK(line(t, "gate bash: ") == "gate bash: refused: refused: 'bash' is not a tool of this run");
+  CHECK(line(t, "gate write: ") == "gate write: refused: refused: 'write' is not a tool of this run");
+  CHECK(line(t, "gate send: ").rfind("gate send: refused", 0) == 0);
+  CHECK(line(t, "gate read: ").rfind("gate read: allowed", 0) == 0);
+  CHECK(line(t, "pipelined gate bash: ") == "pipelined gate bash: refused");
+  CHECK(line(t, "pipelined tools=") == "pipelined tools=0");
+  CHECK(line(t, "forge broker-as-tool: ") == "forge broker-as-tool: refused");
+  CHECK(line(t, "forge gate-as-tool: ") == "forge gate-as-tool: refused");
+  CHECK(line(t, "forge broker-as-admin: ") == "forge broker-as-admin: refused");
+  CHECK(line(t, "state_set: ") == "state_set: absent");
+  CHECK(pined.api("GET", "/v1/state/probe/written").status == 404);
+  CHECK(pined.api("GET", "/v1/state/probe/forged").status == 404);
+  // The broker did not stop for a worker's "stop" and still answers.
+  CHECK(pined.rolePid("broker") == broker);
+  int bashAllowed = 0, bashRefused = 0;
+  for (auto& d : audit(pined, "tool.decision"))
+    if (d["agent"] == "probe-plain" && d["tool"] == "bash") (d["decision"] == "allowed" ? bashAllowed : bashRefused)++;
+  CHECK(bashAllowed == 0);
+  CHECK(bashRefused == 2);
+
+  // The twin: the same worker in an owner run is handed the agent's tools.
+  auto owned = message(pined, "probe-plain", "owner asks");
+  CAPTURE(owned.dump());
+  CHECK(owned["state"] == "done");
+  CHECK(line(owned, "trust=") == "trust=owner");
+  CHECK(line(owned, "brokerTools=") == "brokerTools=publish_event,send,state_get,state_set,subagent,subscribe,");
+  CHECK(line(owned, "gate bash: ").rfind("gate bash: allowed", 0) == 0);
+  CHECK(line(owned, "gate write: ").rfind("gate write: allowed", 0) == 0);
+  CHECK(line(owned, "state_set: ").rfind("state_set: ok", 0) == 0);
+  CHECK(line(owned, "publish_event: ").rfind("publish_event: ok", 0) == 0);
+  // Forging stays refused for an owner run too: capabilities are what getTask handed out.
+  CHECK(line(owned, "forge broker-as-tool: ") == "forge broker-as-tool: refused");
+  CHECK(line(owned, "forge broker-as-admin: ") == "forge broker-as-admin: refused");
+}
+
+TEST_CASE("publish_event: reserved and unlisted topics refused; listed ones published with the session's trust") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, {{"relay-pub", "description: publisher\ntools: [read, publish_event]\npublish: [news/#]\n"}},
+            "security:\n  taintTools: [read]\n");
+  Pined pined(home, fixtureWorker(), {});
+
+  auto t = message(pined, "relay-pub",
+                   "CALL publish_event {\"topic\": \"agent/x\"}\n"
+                   "CALL publish_event {\"topic\": \"state/x\"}\n"
+                   "CALL publish_event {\"topic\": \"other/x\"}\n"
+                   "CALL publish_event {\"topic\": \"news/clean\", \"payload\": {\"n\": 1}}\n");
+  CAPTURE(t.dump());
+  std::string a = t.value("answer", "");
+  CHECK(a.find("publish_event: error: refused: agent 'relay-pub' cannot publish on 'agent/x': agent/") != std::string::npos);
+  CHECK(a.find("publish_event: error: refused: agent 'relay-pub' cannot publish on 'state/x': agent/") != std::string::npos);
+  CHECK(a.find("cannot publish on 'other/x': no pattern of its agent.yaml 'publish' list") != std::string::npos);
+  CHECK(a.find("publish_event: ok: published") != std::string::npos);
+  CHECK(a.find("(trust: owner)") != std::string::npos);
+  CHECK(pined.api("GET", "/v1/events?topic=agent/%23").json()["events"].empty());
+  CHECK(pined.api("GET", "/v1/events?topic=other/%23").json()["events"].empty());
+  int refusedAudits = 0;
+  for (auto& d : audit(pined, "tool.decision"))
+    if (d["tool"] == "publish_event" && d["decision"] == "refused") ++refusedAudits;
+  CHECK(refusedAudits == 3);
+
+  // A tainted session: approveWhenTainted asks, and the event it publishes is untrusted.
+  auto started = message(pined, "relay-pub",
+                         "GATE read {\"path\": \"note.txt\"}\nCALL publish_event {\"topic\": \"news/tainted\"}\n", false);
+  auto ap = pendingFor(pined, "relay-pub");
+  REQUIRE(ap.is_object());
+  CHECK(ap["tool"] == "publish_event");
+  CHECK(pined.api("POST", "/v1/approvals/" + ap["id"].get<std::string>() + "/approve", "{}").status == 200);
+  auto t2 = waitTask(pined, "relay-pub", started["task"]);
+  CAPTURE(t2.dump());
+  CHECK(has(t2, "answer", "(trust: untrusted)"));
+  auto ev = pined.api("GET", "/v1/events?topic=news/%23").json()["events"];
+  REQUIRE(ev.size() == 2);
+  for (auto& e : ev) {
+    CHECK(e["source"] == "agent:relay-pub");
+    CHECK(e["trust"] == (e["topic"] == "news/clean" ? "owner" : "untrusted"));
+  }
+}
+
+TEST_CASE("subscriptions: events of a subscribed source arrive in the conversation or a run of their own, throttled") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  // Events the owner posts carry the source "owner": a source of that name is what a subscription can name.
+  writeHome(home,
+            {{"relay-sub", "description: subscriber\ntools: [read, subscribe]\n"},
+             {"relay-sep", "description: separate subscriber\ntools: [read, subscribe]\n"}},
+            "sources:\n  - {name: owner, type: webhook, open: true, topic: feed/in}\n"
+            "limits:\n  subscriptionThrottleSec: 30\n");
+  Pined pined(home, fixtureWorker(), {});
+
+  // Refused: a source pine.yaml does not have.
+  auto bad = message(pined, "relay-sub", "CALL subscribe {\"source\": \"nope\"}\n");
+  CHECK(has(bad, "answer", "subscribe: error: no source 'nope' in pine.yaml"));
+
+  auto sub = message(pined, "relay-sub", "CALL subscribe {\"source\": \"owner\", \"topic\": \"feed/#\"}\n");
+  CAPTURE(sub.dump());
+  CHECK(has(sub, "answer", "subscribe: ok: subscribed"));
+  auto sep = message(pined, "relay-sep", "CALL subscribe {\"source\": \"owner\", \"topic\": \"sep/#\", \"separate\": true}\n");
+  CHECK(has(sep, "answer", "start runs of their own"));
+  size_t before = tasksOf(pined, "relay-sub").size();
+
+  publishOwner(pined, "feed/a");
+  nlohmann::json delivered;
+  REQUIRE(waitUntil([&] {
+    for (auto& t : tasksOf(pined, "relay-sub"))
+      if (has(t, "origin", "subscription:") && ended(t)) delivered = t;
+    return delivered.is_object();
+  }, 20s));
+  CAPTURE(delivered.dump());
+  CHECK(delivered["session"] == "main");
+  // A source is outside content unless pine.yaml marks it trust: owner (pine-security.md, "Event
+  // sources"): framed as data, and the conversation is tainted.
+  CHECK(line(delivered, "fenced=") == "fenced=yes");
+  CHECK(sessionTainted(pined, "relay-sub", "main"));
+  // The second event within limits.subscriptionThrottleSec is dropped, and that is audited
+  // (as subscription.throttled: the audit line's own "event" name must survive its fields).
+  publishOwner(pined, "feed/b");
+  CHECK(waitUntil([&] { return !audit(pined, "subscription.throttled").empty(); }, 10s));
+  std::this_thread::sleep_for(500ms);
+  CHECK(tasksOf(pined, "relay-sub").size() == before + 1);
+  // An event off the subscription's topic pattern reaches nobody.
+  publishOwner(pined, "other/x");
+
+  // separate: true runs in <agent>~u-<subscription>.
+  publishOwner(pined, "sep/a");
+  nlohmann::json own;
+  REQUIRE(waitUntil([&] {
+    for (auto& t : tasksOf(pined, "relay-sep"))
+      if (has(t, "origin", "subscription:") && ended(t)) own = t;
+    return own.is_object();
+  }, 20s));
+  CAPTURE(own.dump());
+  CHECK(own["session"].get<std::string>().rfind("relay-sep~u-s", 0) == 0);
+  CHECK(own["trust"] == "untrusted");
+  CHECK(line(own, "fenced=") == "fenced=yes");
+  CHECK(tasksOf(pined, "relay-sub").size() == before + 1);
+}
+
+TEST_CASE("delegation: off-list, loop and depth refused with the reason; a tainted delegate taints the caller") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home,
+            {{"relay-a", "description: a\ntools: [read, ls, delegate]\ndelegateTo: [relay-b]\n"},
+             {"relay-b", "description: b\ntools: [read, ls, delegate]\ndelegateTo: [relay-a, relay-c]\n"},
+             {"relay-c", "description: c\ntools: [read, ls]\n"}},
+            "security:\n  taintTools: [read]\nlimits:\n  delegationDepth: 1\n");
+  Pined pined(home, fixtureWorker(), {});
+
+  auto off = message(pined, "relay-a", "CALL delegate {\"agent\": \"relay-c\", \"task\": \"hi\"}\n");
+  CHECK(has(off, "answer", "may not delegate to 'relay-c': it is not on its agent.yaml delegateTo list"));
+  auto loop = message(pined, "relay-a",
+                      "CALL delegate {\"agent\": \"relay-b\", \"task\": \"CALL delegate {\\\"agent\\\": \\\"relay-a\\\", "
+                      "\\\"task\\\": \\\"back\\\"}\"}\n");
+  CAPTURE(loop.dump());
+  CHECK(has(loop, "answer", "delegate: error: delegation loop: relay-a -> relay-b -> relay-a"));
+  auto deep = message(pined, "relay-a",
+                      "CALL delegate {\"agent\": \"relay-b\", \"task\": \"CALL delegate {\\\"agent\\\": \\\"relay-c\\\", "
+                      "\\\"task\\\": \\\"deeper\\\"}\"}\n");
+  CAPTURE(deep.dump());
+  CHECK(has(deep, "answer", "delegation to 'relay-c' would be 2 levels deep; limits.delegationDepth is 1"));
+  CHECK(tasksOf(pined, "relay-c").empty());
+
+  // The legitimate use: one level, a clean delegate, the caller stays clean.
+  auto clean = message(pined, "relay-a", "CALL delegate {\"agent\": \"relay-b\", \"task\": \"GATE ls {}\"}\n");
+  CAPTURE(clean.dump());
+  CHECK(has(clean, "answer", "delegate: ok: gate ls: allowed"));
+  CHECK_FALSE(sessionTainted(pined, "relay-a", "main"));
+  // A delegate that reads outside content: its answer taints the caller's conversation.
+  auto dirty = message(pined, "relay-a",
+                       "CALL delegate {\"agent\": \"relay-b\", \"task\": \"GATE read {\\\"path\\\": \\\"note.txt\\\"}\"}\n");
+  CAPTURE(dirty.dump());
+  // The answer comes back fenced as outside content.
+  CHECK(has(dirty, "answer", "delegate: ok: <<<outside-content "));
+  CHECK(has(dirty, "answer", "gate read: allowed"));
+  CHECK(sessionTainted(pined, "relay-b", "from-relay-a"));
+  CHECK(sessionTainted(pined, "relay-a", "main"));
+  bool reason = false;
+  for (auto& e : audit(pined, "session.taint"))
+    if (e["agent"] == "relay-a" && has(e, "reason", "answer of a tainted run of relay-b")) reason = true;
+  CHECK(reason);
+}
+
+TEST_CASE("approvals: always refused where not offered, accepted where offered, per conversation; a timeout is a no") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home,
+            {{"relay-listed", "description: asks for send\ntools: [read, send]\napprove: [send]\n"},
+             {"relay-man", "description: manual\nmode: manual\ntools: [read, write]\n"}},
+            "security:\n  approvalTimeout: 10\n");
+  Pined pined(home, fixtureWorker(), {});
+
+  // An `approve` pattern asks every time: "always" is not offered, so it is refused; once works.
+  auto started = message(pined, "relay-listed", "CALL send {\"to\": \"owner\", \"text\": \"one\"}\n", false);
+  auto a = pendingFor(pined, "relay-listed");
+  REQUIRE(a.is_object());
+  CHECK(a["alwaysOffered"] == false);
+  auto r = pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{\"always\": true}");
+  CHECK(r.status == 409);
+  CHECK(r.body.find("not offered") != std::string::npos);
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
+  auto t = waitTask(pined, "relay-listed", started["task"]);
+  CHECK(has(t, "answer", "send: ok: sent to the owner"));
+
+  // Manual mode offers "always": accepted, and the same tool no longer asks in this conversation...
+  started = message(pined, "relay-man", "GATE write {\"path\": \"a.txt\", \"content\": \"a\"}\n", false);
+  a = pendingFor(pined, "relay-man");
+  REQUIRE(a.is_object());
+  CHECK(a["alwaysOffered"] == true);
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{\"always\": true}").status == 200);
+  t = waitTask(pined, "relay-man", started["task"]);
+  CHECK(has(t, "answer", "gate write: allowed"));
+  bool asked = false;
+  t = runWatchingApprovals(pined, "relay-man", "GATE write {\"path\": \"b.txt\", \"content\": \"b\"}\n", asked);
+  CHECK_FALSE(asked);
+  CHECK(has(t, "answer", "gate write: allowed: your 'always' answer"));
+  // ...but does in another conversation of the same agent.
+  t = runWatchingApprovals(pined, "relay-man", "GATE write {\"path\": \"c.txt\", \"content\": \"c\"}\n", asked, "other");
+  CHECK(asked);
+  a = pendingFor(pined, "relay-man");
+  REQUIRE(a.is_object());
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/deny", "{}").status == 200);
+
+  // Nobody answers: after security.approvalTimeout the tool result says no, and not to retry.
+  auto t0 = std::chrono::steady_clock::now();
+  auto late = message(pined, "relay-listed", "CALL send {\"to\": \"owner\", \"text\": \"two\"}\n");
+  CAPTURE(late.dump());
+  CHECK(std::chrono::steady_clock::now() - t0 >= 9s);
+  CHECK(has(late, "answer", "send: error: not approved: the owner did not answer within 10 s. Do not retry"));
+  bool timedOut = false;
+  for (auto& d : audit(pined, "tool.decision"))
+    if (d["agent"] == "relay-listed" && d["decision"] == "timed_out") timedOut = true;
+  CHECK(timedOut);
+}
+
+namespace {
+
+const char* kScriptReplies = R"(replies:
+  - match: "spend tokens"
+    turns:
+      - tool_calls: [{name: ls, arguments: {path: .}}]
+        usage: {input: 900, output: 200}
+      - text: "spent"
+  - match: "repeat yourself"
+    turns:
+      - tool_calls: [{name: ls, arguments: {path: .}}]
+      - tool_calls: [{name: ls, arguments: {path: .}}]
+      - tool_calls: [{name: ls, arguments: {path: .}}]
+      - tool_calls: [{name: ls, arguments: {path: .}}]
+      - text: "repeated and finished"
+  - match: "vary yourself"
+    turns:
+      - tool_calls: [{name: ls, arguments: {path: .}}]
+      - tool_calls: [{name: ls, arguments: {path: .}}]
+      - tool_calls: [{name: read, arguments: {path: note.txt}}]
+      - text: "varied and finished"
+  - match: "write the file"
+    turns:
+      - tool_calls: [{name: write, arguments: {path: out.txt, content: hi}}]
+      - text: "written"
+  - match: "tell the owner"
+    turns:
+      - tool_calls: [{name: send, arguments: {to: owner, text: hello}}]
+      - text: "told"
+  - match: "read then tell"
+    turns:
+      - tool_calls: [{name: read, arguments: {path: note.txt}}]
+      - tool_calls: [{name: send, arguments: {to: owner, text: "after reading"}}]
+      - text: "read and told"
+  - match: "sleep long"
+    turns:
+      - tool_calls: [{name: bash, arguments: {command: "sleep 30"}}]
+      - text: "slept long"
+  - match: "sleep short"
+    turns:
+      - tool_calls: [{name: bash, arguments: {command: "sleep 1"}}]
+      - text: "slept short"
+  - match: "the scheduled check"
+    text: "scheduled run done"
+  - match: ""
+    text: "ok"
+)";
+
+const char* kMainTools = "tools: [read, write, ls, bash, send]\n";
+
+}  // namespace
+
+TEST_CASE("budget: a small tokensPerDay stops the run, the task says why and the owner is told") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home,
+            {{"spender", std::string("description: small budget\nbudget: {tokensPerDay: 1000}\n") + kMainTools},
+             {"saver", std::string("description: large budget\nbudget: {tokensPerDay: 1000000}\n") + kMainTools}},
+            "", kScriptReplies);
+  Pined pined(home, {}, {});
+  auto ok = message(pined, "saver", "spend tokens");
+  CHECK(ok["state"] == "done");
+  CHECK(ok["answer"] == "spent");
+  auto t = message(pined, "spender", "spend tokens");
+  CAPTURE(t.dump());
+  CHECK(t["state"] == "failed");
+  CHECK(has(t, "error", "budget.tokensPerDay is 1000"));
+  bool told = false;
+  for (auto& n : audit(pined, "owner.notice"))
+    if (n["agent"] == "spender" && has(n, "text", "budget:")) told = true;
+  CHECK(told);
+  CHECK(audit(pined, "budget.stop").size() == 1);
+}
+
+TEST_CASE("repeat breaker: the same call with the same arguments three times in a row stops the run") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, {{"main", std::string("description: main\n") + kMainTools}}, "", kScriptReplies);
+  Pined pined(home, {}, {});
+  auto ok = message(pined, "main", "vary yourself");
+  CHECK(ok["state"] == "done");
+  CHECK(ok["answer"] == "varied and finished");
+  auto t = message(pined, "main", "repeat yourself");
+  CAPTURE(t.dump());
+  CHECK(t["state"] == "failed");
+  CHECK(has(t, "error", "the model repeated the same ls call; the run was stopped"));
+  int refused = 0;
+  for (auto& d : audit(pined, "tool.decision"))
+    if (d["tool"] == "ls" && d["decision"] == "refused" && has(d, "reason", "repeated")) ++refused;
+  CHECK(refused == 1);
+}
+
+TEST_CASE("modes: manual asks for a write; bypass is paused in a tainted session unless bypassWhenTainted") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, {{"main", std::string("description: main\n") + kMainTools}},
+            "security:\n  taintTools: [read]\n  approvalTimeout: 30\n", kScriptReplies);
+  Pined pined(home, {}, {});
+
+  // auto: a write in a clean conversation goes ahead.
+  bool asked = false;
+  auto t = runWatchingApprovals(pined, "main", "write the file", asked);
+  CHECK_FALSE(asked);
+  CHECK(t["answer"] == "written");
+  // manual: the same write waits for the owner.
+  auto r = pined.api("PUT", "/v1/agents/main/mode", "{\"mode\": \"manual\"}");
+  CHECK(r.status == 200);
+  auto started = message(pined, "main", "write the file", false);
+  auto a = pendingFor(pined, "main");
+  REQUIRE(a.is_object());
+  CHECK(a["tool"] == "write");
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/deny", "{}").status == 200);
+  CHECK(waitTask(pined, "main", started["task"]).is_object());
+
+  // bypass: clean, send does not ask...
+  CHECK(pined.api("PUT", "/v1/agents/main/mode", "{\"mode\": \"bypass\"}").status == 200);
+  t = runWatchingApprovals(pined, "main", "tell the owner", asked, "side");
+  CHECK_FALSE(asked);
+  CHECK(t["answer"] == "told");
+  // ...tainted, it is paused: send asks as in auto, and the owner is told.
+  started = message(pined, "main", "read then tell", false, "web");
+  a = pendingFor(pined, "main");
+  REQUIRE(a.is_object());
+  CHECK(a["tool"] == "send");
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
+  CHECK(waitTask(pined, "main", started["task"]).is_object());
+  bool paused = false;
+  for (auto& n : audit(pined, "owner.notice"))
+    if (has(n, "text", "bypass is paused in session web")) paused = true;
+  CHECK(paused);
+}
+
+TEST_CASE("modes: security.bypassWhenTainted keeps bypass in a tainted session") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, {{"main", std::string("description: main\nmode: bypass\n") + kMainTools}},
+            "security:\n  taintTools: [read]\n  bypassWhenTainted: true\n", kScriptReplies);
+  Pined pined(home, {}, {});
+  bool asked = false;
+  auto t = runWatchingApprovals(pined, "main", "read then tell", asked);
+  CHECK_FALSE(asked);
+  CHECK(t["answer"] == "read and told");
+  CHECK(sessionTainted(pined, "main", "main"));
+  for (auto& n : audit(pined, "owner.notice")) CHECK_FALSE(has(n, "text", "bypass is paused"));
+}
+
+TEST_CASE("schedules: a one-shot `at` runs once as an owner task and is listed with its next and last run") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  time_t when = time(nullptr) + 6;
+  struct tm tm;
+  gmtime_r(&when, &tm);
+  char at[32];
+  strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  // An agent that refuses outside content still runs its schedule: a schedule is the owner's wish.
+  writeHome(home, {{"main", std::string("description: main\nuntrusted: false\n") + kMainTools}},
+            std::string("schedules:\n  - {name: wake, agent: main, at: \"") + at + "\", task: \"the scheduled check\"}\n",
+            kScriptReplies);
+  Pined pined(home, {}, {});
+  auto list = pined.api("GET", "/v1/schedules").json();
+  REQUIRE(list["schedules"].size() == 1);
+  CHECK(list["schedules"][0]["name"] == "wake");
+  CHECK(list["schedules"][0]["next"].is_string());
+  CHECK(list["schedules"][0]["last"].is_null());
+  CHECK(tasksOf(pined, "main").empty());  // not before its time
+
+  auto t = firstEndedTask(pined, "main", 15s);
+  REQUIRE(t.is_object());
+  CAPTURE(t.dump());
+  CHECK(t["trust"] == "owner");
+  CHECK(t["origin"] == "schedule:wake");
+  CHECK(t["answer"] == "scheduled run done");
+  list = pined.api("GET", "/v1/schedules").json();
+  CHECK(list["schedules"][0]["last"].is_string());
+  CHECK(list["schedules"][0]["next"].is_null());
+  std::this_thread::sleep_for(1500ms);
+  // Once: the timer may fire a few ms before the wall-clock instant; that must not make it run again.
+  CHECK(tasksOf(pined, "main").size() == 1);
+  CHECK(audit(pined, "schedule.run").size() == 1);
+}
+
+TEST_CASE("task time limit: a run past limits.taskTimeoutSec is stopped and says why") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, {{"main", std::string("description: main\n") + kMainTools}},
+            "limits:\n  taskTimeoutSec: 10\n  shellTimeoutSec: 120\n", kScriptReplies);
+  Pined pined(home, {}, {});
+  auto ok = message(pined, "main", "sleep short");
+  CAPTURE(ok.dump());
+  CHECK(ok["state"] == "done");
+  CHECK(ok["answer"] == "slept short");
+  auto t0 = std::chrono::steady_clock::now();
+  auto t = message(pined, "main", "sleep long");
+  auto took = std::chrono::steady_clock::now() - t0;
+  CAPTURE(t.dump());
+  CHECK(t["state"] == "failed");
+  CHECK(has(t, "error", "limits.taskTimeoutSec: 10 s"));
+  CHECK(took >= 9s);
+  CHECK(took < 25s);
+  // Nothing of it is left running.
+  CHECK(waitUntil([&] { return pined.rolePid("worker") == 0; }, 5s));
+  CHECK(processesMentioning("sleep 30").empty());
+}
