@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "worker/providers/provider.h"
 #include "worker/providers/reply_script.h"
+#include "sandbox/jail/name_rules.h"
 #include "worker/tools/outside_text.h"
 
 namespace pine {
@@ -202,6 +203,30 @@ kj::Promise<GateAnswer> Run::checkTool(std::string tool, std::string argsJson) {
                       "next task, where instruction files and git settings are read-only";
     auditDecision(call, "refused", why);
     return GateAnswer{false, "refused: " + why, true};
+  }
+  if ((tool == "write" || tool == "edit") && facts.tainted && !sandboxTainted_) {
+    // The same window for the file tools: the worker's own jail switches at once, but the worker
+    // is not trusted to, so the broker refuses instruction files and git settings itself.
+    static const sandbox::NameRules rules = sandbox::NameRules::defaults(true);
+    std::string path = call.args.is_object() && call.args.contains("path") && call.args["path"].is_string()
+                           ? call.args["path"].get<std::string>() : "";
+    while (path.rfind("./", 0) == 0) path.erase(0, 2);
+    size_t first = path.find_first_not_of('/');
+    std::string rel = first == std::string::npos ? "" : path.substr(first);
+    bool refuse = rel.empty() || rel.find("..") != std::string::npos;
+    if (!refuse) {
+      try {
+        refuse = rules.refusing(rel, true) != nullptr;
+      } catch (std::exception&) {
+        refuse = true;
+      }
+    }
+    if (refuse) {
+      std::string why = "the conversation read outside content during this task: instruction files and git "
+                        "settings are read-only for it now";
+      auditDecision(call, "refused", why);
+      return GateAnswer{false, "refused: " + why, true};
+    }
   }
   return decide(call, policy::decideToolCall(*config_, agent(), facts, call)).then([this](GateAnswer a) {
     a.tainted = broker_.sessionTainted(req_.agent, req_.session);

@@ -241,8 +241,17 @@ TEST_CASE("an event a tainted conversation publishes is untrusted: its run can o
   CHECK(events["events"][0]["source"] == "agent:main");
   // Neither bash nor write existed in that run; nothing was written.
   CHECK_FALSE(std::filesystem::exists(home + "/agents/house/workspace/owned.txt"));
+  // Its attempts are on record: refused because the run was never given those tools.
+  std::set<std::string> refused;
   for (auto& d : auditJson(pined, "tool.decision"))
-    if (d["agent"] == "house") CHECK(d["tool"] == "read");
+    if (d["agent"] == "house") {
+      if (d["tool"] == "read") CHECK(d["decision"] == "allowed");
+      else {
+        CHECK(d["decision"] == "refused");
+        refused.insert(d["tool"].get<std::string>());
+      }
+    }
+  CHECK(refused == std::set<std::string>{"bash", "write"});
 }
 
 TEST_CASE("state: written by a run and by the owner, read back, published as state/ events") {
