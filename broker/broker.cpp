@@ -65,9 +65,11 @@ class AdminService final : public proto::BrokerAdmin::Server {
 }  // namespace
 
 struct Broker::Live {
+  // Declared first, destroyed last: the link goes (cancelling the worker's calls in flight) before
+  // the Run those calls point at.
+  std::unique_ptr<Run> run;
   kj::Own<RpcLink> link;
   proto::WorkerProcess::Client process = nullptr;
-  std::unique_ptr<Run> run;
 };
 
 Broker::Broker(kj::AsyncIoContext& io, Home home)

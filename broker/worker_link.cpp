@@ -161,6 +161,7 @@ kj::Promise<void> WorkerBroker::ping(PingContext) { return kj::READY_NOW; }
 
 kj::Promise<void> WorkerBroker::model(ModelContext context) {
   KJ_REQUIRE(host_ != nullptr, "this worker has no model access");
+  context.allowCancellation();  // a worker that is gone cancels its request, down to pined's egress child
   KJ_REQUIRE(outcome_->isWaiting(), "this task has already ended");
   auto p = context.getParams();
   auto call = p.getCall();

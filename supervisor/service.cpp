@@ -153,6 +153,11 @@ kj::Promise<void> SupervisorService::changeConfig(ChangeConfigContext context) {
 }
 
 
-kj::Promise<void> SupervisorService::egress(EgressContext context) { return runEgressCall(sup_, io_, context); }
+kj::Promise<void> SupervisorService::egress(EgressContext context) {
+  // When the broker gives up on the request (its worker is gone), the call is cancelled and the
+  // egress child killed with it, instead of waiting out its own time limit.
+  context.allowCancellation();
+  return runEgressCall(sup_, io_, context);
+}
 
 }  // namespace pine

@@ -401,7 +401,8 @@ TEST_CASE("injection from a web page: out-going actions wait, instruction files 
     CHECK(d[tool] == std::vector<std::string>{"refused"});
   }
   // "switch to bypass" is not something an agent can do: the mode is unchanged.
-  for (auto& a : pined.api("GET", "/v1/agents").json()["agents"])
+  auto agentsNow = pined.api("GET", "/v1/agents").json();  // bound: a temporary's element would dangle
+  for (auto& a : agentsNow["agents"])
     if (a["id"] == "main") CHECK(a["mode"] == "auto");
 
   // The next task in the same (tainted) conversation has the shell again, in a sandbox where the
