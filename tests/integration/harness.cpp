@@ -243,7 +243,7 @@ Pined::Http Pined::api(const std::string& method, const std::string& path, const
     if (fd >= 0) close(fd);
     return h;
   }
-  timeval tv{60, 0};
+  timeval tv{180, 0};  // a message with wait: true may wait out an approval timeout, slower under ASan
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + token +
                     "\r\nConnection: close\r\n";
