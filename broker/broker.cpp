@@ -17,13 +17,6 @@
 namespace pine {
 namespace {
 
-// The description alone, without the "remote exception: " capnp puts in front of a peer's error.
-std::string describe(const kj::Exception& e) {
-  std::string d = e.getDescription().cStr();
-  const std::string remote = "remote exception: ";
-  return d.rfind(remote, 0) == 0 ? d.substr(remote.size()) : d;
-}
-
 std::string readToken(const Home& home) {
   std::string t = readFile(home.token());
   while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
@@ -94,7 +87,7 @@ Broker::Broker(kj::AsyncIoContext& io, Home home)
 
 Broker::~Broker() noexcept(false) {}
 
-void Broker::taskFailed(kj::Exception&& e) { spdlog::warn("broker: {}", describe(e)); }
+void Broker::taskFailed(kj::Exception&& e) { spdlog::warn("broker: {}", describeRemote(e)); }
 
 void Broker::loadConfig() {
   // The broker never reads .env: pined validated the secret names before it started us.
@@ -128,7 +121,7 @@ kj::Promise<void> Broker::run() {
     port = api_->listenTcp(config_->pine.http.host, config_->pine.http.port);
   } catch (kj::Exception& e) {
     spdlog::error("control API: cannot listen on {}:{}: {}; the unix socket still serves",
-                  config_->pine.http.host, config_->pine.http.port, describe(e));
+                  config_->pine.http.host, config_->pine.http.port, describeRemote(e));
   }
   armSchedules();
   // What a source hears is an event like any other: committed, then routed and delivered.
@@ -148,7 +141,7 @@ kj::Promise<void> Broker::run() {
                config_->pine.http.host, port);
   auto lost = supervisorLink_->onDisconnect().then([]() { spdlog::error("lost the link to pined: exiting"); },
                                                      [](kj::Exception&& e) {
-                                                       spdlog::error("link to pined broke: {}", describe(e));
+                                                       spdlog::error("link to pined broke: {}", describeRemote(e));
                                                      });
   return kj::mv(stopped_).exclusiveJoin(kj::mv(lost)).then([this]() {
     // Whatever is still running ends failed: nobody will hear its answer.
@@ -414,7 +407,7 @@ void Broker::launch(const std::string& id) {
                 running_[id] = kj::mv(live);
                 return superviseTask(id, spawned);
               },
-              [this, id](kj::Exception&& e) { endTask(id, false, "pined could not start a worker: " + describe(e)); });
+              [this, id](kj::Exception&& e) { endTask(id, false, "pined could not start a worker: " + describeRemote(e)); });
   background_.add(kj::mv(supervision));
 }
 
@@ -506,7 +499,7 @@ kj::Promise<void> Broker::superviseTask(const std::string& id, proto::Supervisor
     // A closed link usually means the worker is exiting: give it a moment so the task says how.
     auto gone = live.link->onDisconnect()
                     .then([]() { return std::string("the worker closed its link before answering"); },
-                          [](kj::Exception&& e) { return "the worker's link broke: " + describe(e); })
+                          [](kj::Exception&& e) { return "the worker's link broke: " + describeRemote(e); })
                     .then([this, process, describeExit](std::string why) mutable {
                       auto grace = io_.provider->getTimer().afterDelay(500 * kj::MILLISECONDS).then([why]() {
                         return WorkerOutcome{false, why};
@@ -620,11 +613,7 @@ kj::Promise<const TaskRecord*> Broker::whenEnded(const std::string& id) {
 // ---- events --------------------------------------------------------------------
 
 void Broker::deliver(const store::Event& e) {
-  nlohmann::json ev = {{"seq", e.seq},       {"id", e.id},         {"topic", e.topic}, {"time", isoTime(e.timeMs)},
-                       {"source", e.source}, {"trust", e.trust},   {"hops", e.hops}};
-  auto payload = nlohmann::json::parse(e.payload, nullptr, false);
-  ev["payload"] = payload.is_discarded() ? nlohmann::json(e.payload) : payload;
-  feed_.publish({{"kind", "event"}, {"event", ev}});
+  feed_.publish({{"kind", "event"}, {"event", eventJson(e)}});
   auto cfg = config_;
   config::Trust trust = e.trust == "owner" ? config::Trust::Owner : config::Trust::Untrusted;
   if (policy::checkHops(e.hops, cfg->pine.limits.eventHops)) {

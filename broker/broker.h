@@ -118,8 +118,6 @@ class Broker final : public ApiBackend, private kj::TaskSet::ErrorHandler {
   kj::Promise<store::Event> writeState(const std::string& key, const std::string& valueJson, const std::string& by,
                                        config::Trust trust);
   void notifyOwner(const std::string& agent, const std::string& text, const std::string& task);
-  const TaskRecord* task(const std::string& id) { return tasks_.find(id); }
-  std::set<std::string> sessionGrantsKinds();
 
  private:
   struct Live;

@@ -13,20 +13,6 @@ namespace {
 
 ApiReply fail(int status, const std::string& message) { return {status, {{"error", message}}}; }
 
-std::string describe(const kj::Exception& e) {
-  std::string d = e.getDescription().cStr();
-  const std::string remote = "remote exception: ";
-  return d.rfind(remote, 0) == 0 ? d.substr(remote.size()) : d;
-}
-
-nlohmann::json eventJson(const store::Event& e) {
-  nlohmann::json ev = {{"seq", e.seq},       {"id", e.id},       {"topic", e.topic}, {"time", isoTime(e.timeMs)},
-                       {"source", e.source}, {"trust", e.trust}, {"hops", e.hops}};
-  auto payload = nlohmann::json::parse(e.payload, nullptr, false);
-  ev["payload"] = payload.is_discarded() ? nlohmann::json(e.payload) : payload;
-  return ev;
-}
-
 long long queryInt(const ApiQuery& q, const char* name, long long dflt) {
   auto it = q.find(name);
   if (it == q.end() || it->second.empty()) return dflt;
@@ -69,7 +55,7 @@ kj::Promise<ApiReply> Broker::status() {
                          {"tasks", active},
                          {"pendingApprovals", store_->approvals(true, 1000).size()}}};
       },
-      [](kj::Exception&& e) { return fail(502, "pined did not answer: " + describe(e)); });
+      [](kj::Exception&& e) { return fail(502, "pined did not answer: " + describeRemote(e)); });
 }
 
 kj::Promise<ApiReply> Broker::reload() {
@@ -177,7 +163,7 @@ kj::Promise<ApiReply> Broker::publishEvent(const nlohmann::json& body) {
             for (auto& c : committed) list.push_back(eventJson(c));
             return ApiReply{200, {{"events", list}}};
           },
-          [](kj::Exception&& ex) { return fail(503, "not stored: " + describe(ex)); });
+          [](kj::Exception&& ex) { return fail(503, "not stored: " + describeRemote(ex)); });
 }
 
 ApiReply Broker::agents() {

@@ -23,6 +23,14 @@ std::string newId(const char* prefix) {
   return id;
 }
 
+nlohmann::json eventJson(const store::Event& e) {
+  nlohmann::json ev = {{"seq", e.seq},       {"id", e.id},       {"topic", e.topic}, {"time", isoTime(e.timeMs)},
+                       {"source", e.source}, {"trust", e.trust}, {"hops", e.hops}};
+  auto payload = nlohmann::json::parse(e.payload, nullptr, false);
+  ev["payload"] = payload.is_discarded() ? nlohmann::json(e.payload) : payload;
+  return ev;
+}
+
 EventBus::EventBus(store::Store& store, Delivery deliver, size_t maxBatch)
     : store_(store), deliver_(std::move(deliver)), maxBatch_(maxBatch) {}
 

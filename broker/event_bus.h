@@ -7,6 +7,7 @@
 #include <kj/async.h>
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,8 @@ class EventBus {
 };
 
 std::string newId(const char* prefix);
+
+// An event as the control API lists it and the feed tells it (payload parsed back to JSON).
+nlohmann::json eventJson(const store::Event& e);
 
 }  // namespace pine

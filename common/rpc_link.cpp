@@ -31,4 +31,10 @@ kj::Own<kj::AsyncCapabilityStream> wrapSocket(kj::LowLevelAsyncIoProvider& lowLe
   return lowLevel.wrapUnixSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP);
 }
 
+std::string describeRemote(const kj::Exception& e) {
+  std::string d = e.getDescription().cStr();
+  const std::string remote = "remote exception: ";
+  return d.rfind(remote, 0) == 0 ? d.substr(remote.size()) : d;
+}
+
 }  // namespace pine

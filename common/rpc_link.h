@@ -5,6 +5,8 @@
 #include <capnp/rpc-twoparty.h>
 #include <kj/async-io.h>
 
+#include <string>
+
 namespace pine {
 
 struct LinkLimits {
@@ -31,5 +33,9 @@ class RpcLink {
 
 // Wrap an fd this process owns (closed with the stream) as a capability-capable unix stream.
 kj::Own<kj::AsyncCapabilityStream> wrapSocket(kj::LowLevelAsyncIoProvider& lowLevel, int fd);
+
+// An exception's description without the "remote exception: " Cap'n Proto puts in front of a
+// peer's error: what the owner reads should be the peer's own words.
+std::string describeRemote(const kj::Exception& e);
 
 }  // namespace pine

@@ -82,10 +82,7 @@ int cmdSecret(const std::string& home, const std::string& action, const std::str
       for (auto n : names.getNames()) std::cout << n.cStr() << "\n";
     }
   } catch (kj::Exception& e) {
-    std::string d = e.getDescription().cStr();
-    const std::string remote = "remote exception: ";
-    if (d.rfind(remote, 0) == 0) d = d.substr(remote.size());
-    std::cerr << "pinectl: " << d << "\n";
+    std::cerr << "pinectl: " << describeRemote(e) << "\n";
     return 1;
   }
   return 0;
