@@ -8,6 +8,7 @@
 #include "broker/run.h"
 #include "broker/schedule/describe.h"
 #include "broker/schedule/next_run.h"
+#include "broker/skills.h"
 #include "common/fd.h"
 #include "common/log.h"
 #include "common/names.h"
@@ -448,9 +449,7 @@ kj::Promise<void> Broker::superviseTask(const std::string& id, proto::Supervisor
       std::string user = readIfExists(home_.root + "/USER.md");
       if (!user.empty()) instructions += "\n\n# About the owner (USER.md)\n" + user;
     }
-    std::string skills;
-    for (auto& s : cfg->pine.skills)
-      if (s.agent.empty() || s.agent == req.agent) skills += "- " + s.name + "\n";
+    std::string skills = skillsIndex(*cfg, home_.root, req.agent);
     if (!skills.empty()) instructions += "\n\n# Skills\n" + skills;
     info.instructions = instructions;
     info.workerTools = live.run->workerTools();

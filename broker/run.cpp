@@ -14,9 +14,9 @@
 namespace pine {
 namespace {
 
-const std::set<std::string> kBrokerTools = {"publish_event", "send",      "state_get",     "state_set",
-                                            "delegate",      "subscribe", "schedules",     "request_access",
-                                            "subagent"};
+const std::set<std::string> kBrokerTools = {"publish_event", "send",      "state_get",      "state_set",
+                                            "delegate",      "subscribe", "schedules",      "request_access",
+                                            "subagent",      "add_skill", "create_agent"};
 const std::set<std::string> kWorkerTools = {"read", "write", "edit", "grep", "find", "ls", "bash"};
 const std::set<std::string> kReadOnly = {"read", "grep", "find", "ls", "state_get", "schedules"};
 
@@ -118,6 +118,20 @@ std::vector<BrokerToolInfo> Run::brokerTools() {
                         {"required", {"action"}}};
     add("schedules", "List the schedules that wake this agent, or create one (the owner may be asked).", p);
   }
+  add("add_skill", "Add a skill: standing instructions for a kind of task, listed in the skills index of later tasks "
+      "(for you, or forAllAgents when you are the main agent). The owner may be asked and sees the text.",
+      schema({{"name", "string"}, {"description", "string"}, {"instructions", "string"}, {"forAllAgents", "boolean"}},
+             {"name", "description", "instructions"}));
+  add("create_agent", "Create a new agent (the owner is always asked and sees its instructions). It gets at most "
+      "your tools; default read, write, edit, grep, find, ls, bash.",
+      {{"type", "object"},
+       {"properties",
+        {{"id", {{"type", "string"}}},
+         {"description", {{"type", "string"}}},
+         {"instructions", {{"type", "string"}, {"description", "its AGENTS.md"}}},
+         {"mode", {{"type", "string"}, {"enum", {"auto", "manual"}}}},
+         {"tools", {{"type", "array"}, {"items", {{"type", "string"}}}}}}},
+       {"required", {"id", "description", "instructions"}}});
   add("request_access", "Ask the owner for access outside the workspace: a path (read or write) or network for the shell.",
       schema({{"path", "string"}, {"access", "string"}, {"network", "string"}, {"reason", "string"}}, {"reason"}));
   return out;
@@ -252,6 +266,10 @@ kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
   }
   auto facts = broker_.sessionFacts(agent(), req_.session, req_.trust == config::Trust::Untrusted);
   policy::Verdict v;
+  if (auto why = checkSetupArgs(tool, args)) {
+    auditDecision(call, "refused", *why);
+    return error(*why);
+  }
   if (tool == "schedules" && args.value("action", "list") == "list") {
     v = policy::allowed("listing schedules only reads");
   } else if (tool == "schedules") {
@@ -266,6 +284,8 @@ kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
     v = policy::decideSchedule(agent(), facts, sr);
   } else if (tool == "request_access") {
     v = policy::decideRequestAccess(facts);
+  } else if (tool == "add_skill") {
+    v = policy::decideAddSkill(agent(), facts, {args.value("name", ""), args.value("forAllAgents", false)});
   } else if (tool == "subscribe") {
     v = policy::decideSubscribe(facts);
   } else if (tool == "publish_event") {
@@ -291,6 +311,8 @@ kj::Promise<ToolAnswer> Run::carryOut(const std::string& tool, const nlohmann::j
   if (tool == "subscribe") return subscribe(args);
   if (tool == "schedules") return args.value("action", "list") == "create" ? scheduleCreate(args) : schedulesList();
   if (tool == "request_access") return requestAccess(args);
+  if (tool == "add_skill") return addSkill(args);
+  if (tool == "create_agent") return createAgent(args);
   return error("'" + tool + "' is not a tool of this run");
 }
 
@@ -470,68 +492,6 @@ kj::Promise<ToolAnswer> Run::requestAccess(const nlohmann::json& args) {
                         ". It takes effect from the next task in this conversation (this task's sandbox was built "
                         "before); finish this task and say what you will do with it.",
                     false};
-}
-
-kj::Promise<ToolAnswer> Run::scheduleCreate(const nlohmann::json& args) {
-  // A schedule is configuration, which only pined writes: the new entry goes through changeConfig,
-  // validated there exactly like the file it becomes.
-  std::string name = args.value("name", ""), task = args.value("task", ""), target = args.value("for", "conversation");
-  if (name.empty() || task.empty()) return error("\"name\" and \"task\" are required");
-  int kinds = int(args.contains("cron")) + int(args.contains("intervalSec")) + int(args.contains("at"));
-  if (kinds != 1) return error("give exactly one of cron, intervalSec and at");
-  nlohmann::json entry = {{"name", name},
-                          {"agent", target == "all" ? "*" : req_.agent},
-                          {"task", task},
-                          {"createdBy", "agent:" + req_.agent + "/" + req_.session}};
-  if (target == "conversation") entry["session"] = req_.session;
-  for (const char* k : {"cron", "intervalSec", "at", "timezone"})
-    if (args.contains(k)) entry[k] = args[k];
-  std::string file = broker_.home().root + "/pine.yaml";
-  std::string text;
-  try {
-    text = readFile(file);
-  } catch (std::exception&) {
-    text = "";
-  }
-  // Flow-style YAML (JSON) for the new item: no quoting of task text can go wrong.
-  std::string item = "  - " + entry.dump() + "\n";
-  std::string updated;
-  size_t at = std::string::npos;
-  if (text.rfind("schedules:", 0) == 0) at = 0;
-  else if (auto p = text.find("\nschedules:"); p != std::string::npos) at = p + 1;
-  if (at == std::string::npos) {
-    updated = text + (text.empty() || text.back() == '\n' ? "" : "\n") + "schedules:\n" + item;
-  } else {
-    // The block ends at the next line that starts at column 0 (another key), comments and blanks aside.
-    size_t lineEnd = text.find('\n', at);
-    std::string head = text.substr(at, lineEnd == std::string::npos ? std::string::npos : lineEnd - at);
-    if (head.find('[') != std::string::npos)
-      return error("pine.yaml writes schedules in flow style ([...]); the owner has to add this one by hand");
-    size_t pos = lineEnd == std::string::npos ? text.size() : lineEnd + 1;
-    size_t insert = pos;
-    while (pos < text.size()) {
-      size_t e = text.find('\n', pos);
-      std::string line = text.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
-      bool blank = line.find_first_not_of(" \t") == std::string::npos || line[line.find_first_not_of(" \t")] == '#';
-      if (!blank && line[0] != ' ' && line[0] != '-') break;
-      pos = e == std::string::npos ? text.size() : e + 1;
-      if (!blank) insert = pos;
-    }
-    updated = text.substr(0, insert) + item + text.substr(insert);
-  }
-  auto req = broker_.supervisor().changeConfigRequest();
-  req.setPath("pine.yaml");
-  req.setContent(updated);
-  req.setReason("schedule '" + name + "' asked for by " + req_.agent + " (task " + taskId_ + ")");
-  return req.send().then([this, name](auto&& r) {
-    if (r.getOk()) {
-      broker_.reloadConfiguration();
-      return ToolAnswer{"schedule '" + name + "' created", false};
-    }
-    std::string errs;
-    for (auto e : r.getErrors()) errs += std::string(e.cStr()) + "\n";
-    return error("the schedule was not created:\n" + errs);
-  });
 }
 
 void Run::recordUsage(long long in, long long out) {

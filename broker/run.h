@@ -51,7 +51,16 @@ class Run final : public RunHost {
   ToolAnswer stateGet(const nlohmann::json& args);
   ToolAnswer subscribe(const nlohmann::json& args);
   ToolAnswer schedulesList();
+  // setup_tools.cpp: configuration written through pined.
   kj::Promise<ToolAnswer> scheduleCreate(const nlohmann::json& args);
+  kj::Promise<ToolAnswer> addSkill(const nlohmann::json& args);
+  // What a setup tool is given, checked before anyone is asked: the owner never approves a call that
+  // cannot be carried out.
+  std::optional<std::string> checkSetupArgs(const std::string& tool, const nlohmann::json& args) const;
+  kj::Promise<ToolAnswer> createAgent(const nlohmann::json& args);
+  // Asks pined to write one configuration file; false with `errors` filled when it refused.
+  kj::Promise<bool> changeConfig(const std::string& path, const std::string& content, const std::string& reason,
+                                 std::string& errors);
   kj::Promise<ToolAnswer> requestAccess(const nlohmann::json& args);
   void recordUsage(long long in, long long out);
 

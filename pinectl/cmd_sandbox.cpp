@@ -11,6 +11,7 @@
 #include "common/fd.h"
 #include "common/names.h"
 #include "common/unix_socket.h"
+#include "config/load.h"
 #include "sandbox/agent_sandbox.h"
 
 namespace pine {
@@ -49,7 +50,15 @@ int cmdSandboxRun(const std::string& home, const std::string& agent, bool tainte
   sandbox::AgentSandboxes boxes(home, programDir(), sandbox::probeKernel());
   sandbox::PreparedSandbox box;
   try {
-    box = boxes.prepare({agent, {}, tainted});
+    // The agent's skills, as pined would mount them; a home whose configuration does not load gets none.
+    sandbox::AgentSandboxRequest request{agent, {}, tainted, false, {}};
+    config::LoadOptions quiet;
+    quiet.skipEnv = true;  // only the skills list is wanted: no secrets read for it
+    auto loaded = config::loadHome(home, quiet);
+    if (loaded.ok())
+      for (const auto& skill : loaded.home->pine.skills)
+        if (skill.agent.empty() || skill.agent == agent) request.skills.push_back(skill.name);
+    box = boxes.prepare(request);
   } catch (std::exception& e) {
     std::cerr << "pinectl: no sandbox for agent " << agent << ": " << e.what() << "\n";
     return 125;

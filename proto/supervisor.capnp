@@ -35,6 +35,10 @@ interface Supervisor {
   egress @7 (request :EgressRequest, sink :ByteSink) -> (status :UInt16, headers :List(Header), error :Text);
   # One HTTPS request made by pined, ${secret:NAME} in the URL and header values filled in there; the body,
   # every secret redacted, streams to sink. Loopback, private and plain-http only to a configured provider.
+
+  createAgent @8 (id :Text, agentYaml :Text, instructions :Text, reason :Text) -> (ok :Bool, errors :List(Text));
+  # A new agent (create_agent, which the owner approved): its agent.yaml and first AGENTS.md, validated
+  # together, written only when agents/<id> does not exist yet. An existing agent's AGENTS.md is the owner's.
 }
 
 struct EgressRequest {

@@ -1,5 +1,7 @@
 #include "sandbox/agent_sandbox.h"
 
+#include "common/names.h"
+
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,7 +48,7 @@ AgentSandboxes::AgentSandboxes(std::string pineHome, std::string programDir, Pro
     : home_(std::move(pineHome)), programDir_(std::move(programDir)), probe_(std::move(probe)),
       options_(std::move(options)) {}
 
-AgentPaths AgentSandboxes::pathsFor(const std::string& agent) const {
+AgentPaths AgentSandboxes::pathsFor(const std::string& agent, const std::vector<std::string>& skills) const {
   AgentPaths p;
   p.agentId = agent;
   p.pineHome = home_;
@@ -54,8 +56,13 @@ AgentPaths AgentSandboxes::pathsFor(const std::string& agent) const {
   p.workspace = home_ + "/agents/" + agent + "/workspace";
   p.privateHome = home_ + "/sandbox/" + agent;
   p.tmpdir = home_ + "/sandbox/" + agent + "/tmp";
-  std::string skills = home_ + "/agents/" + agent + "/skills";
-  if (access(skills.c_str(), F_OK) == 0) p.skills.push_back(skills);
+  // Its own skills and the shared ones, read-only: the agent reads a skill when a task calls
+  // for it, and never writes one (add_skill goes through pined).
+  for (const auto& name : skills) {
+    if (!isValidAgentId(name)) continue;  // skill names follow the agent-id rule; anything else is not a folder of ours
+    std::string dir = home_ + "/skills/" + name;
+    if (access(dir.c_str(), F_OK) == 0) p.skills.push_back(dir);
+  }
   p.programDir = programDir_;
   if (agent == "main") p.userMd = home_ + "/USER.md";
   return p;
@@ -67,7 +74,7 @@ PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) cons
   req.requireNamespaces = options_.requireNamespaces;
   if (auto why = refuseReason(probe_, req)) throw std::runtime_error(*why);
 
-  AgentPaths paths = pathsFor(request.agent);
+  AgentPaths paths = pathsFor(request.agent, request.skills);
   makeDir(home_ + "/agents");
   makeDir(home_ + "/agents/" + request.agent);
   makeDir(paths.workspace);
@@ -80,6 +87,7 @@ PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) cons
     requireTraversable(programDir_ + "/.", options_.workerUid);
     prepareWorkerOwnership({paths.workspace, paths.privateHome, paths.tmpdir}, home_, options_.workerUid,
                            options_.workerGid);
+    shareReadOnly(paths.skills, home_);  // pined writes skills mode 600: the worker reads, never owns them
   }
 
   PreparedSandbox out;

@@ -17,6 +17,7 @@ struct AgentSandboxRequest {
   Grants grants;         // from configuration and the broker's approved grants: re-checked here
   bool tainted = false;  // instruction files and git settings become read-only
   bool untrusted = false;  // a run outside content started: no grants, no network, workspace read-only
+  std::vector<std::string> skills;  // names of the skills for this agent: <home>/skills/<name>, read-only
 };
 
 struct PreparedSandbox {
@@ -39,7 +40,7 @@ class AgentSandboxes {
   PreparedSandbox prepare(const AgentSandboxRequest& request) const;
 
   const Probe& probe() const { return probe_; }
-  AgentPaths pathsFor(const std::string& agent) const;
+  AgentPaths pathsFor(const std::string& agent, const std::vector<std::string>& skills = {}) const;
 
  private:
   std::string home_, programDir_;

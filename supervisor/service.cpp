@@ -138,20 +138,38 @@ kj::Promise<void> SupervisorService::redact(RedactContext context) {
   return kj::READY_NOW;
 }
 
+namespace {
+
+// (ok, errors) of changeConfig and createAgent.
+template <typename Results>
+void answerChange(Results out, const secrets::ChangeResult& result) {
+  out.setOk(result.ok);
+  auto list = out.initErrors(result.errors.size());
+  for (size_t i = 0; i < result.errors.size(); ++i) list.set(i, result.errors[i]);
+}
+
+}  // namespace
+
 kj::Promise<void> SupervisorService::changeConfig(ChangeConfigContext context) {
   auto p = context.getParams();
   KJ_REQUIRE(p.getPath().size() <= 256 && p.getReason().size() <= 1024, "changeConfig: argument too long");
   std::string reason = p.getReason();
   // The broker never writes the owner's rules (agents/<id>/AGENTS.md): fromOwner is false here.
   auto result = secrets::applyConfigChange(sup_.home().root, p.getPath(), p.getContent(), "broker: " + reason, false);
-  auto out = context.getResults();
-  out.setOk(result.ok);
-  auto list = out.initErrors(result.errors.size());
-  for (size_t i = 0; i < result.errors.size(); ++i) list.set(i, result.errors[i]);
+  answerChange(context.getResults(), result);
   if (result.ok) sup_.reloadConfig("config change");
   return kj::READY_NOW;
 }
 
+kj::Promise<void> SupervisorService::createAgent(CreateAgentContext context) {
+  auto p = context.getParams();
+  KJ_REQUIRE(p.getId().size() <= 64 && p.getReason().size() <= 1024, "createAgent: argument too long");
+  auto result = secrets::createAgentFiles(sup_.home().root, p.getId(), p.getAgentYaml(), p.getInstructions(),
+                                          "broker: " + std::string(p.getReason().cStr()));
+  answerChange(context.getResults(), result);
+  if (result.ok) sup_.reloadConfig("new agent");
+  return kj::READY_NOW;
+}
 
 kj::Promise<void> SupervisorService::egress(EgressContext context) {
   // When the broker gives up on the request (its worker is gone), the call is cancelled and the

@@ -21,6 +21,7 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> verifyHmac(VerifyHmacContext context) override;
   kj::Promise<void> redact(RedactContext context) override;
   kj::Promise<void> changeConfig(ChangeConfigContext context) override;
+  kj::Promise<void> createAgent(CreateAgentContext context) override;
   kj::Promise<void> egress(EgressContext context) override;
 
  private:

@@ -224,7 +224,10 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
                 "; running a worker unconfined is not supported: remove that key")));
   sandbox::PreparedSandbox box;
   try {
-    box = sandboxes_.prepare({agent, all, tainted, untrusted});
+    sandbox::AgentSandboxRequest request{agent, all, tainted, untrusted, {}};
+    for (const auto& skill : cfg->pine.skills)
+      if (skill.agent.empty() || skill.agent == agent) request.skills.push_back(skill.name);
+    box = sandboxes_.prepare(request);
   } catch (std::exception& e) {
     // Fail closed: the task is refused, never run unconfined.
     audit("sandbox.refused", {{"task", taskId}, {"agent", agent}, {"reason", e.what()}});

@@ -125,7 +125,7 @@ Sample runOnce(Ctx& c, Kind kind) {
   auto t0 = Clock::now();
   std::optional<pine::sandbox::PreparedSandbox> box;
   if (kind != Kind::Floor && kind != Kind::Bwrap) {
-    box = (kind == Kind::NoNamespaces ? c.sandboxesNoNs : c.sandboxes)->prepare({"main", {}, false});
+    box = (kind == Kind::NoNamespaces ? c.sandboxesNoNs : c.sandboxes)->prepare({"main", {}, false, false, {}});
     auto& p = box->plan;
     switch (kind) {
       case Kind::NoNetNs: p.newNetNs = false; break;
@@ -201,7 +201,7 @@ const char* const kStepNames[kSteps] = {"fork (supervisor to child)", "unshare (
 std::vector<std::vector<double>> stepTimes(const pine::sandbox::AgentSandboxes& sandboxes, int rounds) {
   std::vector<std::vector<double>> out(kSteps);
   for (int i = 0; i < rounds; ++i) {
-    auto box = sandboxes.prepare({"main", {}, false});
+    auto box = sandboxes.prepare({"main", {}, false, false, {}});
     const auto& plan = box.plan;
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0) die("pipe2");
@@ -334,7 +334,7 @@ int main(int argc, char** argv) {
   c.bindir = bindir;
   c.sandboxes = &sandboxes;
   c.sandboxesNoNs = &sandboxesNoNs;
-  c.env = sandboxes.prepare({"main", {}, false}).env;  // pine's worker environment, used by every variant
+  c.env = sandboxes.prepare({"main", {}, false, false, {}}).env;  // pine's worker environment, used by every variant
   c.stderrFd = showStderr ? -1 : open("/dev/null", O_WRONLY | O_CLOEXEC);
   bool haveBwrap = access("/usr/bin/bwrap", X_OK) == 0;
   c.bwrapArgs = bwrapArgs(worker, bindir);
@@ -396,7 +396,7 @@ int main(int argc, char** argv) {
            quantile(column(samples[k], &Sample::first), 0.5), quantile(column(samples[k], &Sample::done), 0.5));
   }
   if (breakdown) {
-    auto plan = sandboxes.prepare({"main", {}, false}).plan;
+    auto plan = sandboxes.prepare({"main", {}, false, false, {}}).plan;
     auto steps = stepTimes(sandboxes, iterations);
     printf("  child-side steps, alone (%zu Landlock rules, %zu seccomp instructions, %zu bind mounts), median / p90 ms:\n",
            plan.landlock.rules.size(), plan.seccomp.size(), plan.binds.size());

@@ -360,4 +360,37 @@ void prepareWorkerOwnership(const std::vector<std::string>& roots, const std::st
   }
 }
 
+void shareReadOnly(const std::vector<std::string>& roots, const std::string& stopAt) {
+  auto fail = [](const std::string& what, const std::string& path) {
+    throw std::runtime_error(what + " " + path + ": " + strerror(errno));
+  };
+  auto widen = [&](const std::string& path, const struct stat& st, mode_t bits) {
+    if ((st.st_mode & bits) != bits && chmod(path.c_str(), (st.st_mode & 07777) | bits) != 0) fail("chmod", path);
+  };
+  std::function<void(const std::string&)> walk = [&](const std::string& path) {
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) fail("stat", path);
+    if (S_ISREG(st.st_mode)) widen(path, st, S_IROTH);
+    if (!S_ISDIR(st.st_mode)) return;
+    widen(path, st, S_IROTH | S_IXOTH);
+    DirPtr d(opendir(path.c_str()));
+    if (!d) fail("opendir", path);
+    while (dirent* e = readdir(d.get())) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") walk(path + "/" + name);
+    }
+  };
+  for (auto& root : roots) {
+    walk(root);
+    for (std::string p = root; p != "/" && p != stopAt;) {
+      size_t slash = p.rfind('/');
+      p = slash == 0 ? "/" : p.substr(0, slash);
+      if (!pathWithin(p, stopAt)) break;
+      struct stat st;
+      if (stat(p.c_str(), &st) != 0) fail("stat", p);
+      widen(p, st, S_IXOTH);
+    }
+  }
+}
+
 }  // namespace pine::sandbox

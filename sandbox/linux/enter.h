@@ -87,4 +87,8 @@ int enterSandboxInChild(const LinuxPlan& plan) noexcept;
 void prepareWorkerOwnership(const std::vector<std::string>& roots, const std::string& stopAt, uid_t uid,
                             gid_t gid);
 
+// When pined runs as root: lets the worker's uid read these trees without owning them (o+rx on
+// folders, o+r on regular files, o+x on the folders above up to stopAt). Links are left alone.
+void shareReadOnly(const std::vector<std::string>& roots, const std::string& stopAt);
+
 }  // namespace pine::sandbox

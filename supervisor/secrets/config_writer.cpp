@@ -62,7 +62,7 @@ std::vector<std::string> splitPath(const std::string& p) {
 }
 
 // Why relPath may not be written, or empty when it may.
-std::string pathRefusal(const std::string& rel, bool fromOwner) {
+std::string pathRefusal(const std::string& rel) {
   if (rel.empty()) return "empty path";
   if (rel.find('\0') != std::string::npos) return "path contains a NUL byte";
   if (rel[0] == '/') return "absolute paths are refused (give a path relative to the home)";
@@ -78,8 +78,8 @@ std::string pathRefusal(const std::string& rel, bool fromOwner) {
   if (parts.size() == 3 && parts[0] == "agents") {
     if (!isValidAgentId(parts[1])) return "'" + parts[1] + "' is not a valid agent id";
     if (parts[2] == "agent.yaml" || parts[2] == "agent.json") return {};
-    // An agent's AGENTS.md holds the owner's rules for it: an agent may not rewrite its own.
-    if (parts[2] == "AGENTS.md") return fromOwner ? std::string() : "an agent's AGENTS.md is changed by the owner only";
+    // An agent's AGENTS.md holds the owner's rules for it: from the owner only (addOnlyRefusal).
+    if (parts[2] == "AGENTS.md") return {};
   }
   if (parts.size() == 3 && parts[0] == "skills" && parts[2] == "SKILL.md") {
     if (!isValidAgentId(parts[1])) return "'" + parts[1] + "' is not a valid skill name";
@@ -87,6 +87,21 @@ std::string pathRefusal(const std::string& rel, bool fromOwner) {
   }
   return "not a configuration file pine writes (pine.yaml, models.yaml, agents/<id>/agent.yaml, "
          "agents/<id>/AGENTS.md, skills/<name>/SKILL.md; .json for the first three)";
+}
+
+// What the broker may only add, never replace: a skill (it would change another agent's
+// standing instructions); an AGENTS.md it never writes (a new agent's first one comes with
+// createAgentFiles). `dirFd` is the target's folder, or -1 when that folder does not exist yet.
+std::string addOnlyRefusal(int dirFd, const std::vector<std::string>& parts, bool fromOwner) {
+  if (fromOwner || parts.empty()) return {};
+  auto exists = [&](const char* name) {
+    struct stat st;
+    return dirFd >= 0 && fstatat(dirFd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  };
+  if (parts.back() == "SKILL.md" && exists("SKILL.md"))
+    return "the skill exists; an agent adds skills, the owner changes them";
+  if (parts.back() == "AGENTS.md") return "an agent's AGENTS.md is changed by the owner only";
+  return {};
 }
 
 // Opens the folder holding relPath, walking from the home with O_NOFOLLOW so a
@@ -175,7 +190,7 @@ void writeFileAtomicAt(int dirfd, const std::string& name, std::string_view cont
 
 ChangeResult applyConfigChange(const std::string& home, const std::string& relPath, const std::string& text,
                                const std::string& by, bool fromOwner) {
-  if (std::string why = pathRefusal(relPath, fromOwner); !why.empty()) return refuse(relPath, by, why);
+  if (std::string why = pathRefusal(relPath); !why.empty()) return refuse(relPath, by, why);
   if (text.size() > kMaxConfigFile)
     return refuse(relPath, by, "too large (" + std::to_string(text.size()) + " bytes, at most " +
                                    std::to_string(kMaxConfigFile) + ")");
@@ -188,6 +203,7 @@ ChangeResult applyConfigChange(const std::string& home, const std::string& relPa
     // Check the way first without creating anything: a refused change leaves no trace.
     Fd parent = openParent(homeFd.fd, parts, false);
     if (parent.fd >= 0) checkTarget(parent.fd, parts.back(), relPath);
+    if (std::string why = addOnlyRefusal(parent.fd, parts, fromOwner); !why.empty()) return refuse(relPath, by, why);
   } catch (const std::exception& e) {
     return refuse(relPath, by, e.what());
   }
@@ -205,11 +221,63 @@ ChangeResult applyConfigChange(const std::string& home, const std::string& relPa
   try {
     Fd parent = openParent(homeFd.fd, parts, true);
     checkTarget(parent.fd, parts.back(), relPath);
+    // Again on the folder actually written to: it may have appeared since the first look.
+    if (std::string why = addOnlyRefusal(parent.fd, parts, fromOwner); !why.empty()) return refuse(relPath, by, why);
     writeFileAtomicAt(parent.fd, parts.back(), text, 0600);
   } catch (const std::exception& e) {
     return refuse(relPath, by, e.what());
   }
   audit("config.change", {{"file", relPath}, {"by", by}, {"sha256", sha256Hex(text)}, {"bytes", text.size()}});
+  return {true, {}};
+}
+
+ChangeResult createAgentFiles(const std::string& home, const std::string& id, const std::string& agentYaml,
+                              const std::string& instructions, const std::string& by) {
+  const std::string dir = "agents/" + id;
+  if (!isValidAgentId(id)) return refuse(dir, by, "'" + id + "' is not a valid agent id");
+  for (const std::string* text : {&agentYaml, &instructions}) {
+    if (text->size() > kMaxConfigFile)
+      return refuse(dir, by, "too large (" + std::to_string(text->size()) + " bytes, at most " +
+                                 std::to_string(kMaxConfigFile) + ")");
+    if (text->find('\0') != std::string::npos) return refuse(dir, by, "contains a NUL byte");
+  }
+  Fd homeFd(::open(home.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (homeFd.fd < 0) return refuse(dir, by, "cannot open the home: " + std::string(strerror(errno)));
+  const auto parts = splitPath(dir + "/agent.yaml");
+  try {
+    Fd agents = openParent(homeFd.fd, {"agents", "x"}, true);
+    struct stat st;
+    if (fstatat(agents.fd, id.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+      return refuse(dir, by, "exists: a new agent needs a new id (an existing agent is changed by the owner)");
+  } catch (const std::exception& e) {
+    return refuse(dir, by, e.what());
+  }
+  config::LoadOptions opts;
+  opts.overlay[dir + "/agent.yaml"] = agentYaml;
+  opts.overlay[dir + "/AGENTS.md"] = instructions;
+  config::LoadResult r = config::loadHome(home, opts);
+  if (!r.ok()) {
+    ChangeResult out;
+    for (auto& e : r.errors) out.errors.push_back(e.format());
+    audit("config.change.refused", {{"file", dir}, {"by", by}, {"reason", "does not validate"}, {"errors", r.errors.size()}});
+    return out;
+  }
+  try {
+    // Only a folder this call made: one that appeared meanwhile is refused, not written into.
+    Fd agents = openParent(homeFd.fd, {"agents", "x"}, true);
+    if (mkdirat(agents.fd, id.c_str(), 0700) != 0)
+      throw std::runtime_error(dir + ": " + (errno == EEXIST ? std::string("exists") : strerror(errno)));
+    Fd folder = openParent(homeFd.fd, parts, false);
+    // The instructions first: an agent.yaml is what makes the folder an agent.
+    writeFileAtomicAt(folder.fd, "AGENTS.md", instructions, 0600);
+    writeFileAtomicAt(folder.fd, "agent.yaml", agentYaml, 0600);
+  } catch (const std::exception& e) {
+    return refuse(dir, by, e.what());
+  }
+  audit("config.change", {{"file", dir + "/AGENTS.md"}, {"by", by}, {"sha256", sha256Hex(instructions)},
+                          {"bytes", instructions.size()}});
+  audit("config.change", {{"file", dir + "/agent.yaml"}, {"by", by}, {"sha256", sha256Hex(agentYaml)},
+                          {"bytes", agentYaml.size()}});
   return {true, {}};
 }
 

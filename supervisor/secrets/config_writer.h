@@ -19,7 +19,8 @@ struct ChangeResult {
 
 // relPath is relative to home and one of: pine.yaml|json, models.yaml|json,
 // agents/<id>/agent.yaml|json, skills/<name>/SKILL.md, and agents/<id>/AGENTS.md
-// (the agent's owner rules: only when fromOwner). Absolute paths, "..", ".",
+// (the agent's owner rules: only when fromOwner). Without fromOwner (the broker
+// asking) a SKILL.md is only added, never replaced. Absolute paths, "..", ".",
 // empty components, .env (secrets go through SecretStore::set) and data/ are
 // refused. Every folder on the way is opened from the home with O_NOFOLLOW and
 // must be owned by this uid (missing ones are created, mode 700); the target
@@ -30,6 +31,13 @@ struct ChangeResult {
 // audited as "config.change.refused" with the reason (never the text).
 ChangeResult applyConfigChange(const std::string& home, const std::string& relPath, const std::string& text,
                                const std::string& by, bool fromOwner);
+
+// A new agent (create_agent, approved by the owner): agents/<id>/AGENTS.md and
+// agent.yaml, validated together as the home would be with both, written only
+// into a folder this call creates. An existing id, or any entry of that name
+// under agents/, is refused. Audited like applyConfigChange.
+ChangeResult createAgentFiles(const std::string& home, const std::string& id, const std::string& agentYaml,
+                              const std::string& instructions, const std::string& by);
 
 // Writes dirfd/name atomically: a new temp file in the same folder (O_EXCL,
 // random name), fchmod(mode), write, fsync, renameat over name, fsync the

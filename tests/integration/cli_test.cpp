@@ -73,6 +73,32 @@ TEST_CASE("pinectl sandbox run: the agent's shell policy, its refusals and its l
   CHECK(commit.out == "done\n");
 }
 
+TEST_CASE("pinectl sandbox run: an agent reads its own and the shared skills, writes none, and not another's") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeMinimalConfig(home, {"main", "other"});
+  for (const char* name : {"mine", "shared", "theirs"}) {
+    mkdir((home + "/skills").c_str(), 0700);
+    mkdir((home + "/skills/" + name).c_str(), 0700);
+    writeText(home + "/skills/" + name + "/SKILL.md", std::string("---\nname: ") + name + "\ndescription: d\n---\nbody of " + name + "\n");
+  }
+  writeText(home + "/pine.yaml", readText(home + "/pine.yaml") +
+                                     "skills:\n  - {name: mine, agent: main}\n  - {name: shared}\n"
+                                     "  - {name: theirs, agent: other}\n");
+  auto sbx = [&](const std::string& script) {
+    return run({binDir() + "/pinectl", "--home", home, "sandbox", "run", "--agent", "main", "--", "sh", "-c", script});
+  };
+  auto mine = sbx("cat " + home + "/skills/mine/SKILL.md " + home + "/skills/shared/SKILL.md");
+  CAPTURE(mine.err);
+  CHECK(mine.exitCode == 0);
+  CHECK(mine.out.find("body of mine") != std::string::npos);
+  CHECK(mine.out.find("body of shared") != std::string::npos);
+  CHECK(sbx("cat " + home + "/skills/theirs/SKILL.md").exitCode != 0);
+  CHECK(sbx("echo evil >> " + home + "/skills/mine/SKILL.md").exitCode != 0);
+  CHECK(sbx("mkdir " + home + "/skills/mine/x").exitCode != 0);
+  CHECK(readText(home + "/skills/mine/SKILL.md").find("evil") == std::string::npos);
+}
+
 TEST_CASE("pinectl redact: known values from .env, the control token and patterned secrets; look-alikes stay") {
   TempDir dir;
   std::string home = dir.path() + "/home";

@@ -156,6 +156,8 @@ void writeText(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
+std::string tailOf(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(s.size() - n); }
+
 std::string readText(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;

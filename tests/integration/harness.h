@@ -49,6 +49,8 @@ void writeMinimalConfig(const std::string& home, const std::vector<std::string>&
 int freeTcpPort();
 void writeText(const std::string& path, const std::string& text);
 std::string readText(const std::string& path);
+// The last `n` bytes of `s` (for failure messages that quote a log).
+std::string tailOf(const std::string& s, size_t n);
 
 class Pined {
  public:

@@ -101,7 +101,7 @@ TEST_CASE("manager: a source nobody wants holds no connection and hears nothing;
   CHECK(client.waitHeard([](const std::string& t, const std::string& p) {
     return t == "$SYS/broker/clients/connected" && p == "1";
   }, 5s));
-  client.publish("house/lamp", "before");
+  REQUIRE(client.publishAcked("house/lamp", "before", 5s));  // routed (to nobody) before the source exists
   loop.run(500ms);
   CHECK(loop.drafts.empty());
 

@@ -87,6 +87,7 @@ Client::Client(int port, std::vector<std::string> subscribe) : topics_(std::move
   mosq_ = mosquitto_new(nullptr, true, this);
   mosquitto_message_callback_set(mosq_, &Client::onMessage);
   mosquitto_connect_callback_set(mosq_, &Client::onConnect);
+  mosquitto_publish_callback_set(mosq_, &Client::onPublish);
   if (mosquitto_connect(mosq_, "127.0.0.1", port, 60) != MOSQ_ERR_SUCCESS)
     throw std::runtime_error("test client cannot connect");
   mosquitto_loop_start(mosq_);
@@ -109,8 +110,31 @@ void Client::onMessage(struct mosquitto*, void* selfp, const struct mosquitto_me
   self->heard_.emplace_back(m->topic, std::string(static_cast<const char*>(m->payload), m->payloadlen));
 }
 
+void Client::onPublish(struct mosquitto*, void* selfp, int mid) {
+  auto* self = static_cast<Client*>(selfp);
+  std::lock_guard<std::mutex> lock(self->mu_);
+  self->acked_.push_back(mid);
+}
+
 void Client::publish(const std::string& topic, const std::string& payload, bool retain) {
   mosquitto_publish(mosq_, nullptr, topic.c_str(), static_cast<int>(payload.size()), payload.data(), 1, retain);
+}
+
+bool Client::publishAcked(const std::string& topic, const std::string& payload, std::chrono::milliseconds timeout) {
+  int mid = 0;
+  if (mosquitto_publish(mosq_, &mid, topic.c_str(), static_cast<int>(payload.size()), payload.data(), 1, false) !=
+      MOSQ_ERR_SUCCESS)
+    return false;
+  auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int m : acked_)
+        if (m == mid) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
 }
 
 std::vector<std::pair<std::string, std::string>> Client::heard() {

@@ -38,6 +38,9 @@ class Client {
   explicit Client(int port, std::vector<std::string> subscribe = {});
   ~Client();
   void publish(const std::string& topic, const std::string& payload, bool retain = false);
+  // Publishes and returns once mosquitto acknowledged it, so it has been routed to whoever
+  // was subscribed at that moment (and to nobody who subscribes later). False on timeout.
+  bool publishAcked(const std::string& topic, const std::string& payload, std::chrono::milliseconds timeout);
   std::vector<std::pair<std::string, std::string>> heard();  // (topic, payload) so far
   bool waitHeard(const std::function<bool(const std::string&, const std::string&)>& match,
                  std::chrono::milliseconds timeout);
@@ -45,10 +48,12 @@ class Client {
  private:
   static void onMessage(struct mosquitto*, void*, const struct mosquitto_message*);
   static void onConnect(struct mosquitto*, void*, int);
+  static void onPublish(struct mosquitto*, void*, int);
   struct mosquitto* mosq_ = nullptr;
   std::vector<std::string> topics_;
   std::mutex mu_;
   std::vector<std::pair<std::string, std::string>> heard_;
+  std::vector<int> acked_;  // message ids mosquitto acknowledged
 };
 
 // The event loop and the drafts that reached the sink.

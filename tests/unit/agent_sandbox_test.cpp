@@ -38,16 +38,16 @@ TEST_CASE("grants that reach pine's home, .env, another agent or pine's programs
     for (bool write : {false, true}) {
       Grants g;
       (write ? g.write : g.read).push_back(bad);
-      CHECK_THROWS(boxes.prepare({"main", g, false}));
+      CHECK_THROWS(boxes.prepare({"main", g, false, false, {}}));
     }
   }
   // A symlink in the workspace that points at the home does not launder it.
-  boxes.prepare({"main", {}, false});
+  boxes.prepare({"main", {}, false, false, {}});
   std::string link = h.root + "/agents/main/workspace/sneaky";
   REQUIRE(symlink((h.root + "/.env").c_str(), link.c_str()) == 0);
   Grants g;
   g.read.push_back(link);
-  CHECK_THROWS(boxes.prepare({"main", g, false}));
+  CHECK_THROWS(boxes.prepare({"main", g, false, false, {}}));
 }
 
 TEST_CASE("the legitimate twin: an ordinary folder can be granted, variables expand") {
@@ -58,7 +58,7 @@ TEST_CASE("the legitimate twin: an ordinary folder can be granted, variables exp
   Grants g;
   g.read.push_back(extra);
   g.write.push_back("${WORKSPACE}/out");
-  auto box = boxes.prepare({"main", g, false});
+  auto box = boxes.prepare({"main", g, false, false, {}});
   CHECK(std::find(box.policy.readable.begin(), box.policy.readable.end(), extra) != box.policy.readable.end());
   CHECK(box.env.size() == 5);
   for (auto& e : box.env) CHECK((e.rfind("PATH=", 0) == 0 || e.rfind("LANG=", 0) == 0 || e.rfind("HOME=", 0) == 0 ||
@@ -66,7 +66,7 @@ TEST_CASE("the legitimate twin: an ordinary folder can be granted, variables exp
   Grants unknown;
   unknown.read.push_back("${NOPE}/x");
   try {
-    boxes.prepare({"main", unknown, false});
+    boxes.prepare({"main", unknown, false, false, {}});
     FAIL("no throw");
   } catch (std::exception& e) {
     CHECK(std::string(e.what()).find("NOPE") != std::string::npos);
@@ -80,7 +80,7 @@ TEST_CASE("a kernel below the configured Landlock minimum refuses every task, sa
   opts.minLandlockAbi = p.landlockAbi + 1;
   AgentSandboxes boxes(h.root, programDir(), p, opts);
   try {
-    boxes.prepare({"main", {}, false});
+    boxes.prepare({"main", {}, false, false, {}});
     FAIL("no throw");
   } catch (std::exception& e) {
     CHECK(std::string(e.what()).find("Landlock") != std::string::npos);
@@ -89,5 +89,5 @@ TEST_CASE("a kernel below the configured Landlock minimum refuses every task, sa
   none.landlockAbi = 0;
   none.seccomp = false;
   AgentSandboxes nothing(h.root, programDir(), none);
-  CHECK_THROWS(nothing.prepare({"main", {}, false}));
+  CHECK_THROWS(nothing.prepare({"main", {}, false, false, {}}));
 }

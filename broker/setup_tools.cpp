@@ -1,0 +1,188 @@
+// The tools that set things up: schedules (create), add_skill, create_agent. Each
+// writes configuration, which only pined writes: the new text goes through
+// changeConfig and is validated there exactly like the file it becomes. The
+// decision to ask or refuse was made before (Run::callTool, policy/setup_tools).
+#include <kj/debug.h>
+
+#include <algorithm>
+
+#include "broker/run.h"
+#include "broker/skills.h"
+#include "common/fd.h"
+#include "common/log.h"
+#include "common/names.h"
+
+namespace pine {
+namespace {
+
+ToolAnswer error(std::string text) { return ToolAnswer{std::move(text), true}; }
+
+std::string readOrEmpty(const std::string& path) {
+  try {
+    return readFile(path);
+  } catch (std::exception&) {
+    return "";
+  }
+}
+
+// `text` (a YAML file) with `item` (flow-style YAML, i.e. JSON: no quoting can go wrong) added to
+// the block list under the top-level `key`, which is created at the end when absent.
+std::optional<std::string> appendToList(const std::string& text, const std::string& key, const std::string& item,
+                                        std::string& error) {
+  const std::string line = "  - " + item + "\n";
+  size_t at = std::string::npos;
+  if (text.rfind(key + ":", 0) == 0) at = 0;
+  else if (auto p = text.find("\n" + key + ":"); p != std::string::npos) at = p + 1;
+  if (at == std::string::npos) return text + (text.empty() || text.back() == '\n' ? "" : "\n") + key + ":\n" + line;
+  // The block ends at the next line that starts at column 0 (another key), comments and blanks aside.
+  size_t lineEnd = text.find('\n', at);
+  std::string head = text.substr(at, lineEnd == std::string::npos ? std::string::npos : lineEnd - at);
+  if (head.find('[') != std::string::npos) {
+    error = "pine.yaml writes " + key + " in flow style ([...]); the owner has to add this one by hand";
+    return std::nullopt;
+  }
+  size_t pos = lineEnd == std::string::npos ? text.size() : lineEnd + 1;
+  size_t insert = pos;
+  while (pos < text.size()) {
+    size_t e = text.find('\n', pos);
+    std::string l = text.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+    size_t first = l.find_first_not_of(" \t");
+    bool blank = first == std::string::npos || l[first] == '#';
+    if (!blank && l[0] != ' ' && l[0] != '-') break;
+    pos = e == std::string::npos ? text.size() : e + 1;
+    if (!blank) insert = pos;
+  }
+  std::string out = text.substr(0, insert);
+  if (!out.empty() && out.back() != '\n') out += "\n";
+  return out + line + text.substr(insert);
+}
+
+std::string joinErrors(capnp::List<capnp::Text>::Reader errors) {
+  std::string out;
+  for (auto e : errors) out += std::string(e.cStr()) + "\n";
+  return out;
+}
+
+}  // namespace
+
+kj::Promise<bool> Run::changeConfig(const std::string& path, const std::string& content, const std::string& reason,
+                                    std::string& errors) {
+  auto req = broker_.supervisor().changeConfigRequest();
+  req.setPath(path);
+  req.setContent(content);
+  req.setReason(reason + " (asked for by " + req_.agent + ", task " + taskId_ + ")");
+  return req.send().then([&errors](auto&& r) {
+    if (!r.getOk()) errors = joinErrors(r.getErrors());
+    return r.getOk();
+  });
+}
+
+kj::Promise<ToolAnswer> Run::scheduleCreate(const nlohmann::json& args) {
+  std::string name = args.value("name", ""), task = args.value("task", ""), target = args.value("for", "conversation");
+  if (name.empty() || task.empty()) return error("\"name\" and \"task\" are required");
+  int kinds = int(args.contains("cron")) + int(args.contains("intervalSec")) + int(args.contains("at"));
+  if (kinds != 1) return error("give exactly one of cron, intervalSec and at");
+  nlohmann::json entry = {{"name", name},
+                          {"agent", target == "all" ? "*" : req_.agent},
+                          {"task", task},
+                          {"createdBy", "agent:" + req_.agent + "/" + req_.session}};
+  if (target == "conversation") entry["session"] = req_.session;
+  for (const char* k : {"cron", "intervalSec", "at", "timezone"})
+    if (args.contains(k)) entry[k] = args[k];
+  std::string why;
+  auto updated = appendToList(readOrEmpty(broker_.home().root + "/pine.yaml"), "schedules", entry.dump(), why);
+  if (!updated) return error(why);
+  auto errors = kj::heap<std::string>();
+  auto& e = *errors;
+  return changeConfig("pine.yaml", *updated, "schedule '" + name + "'", e)
+      .then([this, name, &e](bool ok) {
+        if (!ok) return error("the schedule was not created:\n" + e);
+        broker_.reloadConfiguration();
+        return ToolAnswer{"schedule '" + name + "' created", false};
+      })
+      .attach(kj::mv(errors));
+}
+
+std::optional<std::string> Run::checkSetupArgs(const std::string& tool, const nlohmann::json& args) const {
+  if (tool == "add_skill") {
+    NewSkill skill{args.value("name", ""), args.value("description", ""), args.value("instructions", "")};
+    if (auto why = checkNewSkill(skill)) return why;
+    if (args.contains("forAllAgents") && !args["forAllAgents"].is_boolean()) return "\"forAllAgents\" is true or false";
+    for (const auto& s : config_->pine.skills)
+      if (s.name == skill.name)
+        return "a skill '" + skill.name + "' exists; an agent adds skills, the owner changes them: pick another name";
+    return std::nullopt;
+  }
+  if (tool == "create_agent") {
+    std::string id = args.value("id", ""), mode = args.value("mode", "auto");
+    if (!isValidAgentId(id)) return "\"id\" is 1 to 64 characters of [a-z0-9_-], not starting with '-'";
+    if (config_->agents.count(id)) return "an agent '" + id + "' exists";
+    // The same limits as a skill's: one line of description, Markdown instructions.
+    if (auto why = checkNewSkill({id, args.value("description", ""), args.value("instructions", "")})) return why;
+    if (mode != "auto" && mode != "manual") return "\"mode\" is auto or manual (bypass is the owner's to set)";
+    if (!args.contains("tools")) return std::nullopt;
+    if (!args["tools"].is_array()) return "\"tools\" is a list of tool names";
+    // A new agent gets at most the tools of the agent that creates it, and never create_agent.
+    const auto& own = agent().tools;
+    for (auto& t : args["tools"]) {
+      if (!t.is_string()) return "\"tools\" is a list of tool names";
+      std::string name = t.get<std::string>();
+      if (name == "create_agent") return "only the main agent creates agents; a new agent cannot have create_agent";
+      if (std::find(own.begin(), own.end(), name) == own.end())
+        return "a new agent gets at most your own tools; you have no '" + name + "'";
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+kj::Promise<ToolAnswer> Run::addSkill(const nlohmann::json& args) {
+  NewSkill skill{args.value("name", ""), args.value("description", ""), args.value("instructions", "")};
+  bool forAll = args.value("forAllAgents", false);
+  nlohmann::json entry = {{"name", skill.name}};
+  if (!forAll) entry["agent"] = req_.agent;
+  std::string why;
+  auto updated = appendToList(readOrEmpty(broker_.home().root + "/pine.yaml"), "skills", entry.dump(), why);
+  if (!updated) return error(why);
+  // The file first: pine.yaml's entry is refused while its SKILL.md is missing.
+  auto errors = kj::heap<std::string>();
+  auto& e = *errors;
+  std::string path = "skills/" + skill.name + "/SKILL.md";
+  return changeConfig(path, skillFile(skill), "skill '" + skill.name + "'", e)
+      .then([this, updated = *updated, name = skill.name, &e](bool ok) -> kj::Promise<bool> {
+        if (!ok) return false;
+        return changeConfig("pine.yaml", updated, "skill '" + name + "' listed", e);
+      })
+      .then([this, name = skill.name, forAll, &e](bool ok) {
+        if (!ok) return error("the skill was not added:\n" + e);
+        broker_.reloadConfiguration();
+        audit("skill.add", {{"agent", req_.agent}, {"session", req_.session}, {"task", taskId_}, {"skill", name},
+                            {"forAllAgents", forAll}});
+        return ToolAnswer{"skill '" + name + "' added" + (forAll ? " for all agents" : "") +
+                              "; it is in the skills index from the next task on",
+                          false};
+      })
+      .attach(kj::mv(errors));
+}
+
+kj::Promise<ToolAnswer> Run::createAgent(const nlohmann::json& args) {
+  std::string id = args.value("id", "");
+  std::vector<std::string> tools = {"read", "write", "edit", "grep", "find", "ls", "bash"};
+  if (args.contains("tools")) tools = args["tools"].get<std::vector<std::string>>();  // checked: strings only
+  std::string yaml = "# Created by agent " + req_.agent + " (task " + taskId_ + "), approved by the owner.\n" +
+                     "description: " + nlohmann::json(args.value("description", "")).dump() + "\n" +
+                     "mode: " + args.value("mode", "auto") + "\n" + "tools: " + nlohmann::json(tools).dump() + "\n";
+  auto req = broker_.supervisor().createAgentRequest();
+  req.setId(id);
+  req.setAgentYaml(yaml);
+  req.setInstructions(args.value("instructions", ""));
+  req.setReason("agent '" + id + "' asked for by " + req_.agent + ", task " + taskId_);
+  return req.send().then([this, id](auto&& r) {
+    if (!r.getOk()) return error("the agent was not created:\n" + joinErrors(r.getErrors()));
+    broker_.reloadConfiguration();
+    audit("agent.create", {{"agent", id}, {"by", req_.agent}, {"session", req_.session}, {"task", taskId_}});
+    return ToolAnswer{"agent '" + id + "' created; delegate to it or the owner can message it", false};
+  });
+}
+
+}  // namespace pine
