@@ -59,9 +59,12 @@ void Approvals::settle(const std::string& id, ApprovalOutcome outcome, const sto
   feed_.publish({{"kind", "approval"}, {"task", row.taskId}, {"approval", toJson(row)}});
   auto it = waiting_.find(id);
   if (it == waiting_.end()) return;
-  auto w = kj::mv(it->second);
+  auto w = kj::heap<Waiter>(kj::mv(it->second));
   waiting_.erase(it);
-  if (w.fulfiller->isWaiting()) w.fulfiller->fulfill(kj::mv(outcome));
+  if (w->fulfiller->isWaiting()) w->fulfiller->fulfill(kj::mv(outcome));
+  // On a timeout this runs inside w->timeout's own continuation: destroying that promise here
+  // would free the code that is running (ASan caught it as a broker crash). It goes next turn.
+  kj::evalLater([w = kj::mv(w)]() {}).detach([](kj::Exception&&) {});
 }
 
 std::optional<std::string> Approvals::decide(const std::string& id, bool approved, bool always, const std::string& by) {

@@ -27,7 +27,6 @@ std::string readToken(const Home& home) {
 
 std::string key(const std::string& agent, const std::string& session) { return agent + "/" + session; }
 
-const char* trustName(config::Trust t) { return t == config::Trust::Owner ? "owner" : "untrusted"; }
 
 std::string readIfExists(const std::string& path) {
   try {

@@ -32,6 +32,9 @@
 
 namespace pine {
 
+// "owner" or "untrusted", as the API, the audit log and the worker spell a trust.
+inline const char* trustName(config::Trust t) { return t == config::Trust::Owner ? "owner" : "untrusted"; }
+
 class ControlApi;
 class Run;
 

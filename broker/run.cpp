@@ -20,7 +20,6 @@ const std::set<std::string> kBrokerTools = {"publish_event", "send",      "state
 const std::set<std::string> kWorkerTools = {"read", "write", "edit", "grep", "find", "ls", "bash"};
 const std::set<std::string> kReadOnly = {"read", "grep", "find", "ls", "state_get", "schedules"};
 
-const char* trustName(config::Trust t) { return t == config::Trust::Owner ? "owner" : "untrusted"; }
 
 std::string clip(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
 
@@ -39,7 +38,6 @@ long long startOfTodayMs() {
   return (long long)mktime(&tm) * 1000;
 }
 
-ToolAnswer error(std::string text) { return ToolAnswer{std::move(text), true}; }
 
 // The worker's half of a model stream, teed into a decoder so the broker reads the usage itself.
 class RelaySink final : public proto::ByteSink::Server {
@@ -253,22 +251,22 @@ kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
   policy::ToolCall call{tool, "", args.is_discarded() ? nlohmann::json(argsJson) : args, kReadOnly.count(tool) > 0};
   if (!tools_.count(tool) || !isBrokerTool(tool)) {  // the capability was never handed out; a forged name ends here
     auditDecision(call, "refused", "not in this run's profile");
-    return error("'" + tool + "' is not a tool of this run");
+    return toolError("'" + tool + "' is not a tool of this run");
   }
   if (args.is_discarded() || !args.is_object()) {
     auditDecision(call, "refused", "arguments are not a JSON object");
-    return error("the arguments must be a JSON object");
+    return toolError("the arguments must be a JSON object");
   }
   if (breaker_.tripped(tool, args)) {
     stopReason_ = "the model repeated the same " + tool + " call; the run was stopped";
     auditDecision(call, "refused", stopReason_);
-    return error(stopReason_);
+    return toolError(stopReason_);
   }
   auto facts = broker_.sessionFacts(agent(), req_.session, req_.trust == config::Trust::Untrusted);
   policy::Verdict v;
   if (auto why = checkSetupArgs(tool, args)) {
     auditDecision(call, "refused", *why);
-    return error(*why);
+    return toolError(*why);
   }
   if (tool == "schedules" && args.value("action", "list") == "list") {
     v = policy::allowed("listing schedules only reads");
@@ -296,7 +294,7 @@ kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
     v = policy::decideToolCall(*config_, agent(), facts, call);
   }
   return decide(call, v).then([this, tool, args](GateAnswer g) -> kj::Promise<ToolAnswer> {
-    if (!g.allowed) return error(g.reason);
+    if (!g.allowed) return toolError(g.reason);
     return carryOut(tool, args);
   });
 }
@@ -313,13 +311,13 @@ kj::Promise<ToolAnswer> Run::carryOut(const std::string& tool, const nlohmann::j
   if (tool == "request_access") return requestAccess(args);
   if (tool == "add_skill") return addSkill(args);
   if (tool == "create_agent") return createAgent(args);
-  return error("'" + tool + "' is not a tool of this run");
+  return toolError("'" + tool + "' is not a tool of this run");
 }
 
 kj::Promise<ToolAnswer> Run::publishEvent(const nlohmann::json& args) {
-  if (!args.contains("topic") || !args["topic"].is_string()) return error("\"topic\" must be a string");
+  if (!args.contains("topic") || !args["topic"].is_string()) return toolError("\"topic\" must be a string");
   int hops = req_.hops + 1;
-  if (auto why = policy::checkHops(hops, config_->pine.limits.eventHops)) return error(*why);
+  if (auto why = policy::checkHops(hops, config_->pine.limits.eventHops)) return toolError(*why);
   bool tainted = broker_.sessionTainted(req_.agent, req_.session);
   store::Event e;
   e.topic = args["topic"].get<std::string>();
@@ -328,7 +326,7 @@ kj::Promise<ToolAnswer> Run::publishEvent(const nlohmann::json& args) {
   e.trust = policy::publishTrust(req_.trust, tainted) == config::Trust::Owner ? "owner" : "untrusted";
   e.payload = args.contains("payload") ? args["payload"].dump() : "null";
   e.hops = hops;
-  if (e.payload.size() > (256u << 10)) return error("the payload is larger than 256 KiB");
+  if (e.payload.size() > (256u << 10)) return toolError("the payload is larger than 256 KiB");
   return broker_.publish(std::move(e)).then([](store::Event c) {
     return ToolAnswer{"published " + c.id + " on " + c.topic + " (trust: " + c.trust + ")", false};
   });
@@ -336,7 +334,7 @@ kj::Promise<ToolAnswer> Run::publishEvent(const nlohmann::json& args) {
 
 kj::Promise<ToolAnswer> Run::send(const nlohmann::json& args) {
   std::string to = args.value("to", "");
-  if (!args.contains("text") || !args["text"].is_string()) return error("\"text\" must be a string");
+  if (!args.contains("text") || !args["text"].is_string()) return toolError("\"text\" must be a string");
   if (to == "owner") {
     broker_.notifyOwner(req_.agent, args["text"].get<std::string>(), taskId_);
     return ToolAnswer{"sent to the owner", false};
@@ -344,15 +342,15 @@ kj::Promise<ToolAnswer> Run::send(const nlohmann::json& args) {
   // A source's own channel (MQTT): only topics on that source's publish list (layer 9).
   bool known = false;
   for (auto& s : config_->pine.sources) known |= s.name == to;
-  if (!known) return error("no channel '" + to + "': send reaches the owner (to: \"owner\") or a source of pine.yaml");
+  if (!known) return toolError("no channel '" + to + "': send reaches the owner (to: \"owner\") or a source of pine.yaml");
   std::string topic = args.value("topic", "");
-  if (topic.empty()) return error("sending through source '" + to + "' needs a \"topic\" on its publish list");
-  if (auto why = broker_.publishToSource(to, topic, args["text"].get<std::string>())) return error("not sent: " + *why);
+  if (topic.empty()) return toolError("sending through source '" + to + "' needs a \"topic\" on its publish list");
+  if (auto why = broker_.publishToSource(to, topic, args["text"].get<std::string>())) return toolError("not sent: " + *why);
   return ToolAnswer{"sent through " + to + " on " + topic, false};
 }
 
 ToolAnswer Run::stateGet(const nlohmann::json& args) {
-  if (!args.contains("key") || !args["key"].is_string()) return error("\"key\" must be a string");
+  if (!args.contains("key") || !args["key"].is_string()) return toolError("\"key\" must be a string");
   auto row = broker_.store().state(args["key"].get<std::string>());
   if (!row) return ToolAnswer{"null", false};
   return ToolAnswer{row->value, false};
@@ -360,11 +358,11 @@ ToolAnswer Run::stateGet(const nlohmann::json& args) {
 
 kj::Promise<ToolAnswer> Run::stateSet(const nlohmann::json& args) {
   if (!args.contains("key") || !args["key"].is_string() || !args.contains("value"))
-    return error("\"key\" (string) and \"value\" are required");
+    return toolError("\"key\" (string) and \"value\" are required");
   std::string key = args["key"].get<std::string>();
-  if (!isValidStateKey(key)) return error("state keys are 1 to 128 characters of [A-Za-z0-9_./-], not starting with / or .");
+  if (!isValidStateKey(key)) return toolError("state keys are 1 to 128 characters of [A-Za-z0-9_./-], not starting with / or .");
   std::string value = args["value"].dump();
-  if (value.size() > (64u << 10)) return error("a state value is at most 64 KiB of JSON");
+  if (value.size() > (64u << 10)) return toolError("a state value is at most 64 KiB of JSON");
   bool tainted = broker_.sessionTainted(req_.agent, req_.session);
   return broker_.writeState(key, value, "agent:" + req_.agent, policy::publishTrust(req_.trust, tainted))
       .then([key](store::Event) { return ToolAnswer{"state " + key + " written", false}; });
@@ -373,11 +371,11 @@ kj::Promise<ToolAnswer> Run::stateSet(const nlohmann::json& args) {
 kj::Promise<ToolAnswer> Run::delegate(const nlohmann::json& args) {
   std::string target = args.value("agent", "");
   std::string text = args.value("task", "");
-  if (target.empty() || text.empty()) return error("\"agent\" and \"task\" are required");
-  if (!config_->agents.count(target)) return error("no agent '" + target + "'");
+  if (target.empty() || text.empty()) return toolError("\"agent\" and \"task\" are required");
+  if (!config_->agents.count(target)) return toolError("no agent '" + target + "'");
   std::vector<std::string> chain = req_.chain.empty() ? std::vector<std::string>{req_.agent} : req_.chain;
   if (auto why = policy::checkDelegation(chain, target, config_->pine.limits.delegationDepth, agent()))
-    return error(*why);
+    return toolError(*why);
   RunRequest r;
   r.agent = target;
   r.session = "from-" + req_.agent;
@@ -392,14 +390,14 @@ kj::Promise<ToolAnswer> Run::delegate(const nlohmann::json& args) {
   r.depth = req_.depth + 1;
   r.hops = req_.hops;
   auto sub = broker_.submit(r);
-  if (sub.taskId.empty()) return error("not delegated: " + sub.error);
+  if (sub.taskId.empty()) return toolError("not delegated: " + sub.error);
   std::string session = sub.session;
   return broker_.whenEnded(sub.taskId).then([this, target, session](const TaskRecord* t) -> ToolAnswer {
-    if (!t) return error("the delegated task was lost");
+    if (!t) return toolError("the delegated task was lost");
     // Receiving the answer of a tainted run taints this conversation.
     bool tainted = broker_.sessionTainted(target, session);
     if (tainted) broker_.markTainted(req_.agent, req_.session, "received the answer of a tainted run of " + target);
-    if (t->state != TaskState::Done) return error(target + " did not answer: " + t->error);
+    if (t->state != TaskState::Done) return toolError(target + " did not answer: " + t->error);
     // An answer written after reading outside content is data for this run, not instructions.
     if (tainted) return ToolAnswer{tools::fenceOutside("the answer of " + target + ", which read outside content", t->answer), false};
     return ToolAnswer{t->answer, false};
@@ -408,11 +406,11 @@ kj::Promise<ToolAnswer> Run::delegate(const nlohmann::json& args) {
 
 kj::Promise<ToolAnswer> Run::subagent(const nlohmann::json& args) {
   std::string text = args.value("task", "");
-  if (text.empty()) return error("\"task\" is required");
+  if (text.empty()) return toolError("\"task\" is required");
   std::string conversation = Broker::conversationOf(req_.session);
   int cap = config_->pine.limits.maxSubAgents;
   if ((int)broker_.runningSubagents(req_.agent, conversation) >= cap)
-    return error("at most " + std::to_string(cap) + " sub-agents run at once (limits.maxSubAgents); wait for one to answer");
+    return toolError("at most " + std::to_string(cap) + " sub-agents run at once (limits.maxSubAgents); wait for one to answer");
   static unsigned counter = 0;
   RunRequest r;
   r.agent = req_.agent;
@@ -426,10 +424,10 @@ kj::Promise<ToolAnswer> Run::subagent(const nlohmann::json& args) {
   r.hops = req_.hops;
   r.subagent = true;
   auto sub = broker_.submit(r);
-  if (sub.taskId.empty()) return error("no sub-agent started: " + sub.error);
+  if (sub.taskId.empty()) return toolError("no sub-agent started: " + sub.error);
   return broker_.whenEnded(sub.taskId).then([](const TaskRecord* t) -> ToolAnswer {
-    if (!t) return error("the sub-agent's task was lost");
-    if (t->state != TaskState::Done) return error("the sub-agent did not answer: " + t->error);
+    if (!t) return toolError("the sub-agent's task was lost");
+    if (t->state != TaskState::Done) return toolError("the sub-agent did not answer: " + t->error);
     return ToolAnswer{t->answer, false};
   });
 }
@@ -439,8 +437,8 @@ ToolAnswer Run::subscribe(const nlohmann::json& args) {
   const config::Source* src = nullptr;
   for (auto& s : config_->pine.sources)
     if (s.name == source) src = &s;
-  if (!src) return error("no source '" + source + "' in pine.yaml");
-  if (!src->agent.empty() && src->agent != req_.agent) return error("source '" + source + "' belongs to " + src->agent);
+  if (!src) return toolError("no source '" + source + "' in pine.yaml");
+  if (!src->agent.empty() && src->agent != req_.agent) return toolError("source '" + source + "' belongs to " + src->agent);
   store::SubscriptionRow row;
   row.id = newId("s");
   row.agent = req_.agent;
@@ -475,17 +473,17 @@ kj::Promise<ToolAnswer> Run::requestAccess(const nlohmann::json& args) {
   if (!path.empty()) {
     if (path[0] != '/' || path.find("/../") != std::string::npos || path.size() > 4096 ||
         path.rfind(broker_.home().root, 0) == 0)
-      return error("the path must be absolute, without '..', and outside pine's home");
-    if (access != "read" && access != "write") return error("access is read or write");
+      return toolError("the path must be absolute, without '..', and outside pine's home");
+    if (access != "read" && access != "write") return toolError("access is read or write");
     broker_.store().addGrant({req_.agent, Broker::conversationOf(req_.session), access, path, tainted, nowMs()});
     granted = access + " " + path;
   }
   if (!network.empty()) {
-    if (network != "localhost" && network != "all") return error("network is localhost or all");
+    if (network != "localhost" && network != "all") return toolError("network is localhost or all");
     broker_.store().addGrant({req_.agent, Broker::conversationOf(req_.session), "network", network, tainted, nowMs()});
     granted += (granted.empty() ? "" : " and ") + std::string("network: ") + network;
   }
-  if (granted.empty()) return error("name a path (with access read or write) or network (localhost or all)");
+  if (granted.empty()) return toolError("name a path (with access read or write) or network (localhost or all)");
   audit("grant.add", {{"agent", req_.agent}, {"session", req_.session}, {"task", taskId_}, {"grant", granted},
                       {"tainted", tainted}});
   return ToolAnswer{"granted for this conversation: " + granted +

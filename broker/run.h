@@ -16,6 +16,9 @@
 
 namespace pine {
 
+// A tool result that is an error (the model reads it and decides what to do next).
+inline ToolAnswer toolError(std::string text) { return ToolAnswer{std::move(text), true}; }
+
 class Run final : public RunHost {
  public:
   Run(Broker& broker, std::string taskId, RunRequest request, std::shared_ptr<const config::Home> config,

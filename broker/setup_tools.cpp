@@ -15,7 +15,6 @@
 namespace pine {
 namespace {
 
-ToolAnswer error(std::string text) { return ToolAnswer{std::move(text), true}; }
 
 std::string readOrEmpty(const std::string& path) {
   try {
@@ -79,9 +78,9 @@ kj::Promise<bool> Run::changeConfig(const std::string& path, const std::string& 
 
 kj::Promise<ToolAnswer> Run::scheduleCreate(const nlohmann::json& args) {
   std::string name = args.value("name", ""), task = args.value("task", ""), target = args.value("for", "conversation");
-  if (name.empty() || task.empty()) return error("\"name\" and \"task\" are required");
+  if (name.empty() || task.empty()) return toolError("\"name\" and \"task\" are required");
   int kinds = int(args.contains("cron")) + int(args.contains("intervalSec")) + int(args.contains("at"));
-  if (kinds != 1) return error("give exactly one of cron, intervalSec and at");
+  if (kinds != 1) return toolError("give exactly one of cron, intervalSec and at");
   nlohmann::json entry = {{"name", name},
                           {"agent", target == "all" ? "*" : req_.agent},
                           {"task", task},
@@ -91,12 +90,12 @@ kj::Promise<ToolAnswer> Run::scheduleCreate(const nlohmann::json& args) {
     if (args.contains(k)) entry[k] = args[k];
   std::string why;
   auto updated = appendToList(readOrEmpty(broker_.home().root + "/pine.yaml"), "schedules", entry.dump(), why);
-  if (!updated) return error(why);
+  if (!updated) return toolError(why);
   auto errors = kj::heap<std::string>();
   auto& e = *errors;
   return changeConfig("pine.yaml", *updated, "schedule '" + name + "'", e)
       .then([this, name, &e](bool ok) {
-        if (!ok) return error("the schedule was not created:\n" + e);
+        if (!ok) return toolError("the schedule was not created:\n" + e);
         broker_.reloadConfiguration();
         return ToolAnswer{"schedule '" + name + "' created", false};
       })
@@ -143,7 +142,7 @@ kj::Promise<ToolAnswer> Run::addSkill(const nlohmann::json& args) {
   if (!forAll) entry["agent"] = req_.agent;
   std::string why;
   auto updated = appendToList(readOrEmpty(broker_.home().root + "/pine.yaml"), "skills", entry.dump(), why);
-  if (!updated) return error(why);
+  if (!updated) return toolError(why);
   // The file first: pine.yaml's entry is refused while its SKILL.md is missing.
   auto errors = kj::heap<std::string>();
   auto& e = *errors;
@@ -154,7 +153,7 @@ kj::Promise<ToolAnswer> Run::addSkill(const nlohmann::json& args) {
         return changeConfig("pine.yaml", updated, "skill '" + name + "' listed", e);
       })
       .then([this, name = skill.name, forAll, &e](bool ok) {
-        if (!ok) return error("the skill was not added:\n" + e);
+        if (!ok) return toolError("the skill was not added:\n" + e);
         broker_.reloadConfiguration();
         audit("skill.add", {{"agent", req_.agent}, {"session", req_.session}, {"task", taskId_}, {"skill", name},
                             {"forAllAgents", forAll}});
@@ -178,7 +177,7 @@ kj::Promise<ToolAnswer> Run::createAgent(const nlohmann::json& args) {
   req.setInstructions(args.value("instructions", ""));
   req.setReason("agent '" + id + "' asked for by " + req_.agent + ", task " + taskId_);
   return req.send().then([this, id](auto&& r) {
-    if (!r.getOk()) return error("the agent was not created:\n" + joinErrors(r.getErrors()));
+    if (!r.getOk()) return toolError("the agent was not created:\n" + joinErrors(r.getErrors()));
     broker_.reloadConfiguration();
     audit("agent.create", {{"agent", id}, {"by", req_.agent}, {"session", req_.session}, {"task", taskId_}});
     return ToolAnswer{"agent '" + id + "' created; delegate to it or the owner can message it", false};

@@ -1,4 +1,5 @@
 #include "sandbox/guard/bash_guard.h"
+#include "sandbox/guard/text.h"
 
 #include <fnmatch.h>
 
@@ -27,15 +28,6 @@ struct Blocked {
 constexpr int kMaxDepth = 12;
 constexpr size_t kMaxFields = 4096;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool endsWith(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
 bool isOption(std::string_view s) { return s.size() > 1 && s[0] == '-'; }
 bool isName(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;

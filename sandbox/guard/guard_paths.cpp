@@ -1,4 +1,5 @@
 #include "sandbox/guard/guard_paths.h"
+#include "sandbox/guard/text.h"
 
 #include <algorithm>
 #include <array>
@@ -48,10 +49,6 @@ bool pureGlob(std::string_view c) {
   return wild;
 }
 
-bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool endsWith(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
 
 template <size_t N>
 bool oneOf(std::string_view s, const std::array<std::string_view, N>& set) {

@@ -7,7 +7,7 @@
 
 using namespace pine::apitest;
 
-static bool called(ApiServer& s, const std::string& exact) {
+static bool calledExactly(ApiServer& s, const std::string& exact) {
   auto calls = s.calls();
   return std::find(calls.begin(), calls.end(), exact) != calls.end();
 }
@@ -30,9 +30,9 @@ TEST_CASE("the listing routes pass their query on and answer what the backend sa
   CHECK(call(s, "GET", "/v1/approvals").j["approvals"][0]["id"] == "a1");
   CHECK(call(s, "GET", "/v1/schedules").j["schedules"][0]["id"] == "s1");
   CHECK(call(s, "GET", "/v1/events?topic=home%2Fdoor&limit=5").status == 200);
-  CHECK(called(s, "listEvents limit=5 topic=home/door"));  // decoded before it reaches the backend
+  CHECK(calledExactly(s, "listEvents limit=5 topic=home/door"));  // decoded before it reaches the backend
   CHECK(call(s, "POST", "/v1/reload").j["ok"] == true);  // an empty body counts as {}
-  CHECK(called(s, "reload"));
+  CHECK(calledExactly(s, "reload"));
 }
 
 TEST_CASE("publishing an event, and the backend's refusal passed on") {
@@ -48,7 +48,7 @@ TEST_CASE("publishing an event, and the backend's refusal passed on") {
 TEST_CASE("agents: reset (with or without a session) and mode") {
   ApiServer s;
   CHECK(call(s, "POST", "/v1/agents/main/reset").status == 200);
-  CHECK(called(s, "resetAgent main {}"));
+  CHECK(calledExactly(s, "resetAgent main {}"));
   CHECK(call(s, "POST", "/v1/agents/main/reset", R"({"session":"side"})").j["session"] == "side");
   CHECK(call(s, "PUT", "/v1/agents/main/mode", R"({"mode":"manual"})").j["mode"] == "manual");
   CHECK(call(s, "PUT", "/v1/agents/main/mode", R"({"mode":"yolo"})").status == 400);
@@ -58,14 +58,14 @@ TEST_CASE("agents: reset (with or without a session) and mode") {
 TEST_CASE("approvals: approve with and without always, deny, unknown id") {
   ApiServer s;
   CHECK(call(s, "POST", "/v1/approvals/a1/approve").status == 200);
-  CHECK(called(s, "approve a1"));
+  CHECK(calledExactly(s, "approve a1"));
   CHECK(call(s, "POST", "/v1/approvals/a1/approve", R"({"always":true})").status == 200);
-  CHECK(called(s, "approve a1 always"));
+  CHECK(calledExactly(s, "approve a1 always"));
   CHECK(call(s, "POST", "/v1/approvals/a1/deny").status == 200);
-  CHECK(called(s, "deny a1"));
+  CHECK(calledExactly(s, "deny a1"));
   CHECK(call(s, "POST", "/v1/approvals/zz/deny").status == 404);
   CHECK(call(s, "POST", "/v1/approvals/a.b/deny").status == 404);  // not an approval id: never reaches the backend
-  CHECK_FALSE(called(s, "deny a.b"));
+  CHECK_FALSE(calledExactly(s, "deny a.b"));
 }
 
 TEST_CASE("messages: wait (the default) answers the record when the task ends; wait false answers 202 at once") {

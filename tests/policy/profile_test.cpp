@@ -9,19 +9,19 @@ using pine::policy::toolsForRun;
 
 namespace {
 using Set = std::set<std::string>;
-const std::vector<std::string> kAll = pine::config::knownTools();
+const std::vector<std::string> kKnownTools = pine::config::knownTools();
 }  // namespace
 
 TEST_CASE("profile: owner runs get the agent's tools, create_agent only for main, MCP servers, subagent") {
   auto h = home({});
-  auto m = agent("main", kAll);
+  auto m = agent("main", kKnownTools);
   m.mcpServers["web"] = server("web");
   auto owner = toolsForRun(h, m, RunContext{});
   CHECK(owner.count("create_agent"));
   CHECK(owner.count("schedules"));
   CHECK(owner.count("mcp__web"));
   CHECK(owner.count("subagent"));
-  auto g = agent("gonzo", kAll);
+  auto g = agent("gonzo", kKnownTools);
   CHECK_FALSE(toolsForRun(h, g, RunContext{}).count("create_agent"));
   CHECK(toolsForRun(h, g, RunContext{}).count("add_skill"));
   // Only what it lists.
@@ -38,7 +38,7 @@ TEST_CASE("profile: owner runs get the agent's tools, create_agent only for main
 
 TEST_CASE("profile: untrusted and separate-subscription runs get read grep find ls") {
   auto h = home({});
-  auto m = agent("main", kAll);
+  auto m = agent("main", kKnownTools);
   m.mcpServers["web"] = server("web");
   RunContext u;
   u.trust = Trust::Untrusted;
@@ -72,7 +72,7 @@ TEST_CASE("profile: untrusted widenings, each only if the agent has the tool") {
   u.trust = Trust::Untrusted;
   for (const auto& r : rows) {
     CAPTURE(r.name);
-    auto a = agent("x", kAll);
+    auto a = agent("x", kKnownTools);
     a.mcpServers["calendar"] = server("calendar");
     a.mcpServers["web"] = server("web");
     r.widen(a.untrusted);
@@ -90,7 +90,7 @@ TEST_CASE("profile: untrusted widenings, each only if the agent has the tool") {
 
 TEST_CASE("profile: never for untrusted runs, whatever is widened") {
   auto h = home({});
-  auto a = agent("main", kAll);
+  auto a = agent("main", kKnownTools);
   a.untrusted = {true, true, true, true, true, true, true, true};
   RunContext u;
   u.trust = Trust::Untrusted;

@@ -8,7 +8,7 @@ using namespace pine::policy;
 
 namespace {
 
-SessionFacts facts(Mode mode = Mode::Auto, bool taint = false, bool mainConv = true) {
+SessionFacts setupFacts(Mode mode = Mode::Auto, bool taint = false, bool mainConv = true) {
   SessionFacts f;
   f.configuredMode = mode;
   f.tainted = taint;
@@ -34,13 +34,13 @@ void check(const char* name, const Verdict& v, Decision want, bool always = fals
 }  // namespace
 
 TEST_CASE("setup: subscribe") {
-  check("clean auto", decideSubscribe(facts()), Decision::Allow);
+  check("clean auto", decideSubscribe(setupFacts()), Decision::Allow);
   check("reduced run has no tool", decideSubscribe(untrusted()), Decision::Refuse);
-  check("tainted asks", decideSubscribe(facts(Mode::Auto, true)), Decision::Ask, true);
-  check("manual asks", decideSubscribe(facts(Mode::Manual)), Decision::Ask, true);
-  check("bypass clean", decideSubscribe(facts(Mode::Bypass)), Decision::Allow);
-  check("bypass tainted is paused: asks", decideSubscribe(facts(Mode::Bypass, true)), Decision::Ask, true);
-  auto f = facts(Mode::Auto, true);
+  check("tainted asks", decideSubscribe(setupFacts(Mode::Auto, true)), Decision::Ask, true);
+  check("manual asks", decideSubscribe(setupFacts(Mode::Manual)), Decision::Ask, true);
+  check("bypass clean", decideSubscribe(setupFacts(Mode::Bypass)), Decision::Allow);
+  check("bypass tainted is paused: asks", decideSubscribe(setupFacts(Mode::Bypass, true)), Decision::Ask, true);
+  auto f = setupFacts(Mode::Auto, true);
   f.always = {AlwaysAnswer{"tool:subscribe", true}};
   check("always given while tainted", decideSubscribe(f), Decision::Allow);
 }
@@ -50,20 +50,20 @@ TEST_CASE("setup: add_skill") {
   auto gonzo = agent("gonzo");
   AddSkillRequest own{"fmt", false};
   AddSkillRequest all{"fmt", true};
-  check("own skill from main conversation", decideAddSkill(gonzo, facts(), own), Decision::Allow);
+  check("own skill from main conversation", decideAddSkill(gonzo, setupFacts(), own), Decision::Allow);
   check("reduced run", decideAddSkill(gonzo, untrusted(), own), Decision::Refuse);
   for (Mode m : {Mode::Auto, Mode::Manual, Mode::Bypass}) {
-    auto f = facts(m, true);
+    auto f = setupFacts(m, true);
     f.bypassAnyway = true;
     f.bypassWhenTainted = true;
     check("tainted refuses in every mode, without asking", decideAddSkill(main, f, own), Decision::Refuse);
   }
-  check("for all agents: not gonzo", decideAddSkill(gonzo, facts(), all), Decision::Refuse);
-  check("for all agents: main, asked", decideAddSkill(main, facts(), all), Decision::Ask);
-  check("for all agents: main, asked in bypass", decideAddSkill(main, facts(Mode::Bypass), all), Decision::Ask);
-  check("side conversation asks", decideAddSkill(gonzo, facts(Mode::Auto, false, false), own), Decision::Ask);
-  check("manual asks", decideAddSkill(gonzo, facts(Mode::Manual), own), Decision::Ask);
-  check("bypass from a side conversation", decideAddSkill(gonzo, facts(Mode::Bypass, false, false), own),
+  check("for all agents: not gonzo", decideAddSkill(gonzo, setupFacts(), all), Decision::Refuse);
+  check("for all agents: main, asked", decideAddSkill(main, setupFacts(), all), Decision::Ask);
+  check("for all agents: main, asked in bypass", decideAddSkill(main, setupFacts(Mode::Bypass), all), Decision::Ask);
+  check("side conversation asks", decideAddSkill(gonzo, setupFacts(Mode::Auto, false, false), own), Decision::Ask);
+  check("manual asks", decideAddSkill(gonzo, setupFacts(Mode::Manual), own), Decision::Ask);
+  check("bypass from a side conversation", decideAddSkill(gonzo, setupFacts(Mode::Bypass, false, false), own),
         Decision::Allow);
 }
 
@@ -71,35 +71,35 @@ TEST_CASE("setup: add_source") {
   auto main = agent("main");
   auto gonzo = agent("gonzo");
   AddSourceRequest inWs{"notes", true, false, true, false};
-  check("folder in its workspace goes through", decideAddSource(gonzo, facts(), inWs), Decision::Allow);
-  check("...not when tainted", decideAddSource(gonzo, facts(Mode::Auto, true), inWs), Decision::Ask);
-  check("...not in manual", decideAddSource(gonzo, facts(Mode::Manual), inWs), Decision::Ask);
+  check("folder in its workspace goes through", decideAddSource(gonzo, setupFacts(), inWs), Decision::Allow);
+  check("...not when tainted", decideAddSource(gonzo, setupFacts(Mode::Auto, true), inWs), Decision::Ask);
+  check("...not in manual", decideAddSource(gonzo, setupFacts(Mode::Manual), inWs), Decision::Ask);
   auto trusted = inWs;
   trusted.trustOwner = true;
-  check("...not when it asks to be trusted", decideAddSource(gonzo, facts(), trusted), Decision::Ask);
+  check("...not when it asks to be trusted", decideAddSource(gonzo, setupFacts(), trusted), Decision::Ask);
   AddSourceRequest outside{"home", true, false, false, false};
-  check("something new asks", decideAddSource(gonzo, facts(), outside), Decision::Ask);
-  check("something new asks in bypass", decideAddSource(gonzo, facts(Mode::Bypass), outside), Decision::Ask);
+  check("something new asks", decideAddSource(gonzo, setupFacts(), outside), Decision::Ask);
+  check("something new asks in bypass", decideAddSource(gonzo, setupFacts(Mode::Bypass), outside), Decision::Ask);
   auto noOwner = inWs;
   noOwner.withOwner = false;
-  check("only with the owner", decideAddSource(gonzo, facts(), noOwner), Decision::Refuse);
+  check("only with the owner", decideAddSource(gonzo, setupFacts(), noOwner), Decision::Refuse);
   check("reduced run", decideAddSource(gonzo, untrusted(), inWs), Decision::Refuse);
   AddSourceRequest forAll{"bus", true, true, false, false};
-  check("for all agents: not gonzo", decideAddSource(gonzo, facts(), forAll), Decision::Refuse);
-  check("for all agents: main asked", decideAddSource(main, facts(), forAll), Decision::Ask);
-  auto v = decideAddSource(gonzo, facts(Mode::Auto, true), outside);
+  check("for all agents: not gonzo", decideAddSource(gonzo, setupFacts(), forAll), Decision::Refuse);
+  check("for all agents: main asked", decideAddSource(main, setupFacts(), forAll), Decision::Ask);
+  auto v = decideAddSource(gonzo, setupFacts(Mode::Auto, true), outside);
   CHECK(v.reason.find("web page") != std::string::npos);
 }
 
 TEST_CASE("setup: create_agent and request_access") {
   auto main = agent("main");
-  check("main, asked", decideCreateAgent(main, facts()), Decision::Ask);
-  check("main, asked in bypass", decideCreateAgent(main, facts(Mode::Bypass)), Decision::Ask);
-  check("not main", decideCreateAgent(agent("gonzo"), facts()), Decision::Refuse);
+  check("main, asked", decideCreateAgent(main, setupFacts()), Decision::Ask);
+  check("main, asked in bypass", decideCreateAgent(main, setupFacts(Mode::Bypass)), Decision::Ask);
+  check("not main", decideCreateAgent(agent("gonzo"), setupFacts()), Decision::Refuse);
   check("reduced run", decideCreateAgent(main, untrusted()), Decision::Refuse);
-  auto v = decideCreateAgent(main, facts(Mode::Auto, true));
+  auto v = decideCreateAgent(main, setupFacts(Mode::Auto, true));
   CHECK(v.reason.find("read outside content") != std::string::npos);
-  check("request_access asks", decideRequestAccess(facts()), Decision::Ask);
-  check("request_access asks when tainted", decideRequestAccess(facts(Mode::Auto, true)), Decision::Ask);
+  check("request_access asks", decideRequestAccess(setupFacts()), Decision::Ask);
+  check("request_access asks when tainted", decideRequestAccess(setupFacts(Mode::Auto, true)), Decision::Ask);
   check("reduced runs cannot ask for more", decideRequestAccess(untrusted()), Decision::Refuse);
 }

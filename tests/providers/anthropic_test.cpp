@@ -24,7 +24,7 @@ std::string messageStart() {
 }
 
 // Text with multi-byte characters, a ping, then two tool_use blocks with streamed input.
-std::string recordedTurn() {
+std::string recordedAnthropicTurn() {
   return messageStart() +
          ev({{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}}) +
          "event: ping\ndata: {\"type\": \"ping\"}\n\n" +
@@ -46,7 +46,7 @@ std::string recordedTurn() {
          ev({{"type", "message_stop"}});
 }
 
-Turn expectedTurn() {
+Turn expectedAnthropicTurn() {
   Turn t;
   t.text = "Je vais lire les fichiers — café ☕.";
   t.toolCalls = {{"toolu_A", "read", "{\"path\": \"notes/été.txt\"}"}, {"toolu_B", "ls", "{\"path\": \".\"}"}};
@@ -55,7 +55,7 @@ Turn expectedTurn() {
   return t;
 }
 
-ModelRequest fullRequest() {
+ModelRequest fullAnthropicRequest() {
   ModelRequest r;
   r.model = "claude-sonnet-4-5";
   r.system = "You are pine.";
@@ -75,7 +75,7 @@ ModelRequest fullRequest() {
 }  // namespace
 
 TEST_CASE("anthropic: the request is built as the Messages API expects") {
-  const HttpCall call = AnthropicProvider().buildCall(fullRequest());
+  const HttpCall call = AnthropicProvider().buildCall(fullAnthropicRequest());
   CHECK(call.method == "POST");
   CHECK(call.path == "/v1/messages");
   CHECK(call.headers == Headers{{"Content-Type", "application/json"}, {"anthropic-version", "2023-06-01"},
@@ -123,7 +123,7 @@ TEST_CASE("anthropic: the request is built as the Messages API expects") {
 }
 
 TEST_CASE("anthropic: a full turn with text, two tool calls and cache usage, through egress, split awkwardly") {
-  const std::string body = recordedTurn();
+  const std::string body = recordedAnthropicTurn();
   const std::size_t inCup = body.find("☕") + 1, inArgs = body.find("notes/") - 4, inE = body.find("été") + 1;
   REQUIRE(inCup < inArgs);
   REQUIRE(inArgs < inE);
@@ -132,10 +132,10 @@ TEST_CASE("anthropic: a full turn with text, two tool calls and cache usage, thr
   pine::config::Provider cfg;
   cfg.kind = pine::config::ProviderKind::Anthropic;
   cfg.keySecret = "TEST_KEY";
-  const Outcome out = roundTrip(server, AnthropicProvider(), fullRequest(), keyHeaders(cfg));
+  const Outcome out = roundTrip(server, AnthropicProvider(), fullAnthropicRequest(), keyHeaders(cfg));
   REQUIRE_MESSAGE(!out.error, out.error->what());
   REQUIRE(out.turn);
-  CHECK_MESSAGE(sameTurn(*out.turn, expectedTurn()), describe(*out.turn));
+  CHECK_MESSAGE(sameTurn(*out.turn, expectedAnthropicTurn()), describe(*out.turn));
   const auto reqs = server.requests();
   REQUIRE(reqs.size() == 1);
   CHECK(reqs[0].head.find("POST /v1/messages HTTP/1.1") == 0);
@@ -144,7 +144,7 @@ TEST_CASE("anthropic: a full turn with text, two tool calls and cache usage, thr
 }
 
 TEST_CASE("anthropic: every split position decodes to the same turn") {
-  for (const auto& f : checkEverySplit(AnthropicProvider(), recordedTurn(), expectedTurn())) FAIL_CHECK(f);
+  for (const auto& f : checkEverySplit(AnthropicProvider(), recordedAnthropicTurn(), expectedAnthropicTurn())) FAIL_CHECK(f);
 }
 
 TEST_CASE("anthropic: a tool call whose input came whole, thinking, and a plain end") {
@@ -174,7 +174,7 @@ TEST_CASE("anthropic: a non-streaming answer decodes too") {
             {"usage", {{"input_tokens", 12}, {"output_tokens", 5}, {"cache_read_input_tokens", 100}}}};
   FakeServer server;
   server.enqueue({200, {{"Content-Type", "application/json"}}, {body.dump()}, false, false});
-  const Outcome out = roundTrip(server, AnthropicProvider(), fullRequest());
+  const Outcome out = roundTrip(server, AnthropicProvider(), fullAnthropicRequest());
   REQUIRE_MESSAGE(out.turn, (out.error ? out.error->what() : "no turn"));
   CHECK(out.turn->text == "Voilà.");
   REQUIRE(out.turn->toolCalls.size() == 1);
@@ -192,16 +192,16 @@ TEST_CASE("anthropic: HTTP errors are clear, with the provider's message") {
                   {"{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Number of request tokens has exceeded your per-minute rate limit\"}}"}, true, false});
   server.enqueue({500, {{"Content-Type", "application/json"}},
                   {"{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}"}, true, false});
-  Outcome out = roundTrip(server, AnthropicProvider(), fullRequest());
+  Outcome out = roundTrip(server, AnthropicProvider(), fullAnthropicRequest());
   REQUIRE(out.error);
   CHECK(out.error->status == 401);
   CHECK(std::string(out.error->what()).find("invalid x-api-key") != std::string::npos);
-  out = roundTrip(server, AnthropicProvider(), fullRequest());
+  out = roundTrip(server, AnthropicProvider(), fullAnthropicRequest());
   REQUIRE(out.error);
   CHECK(out.error->rateLimited);
   CHECK(out.error->retryAfterSec == 7);
   CHECK(std::string(out.error->what()).find("rate limited by the provider (429), retry after 7 s: Number of request tokens") == 0);
-  out = roundTrip(server, AnthropicProvider(), fullRequest());
+  out = roundTrip(server, AnthropicProvider(), fullAnthropicRequest());
   REQUIRE(out.error);
   CHECK(out.error->status == 500);
   CHECK(out.error->retryable);
@@ -216,7 +216,7 @@ TEST_CASE("anthropic: an error event mid-stream fails the turn") {
       head + "event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}\n\n";
   FakeServer server;
   server.enqueue({200, {{"Content-Type", "text/event-stream"}}, {body}, true, false});
-  const Outcome out = roundTrip(server, AnthropicProvider(), fullRequest());
+  const Outcome out = roundTrip(server, AnthropicProvider(), fullAnthropicRequest());
   CHECK_FALSE(out.turn);
   REQUIRE(out.error);
   CHECK(out.error->kind == ProviderError::Kind::ErrorEvent);
@@ -229,13 +229,13 @@ TEST_CASE("anthropic: an error event mid-stream fails the turn") {
 }
 
 TEST_CASE("anthropic: a stream cut before message_stop is an error, not half an answer") {
-  const std::string body = recordedTurn();
+  const std::string body = recordedAnthropicTurn();
   for (const std::string& cut : {body.substr(0, body.find("message_delta") - 7),         // at an event boundary
                                  body.substr(0, body.find("été") + 1),                    // inside a character
                                  body.substr(0, body.rfind("message_stop") - 7)}) {       // only message_stop missing
     FakeServer server;
     server.enqueue({200, {{"Content-Type", "text/event-stream"}}, {cut}, false, false});
-    const Outcome out = roundTrip(server, AnthropicProvider(), fullRequest());
+    const Outcome out = roundTrip(server, AnthropicProvider(), fullAnthropicRequest());
     CHECK_FALSE(out.turn);
     REQUIRE(out.error);
     CHECK(out.error->kind == ProviderError::Kind::Truncated);

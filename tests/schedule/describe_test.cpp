@@ -7,7 +7,7 @@ using pine::schedule::describeSchedule;
 
 namespace {
 
-pine::config::Schedule cron(const char* expr, const char* tz = "Europe/Berlin") {
+pine::config::Schedule cronIn(const char* expr, const char* tz = "Europe/Berlin") {
   pine::config::Schedule s;
   s.cron = expr;
   s.timezone = tz;
@@ -37,20 +37,20 @@ TEST_CASE("describe: intervals") {
 }
 
 TEST_CASE("describe: cron") {
-  CHECK(describeSchedule(cron("0 7 * * *")) == "every day at 07:00 (Europe/Berlin)");
-  CHECK(describeSchedule(cron("30 7 * * mon-fri", "")) == "on Mon-Fri at 07:30 (local time)");
-  CHECK(describeSchedule(cron("0 9,18 * * sat,sun")) == "on Sat and Sun at 09:00 and 18:00 (Europe/Berlin)");
-  CHECK(describeSchedule(cron("0 9 * * 1,3,5")) == "on Mon, Wed and Fri at 09:00 (Europe/Berlin)");
-  CHECK(describeSchedule(cron("0 0 1 * *")) == "on day 1 of the month at 00:00 (Europe/Berlin)");
-  CHECK(describeSchedule(cron("0 8 1,15 jan-mar *")) ==
+  CHECK(describeSchedule(cronIn("0 7 * * *")) == "every day at 07:00 (Europe/Berlin)");
+  CHECK(describeSchedule(cronIn("30 7 * * mon-fri", "")) == "on Mon-Fri at 07:30 (local time)");
+  CHECK(describeSchedule(cronIn("0 9,18 * * sat,sun")) == "on Sat and Sun at 09:00 and 18:00 (Europe/Berlin)");
+  CHECK(describeSchedule(cronIn("0 9 * * 1,3,5")) == "on Mon, Wed and Fri at 09:00 (Europe/Berlin)");
+  CHECK(describeSchedule(cronIn("0 0 1 * *")) == "on day 1 of the month at 00:00 (Europe/Berlin)");
+  CHECK(describeSchedule(cronIn("0 8 1,15 jan-mar *")) ==
         "on days 1 and 15 of the month in Jan-Mar at 08:00 (Europe/Berlin)");
-  CHECK(describeSchedule(cron("0 8 13 * fri")) == "on day 13 of the month or on Fri at 08:00 (Europe/Berlin)");
-  CHECK(describeSchedule(cron("*/15 * * * *", "UTC")) == "every 15 min (UTC)");
-  CHECK(describeSchedule(cron("* * * * *", "UTC")) == "every minute (UTC)");
-  CHECK(describeSchedule(cron("5 * * * mon-fri", "UTC")) == "every hour at :05 on Mon-Fri (UTC)");
+  CHECK(describeSchedule(cronIn("0 8 13 * fri")) == "on day 13 of the month or on Fri at 08:00 (Europe/Berlin)");
+  CHECK(describeSchedule(cronIn("*/15 * * * *", "UTC")) == "every 15 min (UTC)");
+  CHECK(describeSchedule(cronIn("* * * * *", "UTC")) == "every minute (UTC)");
+  CHECK(describeSchedule(cronIn("5 * * * mon-fri", "UTC")) == "every hour at :05 on Mon-Fri (UTC)");
   // Too irregular for a sentence: quoted as written.
-  CHECK(describeSchedule(cron("*/15 8-18 * * mon-fri")) == "cron \"*/15 8-18 * * mon-fri\" (Europe/Berlin)");
-  CHECK(describeSchedule(cron("0 0 */2 * mon")) == "cron \"0 0 */2 * mon\" (Europe/Berlin)");
+  CHECK(describeSchedule(cronIn("*/15 8-18 * * mon-fri")) == "cron \"*/15 8-18 * * mon-fri\" (Europe/Berlin)");
+  CHECK(describeSchedule(cronIn("0 0 */2 * mon")) == "cron \"0 0 */2 * mon\" (Europe/Berlin)");
 }
 
 TEST_CASE("describe: one-shots") {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/unix_socket.h"
 #include "sandbox/agent_sandbox.h"
 
 using namespace pine::sandbox;
@@ -25,14 +26,13 @@ struct Home {
   }
   ~Home() { std::filesystem::remove_all(root.substr(0, root.find_last_of('/'))); }
 };
-std::string programDir() { return std::filesystem::canonical("/proc/self/exe").parent_path().string(); }
 }  // namespace
 
 TEST_CASE("grants that reach pine's home, .env, another agent or pine's programs are refused") {
   Home h;
-  AgentSandboxes boxes(h.root, programDir(), probeKernel());
+  AgentSandboxes boxes(h.root, pine::programDir(), probeKernel());
   for (const std::string& bad : std::vector<std::string>{h.root, h.root + "/.env", h.root + "/agents/other/workspace", h.root + "/agents/other",
-                          h.root + "/data", h.root + "/agents/main/../other", programDir(), std::string("/"),
+                          h.root + "/data", h.root + "/agents/main/../other", pine::programDir(), std::string("/"),
                           h.root.substr(0, h.root.find_last_of('/'))}) {
     CAPTURE(bad);
     for (bool write : {false, true}) {
@@ -54,7 +54,7 @@ TEST_CASE("the legitimate twin: an ordinary folder can be granted, variables exp
   Home h;
   std::string extra = h.root.substr(0, h.root.find_last_of('/')) + "/project";
   std::filesystem::create_directories(extra);
-  AgentSandboxes boxes(h.root, programDir(), probeKernel());
+  AgentSandboxes boxes(h.root, pine::programDir(), probeKernel());
   Grants g;
   g.read.push_back(extra);
   g.write.push_back("${WORKSPACE}/out");
@@ -78,7 +78,7 @@ TEST_CASE("a kernel below the configured Landlock minimum refuses every task, sa
   Probe p = probeKernel();
   LinuxOptions opts;
   opts.minLandlockAbi = p.landlockAbi + 1;
-  AgentSandboxes boxes(h.root, programDir(), p, opts);
+  AgentSandboxes boxes(h.root, pine::programDir(), p, opts);
   try {
     boxes.prepare({"main", {}, false, false, {}});
     FAIL("no throw");
@@ -88,6 +88,6 @@ TEST_CASE("a kernel below the configured Landlock minimum refuses every task, sa
   Probe none = p;
   none.landlockAbi = 0;
   none.seccomp = false;
-  AgentSandboxes nothing(h.root, programDir(), none);
+  AgentSandboxes nothing(h.root, pine::programDir(), none);
   CHECK_THROWS(nothing.prepare({"main", {}, false, false, {}}));
 }

@@ -52,13 +52,13 @@ struct Fixture {
     write(home + "/agents/main/agent.yaml", "description: main\n");
     write(home + "/agents/other/agent.yaml", "description: other\n");
     write(home + "/.env", "HOOK_SECRET=hook-secret-value-123\nAPI_KEY=sk-live-known-value-9876543210\n");
-    Home h{home};
+    pine::Home h{home};
     prepareHome(h);
     ensureControlToken(h);
     SupervisorOptions options;
     options.home = h;
-    options.workerProgram = programDir() + "/../../bin/pine-worker";
-    options.brokerProgram = programDir() + "/../../bin/pine-broker";
+    options.workerProgram = pine::programDir() + "/../../bin/pine-worker";
+    options.brokerProgram = pine::programDir() + "/../../bin/pine-broker";
     options.egressCaFile = caFile;
     sup = kj::heap<Supervisor>(io, options);
     int sv[2];
@@ -90,7 +90,7 @@ std::string hmacHex(const std::string& key, const std::string& body) {
 TEST_CASE("spawnWorker: grants for pine's home, .env, another agent or pine's programs are refused, whatever the broker asks") {
   Fixture f;
   std::vector<std::string> asks = {f.home, f.home + "/.env", f.home + "/agents/other", f.home + "/agents/other/workspace",
-                                   f.home + "/data", "/", f.dir, programDir() + "/../../bin", "${HOME}/../../"};
+                                   f.home + "/data", "/", f.dir, pine::programDir() + "/../../bin", "${HOME}/../../"};
   for (auto& path : asks) {
     for (bool write : {false, true}) {
       CAPTURE(path);

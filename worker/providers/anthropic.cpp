@@ -67,7 +67,7 @@ int statusOf(const std::string& type) {
   return it == kinds.end() ? 0 : it->second;
 }
 
-void readUsage(const json& u, Usage& usage) {
+void readAnthropicUsage(const json& u, Usage& usage) {
   // message_start carries the prompt side; message_delta the output (cumulative), and
   // newer servers repeat the prompt side there too.
   if (member(u, "input_tokens")) usage.input = intAt(u, "input_tokens");
@@ -90,7 +90,7 @@ class AnthropicDecoder final : public detail::EventStreamDecoder {
     if (type == "message_start") {
       started_ = true;
       if (const auto* m = member(j, "message"))
-        if (const auto* u = member(*m, "usage")) readUsage(*u, turn_.usage);
+        if (const auto* u = member(*m, "usage")) readAnthropicUsage(*u, turn_.usage);
     } else if (type == "content_block_start") {
       const auto* cb = member(j, "content_block");
       if (!cb) return malformed("content_block_start without a content_block");
@@ -123,7 +123,7 @@ class AnthropicDecoder final : public detail::EventStreamDecoder {
         std::string s = stringAt(*d, "stop_reason");
         if (!s.empty()) stop_ = s;
       }
-      if (const auto* u = member(j, "usage")) readUsage(*u, turn_.usage);
+      if (const auto* u = member(j, "usage")) readAnthropicUsage(*u, turn_.usage);
     } else if (type == "message_stop") {
       done_ = true;
     } else if (type == "error") {
@@ -152,7 +152,7 @@ class AnthropicDecoder final : public detail::EventStreamDecoder {
       ++i;
     }
     stop_ = stringAt(j, "stop_reason");
-    if (const auto* u = member(j, "usage")) readUsage(*u, turn_.usage);
+    if (const auto* u = member(j, "usage")) readAnthropicUsage(*u, turn_.usage);
     complete();
   }
 

@@ -54,7 +54,7 @@ std::string stopWord(const std::string& finish, bool hasToolCalls) {
   return finish;
 }
 
-void readUsage(const json& u, Usage& usage) {
+void readOpenAIUsage(const json& u, Usage& usage) {
   long long prompt = intAt(u, "prompt_tokens");
   long long cached = 0;
   if (const auto* d = member(u, "prompt_tokens_details")) cached = intAt(*d, "cached_tokens");
@@ -105,7 +105,7 @@ class OpenAIDecoder final : public detail::EventStreamDecoder {
       streamError(*j);
       return;
     }
-    if (const auto* u = member(*j, "usage"); u && u->is_object()) readUsage(*u, turn_.usage);
+    if (const auto* u = member(*j, "usage"); u && u->is_object()) readOpenAIUsage(*u, turn_.usage);
     const auto* choices = member(*j, "choices");
     if (!choices || !choices->is_array()) return;
     for (const auto& c : *choices) {
@@ -113,7 +113,7 @@ class OpenAIDecoder final : public detail::EventStreamDecoder {
       if (const auto* d = member(c, "delta")) delta(*d);
       std::string f = stringAt(c, "finish_reason");
       if (!f.empty()) finish_ = f;
-      if (const auto* u = member(c, "usage"); u && u->is_object()) readUsage(*u, turn_.usage);
+      if (const auto* u = member(c, "usage"); u && u->is_object()) readOpenAIUsage(*u, turn_.usage);
     }
   }
 
@@ -140,7 +140,7 @@ class OpenAIDecoder final : public detail::EventStreamDecoder {
       }
     }
     finish_ = stringAt(c, "finish_reason");
-    if (const auto* u = member(j, "usage"); u && u->is_object()) readUsage(*u, turn_.usage);
+    if (const auto* u = member(j, "usage"); u && u->is_object()) readOpenAIUsage(*u, turn_.usage);
     complete();
   }
 

@@ -122,7 +122,7 @@ struct Reader {
 };
 
 // The text of a message's content: a string or a list of {type: text, text} parts.
-std::string contentText(const json& m) {
+std::string messageText(const json& m) {
   auto it = m.find("content");
   if (it == m.end()) return {};
   if (it->is_string()) return it->get<std::string>();
@@ -203,7 +203,7 @@ ReplyScript::ScriptTurn ReplyScript::pick(const json& request) const {
   for (const auto& m : messages) {
     const std::string role = roleOf(m);
     if (role == "user") {
-      latest = contentText(m);
+      latest = messageText(m);
       after = 0;
     } else if (role == "assistant") {
       ++after;
@@ -236,7 +236,7 @@ std::string ReplyScript::answer(const json& request) const {
   if (request.is_object() && request.contains("messages") && request["messages"].is_array()) {
     for (const auto& m : request["messages"]) {
       if (roleOf(m) == "assistant") ++assistants;
-      promptChars += contentText(m).size();
+      promptChars += messageText(m).size();
       if (m.is_object() && m.contains("tool_calls")) promptChars += m["tool_calls"].dump().size();
     }
   }
