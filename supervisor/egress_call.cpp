@@ -162,6 +162,10 @@ kj::Promise<void> runEgressCall(Supervisor& sup, kj::AsyncIoContext& io,
     if (!origin.empty() && originOf(base) == origin) {
       policy.allowLoopback = policy.allowPrivate = policy.allowPlainHttp = true;
     }
+  // Model calls (every egress request today) stream long answers: a generous total, and an idle
+  // limit that ends a stalled stream. The run's own time limit bounds them too.
+  policy.totalTimeoutMs = 15 * 60 * 1000;
+  policy.idleTimeoutMs = 90 * 1000;
 
   int fds[2];
   KJ_SYSCALL(pipe2(fds, O_CLOEXEC));

@@ -570,6 +570,10 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
   }
   set(CURLOPT_CONNECTTIMEOUT_MS, std::min(policy.connectTimeoutMs, remainingMs));
   set(CURLOPT_TIMEOUT_MS, remainingMs);
+  if (policy.idleTimeoutMs > 0) {
+    set(CURLOPT_LOW_SPEED_LIMIT, 1L);  // bytes a second: "nothing arrives"
+    set(CURLOPT_LOW_SPEED_TIME, std::max(1L, policy.idleTimeoutMs / 1000));
+  }
   set(CURLOPT_ACCEPT_ENCODING, "");  // curl decodes, so redaction and the size cap see plain bytes
   set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(policy.maxResponseBytes));
   set(CURLOPT_OPENSOCKETFUNCTION, &onOpenSocket);

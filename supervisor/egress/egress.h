@@ -30,6 +30,9 @@ struct EgressPolicy {
   std::vector<std::string> allowHosts;
   long connectTimeoutMs = 10000;  // also bounds name resolution
   long totalTimeoutMs = 60000;
+  // When set (whole seconds, at least 1000): a transfer that receives nothing for this long ends,
+  // however long the total allows. Model answers stream for minutes; a stalled one should not.
+  long idleTimeoutMs = 0;
   std::size_t maxResponseBytes = 16 << 20;  // decoded body bytes
   std::string caFile;  // empty: the system store; otherwise only this bundle is trusted
 };

@@ -468,6 +468,26 @@ TEST_CASE("timeouts: a server that never answers") {
   }
 }
 
+TEST_CASE("timeouts: the idle limit ends a stalled stream, not a slow one") {
+  EgressPolicy policy = loopbackPolicy();
+  policy.totalTimeoutMs = 20000;
+  policy.idleTimeoutMs = 1000;
+  TestServer server(&env().server);
+  EgressRequest req;
+  // Longer in total than the idle limit, never idle that long: it completes.
+  req.url = base(server) + "/drip?n=10&gap=250";
+  Result r = run(req, policy);
+  REQUIRE_MESSAGE(!r.error, *r.error);
+  CHECK(r.body == std::string(10, 'x'));
+  CHECK(r.seconds > 2.0);
+  // Idle for longer than the limit: it ends long before the total would.
+  req.url = base(server) + "/drip?n=3&gap=6000";
+  r = run(req, policy);
+  REQUIRE(r.error);
+  CHECK_MESSAGE(r.error->find("timed out") != std::string::npos, *r.error);
+  CHECK(r.seconds < 5.0);
+}
+
 TEST_CASE("the receiver can stop the transfer") {
   TestServer server(&env().server);
   EgressRequest req;

@@ -283,6 +283,15 @@ void TestServer::serve(int fd) {
       }
     } else if (path == "/redirect") {
       fixed("302 Found", "Location: /echo\r\n", "moved\n");
+    } else if (path == "/drip") {
+      // n one-byte chunks, `gap` ms apart: a slow stream that is never idle for longer than gap.
+      conn.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+      const std::size_t n = std::stoul(queryValue(target, "n")), gap = std::stoul(queryValue(target, "gap"));
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!conn.write("1\r\nx\r\n")) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(gap));
+      }
+      conn.write("0\r\n\r\n");
     } else if (path == "/hang") {
       while (conn.read(buf, sizeof buf) > 0) {
       }
