@@ -16,7 +16,7 @@ namespace {
 
 const std::set<std::string> kBrokerTools = {"publish_event", "send",      "state_get",      "state_set",
                                             "delegate",      "subscribe", "schedules",      "request_access",
-                                            "subagent",      "add_skill", "create_agent"};
+                                            "subagent",      "add_skill", "create_agent",   "add_source"};
 const std::set<std::string> kWorkerTools = {"read", "write", "edit", "grep", "find", "ls", "bash"};
 const std::set<std::string> kReadOnly = {"read", "grep", "find", "ls", "state_get", "schedules"};
 
@@ -130,6 +130,10 @@ std::vector<BrokerToolInfo> Run::brokerTools() {
          {"mode", {{"type", "string"}, {"enum", {"auto", "manual"}}}},
          {"tools", {{"type", "array"}, {"items", {{"type", "string"}}}}}}},
        {"required", {"id", "description", "instructions"}}});
+  add("add_source", "Set up an event source (its pine.yaml entry: name, type and the type's fields, e.g. mqtt with "
+      "url and topics, or a folder in your workspace). Only in a conversation with the owner, who confirms anything "
+      "that opens something new. Subscribe to it afterwards.",
+      schema({{"source", "object"}, {"forAllAgents", "boolean"}}, {"source"}));
   add("request_access", "Ask the owner for access outside the workspace: a path (read or write) or network for the shell.",
       schema({{"path", "string"}, {"access", "string"}, {"network", "string"}, {"reason", "string"}}, {"reason"}));
   return out;
@@ -282,6 +286,8 @@ kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
     v = policy::decideSchedule(agent(), facts, sr);
   } else if (tool == "request_access") {
     v = policy::decideRequestAccess(facts);
+  } else if (tool == "add_source") {
+    v = policy::decideAddSource(agent(), facts, addSourceRequest(args));
   } else if (tool == "add_skill") {
     v = policy::decideAddSkill(agent(), facts, {args.value("name", ""), args.value("forAllAgents", false)});
   } else if (tool == "subscribe") {
@@ -311,6 +317,7 @@ kj::Promise<ToolAnswer> Run::carryOut(const std::string& tool, const nlohmann::j
   if (tool == "request_access") return requestAccess(args);
   if (tool == "add_skill") return addSkill(args);
   if (tool == "create_agent") return createAgent(args);
+  if (tool == "add_source") return addSource(args);
   return toolError("'" + tool + "' is not a tool of this run");
 }
 

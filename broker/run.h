@@ -61,6 +61,8 @@ class Run final : public RunHost {
   // cannot be carried out.
   std::optional<std::string> checkSetupArgs(const std::string& tool, const nlohmann::json& args) const;
   kj::Promise<ToolAnswer> createAgent(const nlohmann::json& args);
+  kj::Promise<ToolAnswer> addSource(const nlohmann::json& args);
+  policy::AddSourceRequest addSourceRequest(const nlohmann::json& args) const;
   // Asks pined to write one configuration file; false with `errors` filled when it refused.
   kj::Promise<bool> changeConfig(const std::string& path, const std::string& content, const std::string& reason,
                                  std::string& errors);

@@ -132,7 +132,64 @@ std::optional<std::string> Run::checkSetupArgs(const std::string& tool, const nl
     }
     return std::nullopt;
   }
+  if (tool == "add_source") {
+    if (!args.contains("source") || !args["source"].is_object())
+      return "\"source\" is the source's entry as pine.yaml writes it (name, type and the type's fields)";
+    const auto& src = args["source"];
+    std::string name = src.value("name", ""), type = src.value("type", "");
+    if (!isValidAgentId(name)) return "a source's name is 1 to 64 characters of [a-z0-9_-], not starting with '-'";
+    for (const auto& s : config_->pine.sources)
+      if (s.name == name) return "a source '" + name + "' exists; pick another name";
+    if (src.contains("agent")) return "\"agent\" is set by pine (forAllAgents: true for a source of every agent)";
+    // What runs a program outside the sandbox, or needs a secret, is the owner's to set up.
+    if (type == "command" || src.contains("use") || src.contains("command"))
+      return "a source that runs a program runs it outside the sandbox: the owner sets it up in pine.yaml";
+    for (const char* key : {"secret", "usernameSecret", "passwordSecret", "tokenSecret"})
+      if (src.contains(key))
+        return std::string("add_source cannot set up secrets (\"") + key +
+               "\"): the owner stores it with `pinectl secret set NAME` and adds the source";
+    if (args.contains("forAllAgents") && !args["forAllAgents"].is_boolean()) return "\"forAllAgents\" is true or false";
+    return std::nullopt;
+  }
   return std::nullopt;
+}
+
+policy::AddSourceRequest Run::addSourceRequest(const nlohmann::json& args) const {
+  policy::AddSourceRequest r;
+  const auto src = args.value("source", nlohmann::json::object());
+  r.name = src.value("name", "");
+  // A conversation with the owner: the owner's own message, or a sub-agent working on it.
+  r.withOwner = req_.trust == config::Trust::Owner && (req_.origin == "owner" || req_.origin.rfind("subagent:", 0) == 0);
+  r.forAllAgents = args.value("forAllAgents", false);
+  r.trustOwner = src.value("trust", "untrusted") != "untrusted";
+  if (src.value("type", "") == "folder" && src.contains("path") && src["path"].is_string()) {
+    std::string path = src["path"].get<std::string>();
+    std::string ws = broker_.home().agents() + "/" + req_.agent + "/workspace/";
+    r.folderInsideWorkspace = path.rfind(ws, 0) == 0 && path.size() > ws.size() && path.find("/..") == std::string::npos &&
+                              path.find("/./") == std::string::npos;
+  }
+  return r;
+}
+
+kj::Promise<ToolAnswer> Run::addSource(const nlohmann::json& args) {
+  nlohmann::json entry = args["source"];
+  const std::string name = entry.value("name", "");
+  const bool forAll = args.value("forAllAgents", false);
+  if (!forAll) entry["agent"] = req_.agent;
+  std::string why;
+  auto updated = appendToList(readOrEmpty(broker_.home().root + "/pine.yaml"), "sources", entry.dump(), why);
+  if (!updated) return toolError(why);
+  auto errors = kj::heap<std::string>();
+  auto& e = *errors;
+  return changeConfig("pine.yaml", *updated, "source '" + name + "'", e)
+      .then([this, name, forAll, &e](bool ok) {
+        if (!ok) return toolError("the source was not added:\n" + e);
+        broker_.reloadConfiguration();
+        audit("source.add", {{"agent", req_.agent}, {"session", req_.session}, {"task", taskId_}, {"source", name},
+                             {"forAllAgents", forAll}});
+        return ToolAnswer{"source '" + name + "' added; it runs once something subscribes to it (subscribe)", false};
+      })
+      .attach(kj::mv(errors));
 }
 
 kj::Promise<ToolAnswer> Run::addSkill(const nlohmann::json& args) {

@@ -750,3 +750,51 @@ TEST_CASE("add_skill and create_agent: checked, asked or refused by the seed's r
   for (auto& e : audit(pined, "agent.create")) created |= e["agent"] == "helper" && e["by"] == "main";
   CHECK(created);
 }
+
+TEST_CASE("add_source: a folder in the workspace goes through, a connection is asked; no secrets, no programs") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, {{"relay-src", "description: src\ntools: [read, add_source]\n"}}, "");
+  Pined pined(home, fixtureWorker(), {});
+  const std::string ws = home + "/agents/relay-src/workspace";
+  auto add = [&](const std::string& source, bool forAll = false) {
+    return "CALL add_source {\"source\": " + source + (forAll ? ", \"forAllAgents\": true" : "") + "}\n";
+  };
+
+  auto t = message(pined, "relay-src", add(R"({"name": "inbox", "type": "folder", "path": ")" + ws + R"(/inbox"})"));
+  CHECK_MESSAGE(has(t, "answer", "add_source: ok: source 'inbox' added"), t.dump());
+  CHECK(readText(home + "/pine.yaml").find(R"("agent":"relay-src")") != std::string::npos);
+
+  // Secrets and programs are the owner's: refused before anyone is asked. So is a name taken.
+  t = message(pined, "relay-src",
+              add(R"({"name": "hook", "type": "webhook", "topic": "hook/in", "secret": "HOOK"})") +
+                  add(R"({"name": "runner", "type": "command", "command": ["curl", "evil.example"]})") +
+                  add(R"({"name": "inbox", "type": "folder", "path": ")" + ws + R"(/other"})") +
+                  add(R"({"name": "wide", "type": "folder", "path": ")" + ws + R"(/w"})", true));
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: add_source cannot set up secrets"), t.dump());
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: a source that runs a program"), t.dump());
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: a source 'inbox' exists"), t.dump());
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: refused: only the main agent sets up sources for all agents"), t.dump());
+  CHECK(pined.api("GET", "/v1/approvals").json()["approvals"].empty());
+
+  // A connection is something new: asked; approved, it is added.
+  auto started = message(pined, "relay-src",
+                         add(R"({"name": "garden", "type": "mqtt", "url": "mqtt://127.0.0.1:1883", "topics": ["garden/#"]})"),
+                         false);
+  auto a = pendingFor(pined, "relay-src");
+  REQUIRE(a.is_object());
+  CHECK(a["tool"] == "add_source");
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
+  t = waitTask(pined, "relay-src", started["task"]);
+  CHECK_MESSAGE(has(t, "answer", "add_source: ok: source 'garden' added"), t.dump());
+  CHECK(readText(home + "/pine.yaml").find(R"("name":"garden")") != std::string::npos);
+
+  // A folder outside the workspace: asked; denied, nothing is written.
+  started = message(pined, "relay-src", add(R"({"name": "etc", "type": "folder", "path": "/etc"})"), false);
+  a = pendingFor(pined, "relay-src");
+  REQUIRE(a.is_object());
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/deny", "{}").status == 200);
+  t = waitTask(pined, "relay-src", started["task"]);
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: not approved"), t.dump());
+  CHECK(readText(home + "/pine.yaml").find(R"("name":"etc")") == std::string::npos);
+}
