@@ -17,7 +17,8 @@ namespace {
 const std::set<std::string> kBrokerTools = {"publish_event", "send",      "state_get",      "state_set",
                                             "delegate",      "subscribe", "schedules",      "request_access",
                                             "subagent",      "add_skill", "create_agent",   "add_source"};
-const std::set<std::string> kWorkerTools = {"read", "write", "edit", "grep", "find", "ls", "bash"};
+// The tools the worker runs itself (download through its own capability, the others after the Gate).
+const std::set<std::string> kWorkerTools = {"read", "write", "edit", "grep", "find", "ls", "bash", "download"};
 const std::set<std::string> kReadOnly = {"read", "grep", "find", "ls", "state_get", "schedules"};
 
 
@@ -199,6 +200,32 @@ kj::Promise<GateAnswer> Run::decide(const policy::ToolCall& call, policy::Verdic
   });
 }
 
+std::optional<std::string> Run::taintedWriteRefusal(const policy::ToolCall& call, const policy::SessionFacts& facts) {
+  if (!facts.tainted || sandboxTainted_) return std::nullopt;
+  if (call.tool != "write" && call.tool != "edit" && call.tool != "download") return std::nullopt;
+  // The worker's own jail switches at once, but the worker is not trusted to, so the broker refuses
+  // instruction files and git settings itself until the next task's sandbox protects them.
+  static const sandbox::NameRules rules = sandbox::NameRules::defaults(true);
+  std::string path = call.args.is_object() && call.args.contains("path") && call.args["path"].is_string()
+                         ? call.args["path"].get<std::string>() : "";
+  while (path.rfind("./", 0) == 0) path.erase(0, 2);
+  size_t first = path.find_first_not_of('/');
+  std::string rel = first == std::string::npos ? "" : path.substr(first);
+  bool refuse = rel.empty() || rel.find("..") != std::string::npos;
+  if (!refuse) {
+    try {
+      refuse = rules.refusing(rel, true) != nullptr;
+    } catch (std::exception&) {
+      refuse = true;
+    }
+  }
+  if (!refuse) return std::nullopt;
+  std::string why = "the conversation read outside content during this task: instruction files and git "
+                    "settings are read-only for it now";
+  auditDecision(call, "refused", why);
+  return why;
+}
+
 kj::Promise<GateAnswer> Run::checkTool(std::string tool, std::string argsJson) {
   auto args = nlohmann::json::parse(argsJson, nullptr, false);
   policy::ToolCall call{tool, "", args.is_discarded() ? nlohmann::json(argsJson) : args, kReadOnly.count(tool) > 0};
@@ -220,30 +247,12 @@ kj::Promise<GateAnswer> Run::checkTool(std::string tool, std::string argsJson) {
     auditDecision(call, "refused", why);
     return GateAnswer{false, "refused: " + why, true};
   }
-  if ((tool == "write" || tool == "edit") && facts.tainted && !sandboxTainted_) {
-    // The same window for the file tools: the worker's own jail switches at once, but the worker
-    // is not trusted to, so the broker refuses instruction files and git settings itself.
-    static const sandbox::NameRules rules = sandbox::NameRules::defaults(true);
-    std::string path = call.args.is_object() && call.args.contains("path") && call.args["path"].is_string()
-                           ? call.args["path"].get<std::string>() : "";
-    while (path.rfind("./", 0) == 0) path.erase(0, 2);
-    size_t first = path.find_first_not_of('/');
-    std::string rel = first == std::string::npos ? "" : path.substr(first);
-    bool refuse = rel.empty() || rel.find("..") != std::string::npos;
-    if (!refuse) {
-      try {
-        refuse = rules.refusing(rel, true) != nullptr;
-      } catch (std::exception&) {
-        refuse = true;
-      }
-    }
-    if (refuse) {
-      std::string why = "the conversation read outside content during this task: instruction files and git "
-                        "settings are read-only for it now";
-      auditDecision(call, "refused", why);
-      return GateAnswer{false, "refused: " + why, true};
-    }
+  if (tool == "download") {
+    // Decided when the worker fetches (its Download capability), not here: one decision, one question.
+    auditDecision(call, "refused", "download is decided by its fetch");
+    return GateAnswer{false, "refused: download goes through its own capability"};
   }
+  if (auto why = taintedWriteRefusal(call, facts)) return GateAnswer{false, "refused: " + *why, true};
   return decide(call, policy::decideToolCall(*config_, agent(), facts, call)).then([this](GateAnswer a) {
     a.tainted = broker_.sessionTainted(req_.agent, req_.session);
     return a;

@@ -28,6 +28,9 @@ class Run final : public RunHost {
   kj::Promise<GateAnswer> checkTool(std::string tool, std::string argsJson) override;
   kj::Promise<ToolAnswer> callTool(std::string tool, std::string argsJson) override;
   kj::Promise<ModelAnswer> model(ModelCallData call, proto::ModelStream::Client sink) override;
+  bool mayDownload() override { return tools_.count("download") > 0; }
+  // download.cpp: decided like a tool call, then fetched by pined, the bytes relayed to the worker.
+  kj::Promise<DownloadAnswer> download(std::string url, std::string path, proto::FileSink::Client sink) override;
 
   // Whether the worker's sandbox was built for a tainted conversation (instruction files read-only).
   void setSandboxTainted(bool t) { sandboxTainted_ = t; }
@@ -45,6 +48,9 @@ class Run final : public RunHost {
   kj::Promise<GateAnswer> decide(const policy::ToolCall& call, policy::Verdict verdict);
   void auditDecision(const policy::ToolCall& call, const std::string& decision, const std::string& reason);
   void noteTaint(const std::string& tool, const std::string& server);
+  // write, edit, download in a conversation that turned tainted during this task: the instruction files
+  // and git settings its sandbox still leaves writable are refused here. The refusal, or nullopt.
+  std::optional<std::string> taintedWriteRefusal(const policy::ToolCall& call, const policy::SessionFacts& facts);
   kj::Promise<ToolAnswer> carryOut(const std::string& tool, const nlohmann::json& args);
   kj::Promise<ToolAnswer> publishEvent(const nlohmann::json& args);
   kj::Promise<ToolAnswer> send(const nlohmann::json& args);

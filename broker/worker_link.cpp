@@ -78,6 +78,30 @@ class ToolImpl final : public proto::Tool::Server {
   std::string name_;
 };
 
+// The download tool's fetch, handed to a worker only when its run has the tool.
+class DownloadImpl final : public proto::Download::Server {
+ public:
+  explicit DownloadImpl(RunHost& host) : host_(host) {}
+
+ protected:
+  kj::Promise<void> fetch(FetchContext context) override {
+    auto p = context.getParams();
+    KJ_REQUIRE(p.getUrl().size() <= 8192 && p.getPath().size() <= 4096, "download: url or path too long");
+    KJ_REQUIRE(isValidUtf8(text(p.getUrl())) && isValidUtf8(text(p.getPath())), "download: not UTF-8");
+    return host_.download(text(p.getUrl()), text(p.getPath()), p.getSink()).then([context](DownloadAnswer a) mutable {
+      auto r = context.getResults();
+      r.setAllowed(a.allowed);
+      r.setReason(a.reason);
+      r.setStatus((uint16_t)a.status);
+      r.setLocation(a.location);
+      r.setError(a.error);
+    });
+  }
+
+ private:
+  RunHost& host_;
+};
+
 }  // namespace
 
 void WorkerBroker::settle(WorkerOutcome outcome) {
@@ -121,6 +145,7 @@ kj::Promise<void> WorkerBroker::getTask(GetTaskContext context) {
       list[i].setParameters(infos[i].parameters);
       list[i].setTool(kj::heap<ToolImpl>(*host_, infos[i].name));
     }
+    if (host_->mayDownload()) results.setDownload(kj::heap<DownloadImpl>(*host_));
   }
   return kj::READY_NOW;
 }

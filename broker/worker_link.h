@@ -55,6 +55,18 @@ struct ModelAnswer {
   std::string error;
 };
 
+struct DownloadAnswer {
+  bool allowed = false;
+  std::string reason;  // why not allowed
+  unsigned status = 0;
+  std::string location, error;
+};
+inline DownloadAnswer downloadRefused(std::string reason) {
+  DownloadAnswer a;
+  a.reason = std::move(reason);
+  return a;
+}
+
 struct ModelCallData {
   std::string path;
   std::vector<std::pair<std::string, std::string>> headers;
@@ -69,6 +81,11 @@ class RunHost {
   virtual kj::Promise<GateAnswer> checkTool(std::string tool, std::string argsJson) = 0;
   virtual kj::Promise<ToolAnswer> callTool(std::string tool, std::string argsJson) = 0;
   virtual kj::Promise<ModelAnswer> model(ModelCallData call, proto::ModelStream::Client sink) = 0;
+  // Whether the run has the download tool (its worker gets the Download capability only then).
+  virtual bool mayDownload() { return false; }
+  virtual kj::Promise<DownloadAnswer> download(std::string, std::string, proto::FileSink::Client) {
+    return downloadRefused("download is not a tool of this run");
+  }
 };
 
 constexpr size_t kMaxAnswerBytes = 1 << 20;

@@ -11,8 +11,9 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("pine::proto");
 
 interface Broker {
-  getTask @0 () -> (task :Task, gate :Gate, tools :List(NamedTool));
+  getTask @0 () -> (task :Task, gate :Gate, tools :List(NamedTool), download :Download);
   # The one task this worker runs, with the capabilities of its profile; the same answer every time.
+  # download is null unless the run has the download tool (never for the reduced, untrusted profile).
 
   finish @1 (answer :Text, transcript :Text, usage :Usage) -> ();
   # Hand back the answer (at most 1 MiB) and what the run added to the conversation (a JSON array
@@ -58,6 +59,18 @@ interface Gate {
   # Before the worker runs one of its own tools: allowed, refused, or (after an approval the owner
   # answers, or its timeout) either. Every decision is one audit line. args: JSON, at most 1 MiB.
   # tainted: the conversation has read outside content by now (the file tools protect instruction files).
+}
+
+interface Download {
+  fetch @0 (url :Text, path :Text, sink :FileSink) -> (allowed :Bool, reason :Text, status :UInt16, location :Text, error :Text);
+  # The download tool: decided like any tool call (refused, asked or allowed; audited), then pined fetches url
+  # (no secrets, redirects not followed, at most limits.maxDownloadMb) and the body streams to sink. path is
+  # where the worker will save it, for the decision and the owner's eyes. Not allowed: reason says why.
+}
+
+interface FileSink {
+  write @0 (chunk :Data) -> stream;
+  # The next piece of a downloaded file.
 }
 
 interface Tool {

@@ -39,6 +39,11 @@ interface Supervisor {
   createAgent @8 (id :Text, agentYaml :Text, instructions :Text, reason :Text) -> (ok :Bool, errors :List(Text));
   # A new agent (create_agent, which the owner approved): its agent.yaml and first AGENTS.md, validated
   # together, written only when agents/<id> does not exist yet. An existing agent's AGENTS.md is the owner's.
+
+  download @9 (agent :Text, url :Text, sink :ByteSink) -> (status :UInt16, headers :List(Header), error :Text);
+  # A GET for the download tool, which the broker allowed for agent: public https only, unless url is on the
+  # origin of one of the agent's MCP servers (then also loopback, private and plain http) or its web server
+  # allows private addresses; no placeholders; at most limits.maxDownloadMb; redirects returned, not followed.
 }
 
 struct EgressRequest {

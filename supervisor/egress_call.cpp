@@ -136,6 +136,47 @@ kj::Promise<void> pump(Call& c) {
 
 }  // namespace
 
+namespace {
+
+// Forks the child that performs `req` under `policy`; the body streams to `sink`.
+kj::Promise<kj::Own<Call>> startEgress(Supervisor& sup, kj::AsyncIoContext& io, const egress::EgressRequest& req,
+                                       const egress::EgressPolicy& policy, proto::ByteSink::Client sink,
+                                       const std::string& purpose) {
+  int fds[2];
+  KJ_SYSCALL(pipe2(fds, O_CLOEXEC));
+  auto redactor = sup.redactorSnapshot();
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    KJ_FAIL_SYSCALL("fork", errno);
+  }
+  if (pid == 0) egressChild(fds[1], req, policy, sup.secrets(), *redactor);
+  close(fds[1]);
+  sup.adoptChild(pid, "egress");
+  audit("egress.request",
+        {{"method", req.method}, {"origin", originOf(req.url)}, {"purpose", purpose}, {"process_pid", pid}});
+  auto call = kj::heap<Call>(sup, pid,
+                             io.lowLevelProvider->wrapInputFd(fds[0], kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
+                                                                          kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC),
+                             kj::mv(sink));
+  auto& c = *call;
+  return pump(c).then([call = kj::mv(call)]() mutable { return kj::mv(call); });
+}
+
+template <typename Results>
+void answer(Results res, const Call& c) {
+  res.setStatus((uint16_t)c.status);
+  auto list = res.initHeaders((unsigned)c.headers.size());
+  for (unsigned i = 0; i < c.headers.size(); ++i) {
+    list[i].setName(c.headers[i][0].template get<std::string>());
+    list[i].setValue(c.headers[i][1].template get<std::string>());
+  }
+  res.setError(c.done ? c.error : "the egress process ended without an answer");
+}
+
+}  // namespace
+
 kj::Promise<void> runEgressCall(Supervisor& sup, kj::AsyncIoContext& io,
                                 capnp::CallContext<proto::Supervisor::EgressParams, proto::Supervisor::EgressResults> context) {
   auto p = context.getParams();
@@ -162,39 +203,44 @@ kj::Promise<void> runEgressCall(Supervisor& sup, kj::AsyncIoContext& io,
     if (!origin.empty() && originOf(base) == origin) {
       policy.allowLoopback = policy.allowPrivate = policy.allowPlainHttp = true;
     }
-  // Model calls (every egress request today) stream long answers: a generous total, and an idle
-  // limit that ends a stalled stream. The run's own time limit bounds them too.
+  // Model calls stream long answers: a generous total, and an idle limit that ends a stalled
+  // stream. The run's own time limit bounds them too.
   policy.totalTimeoutMs = 15 * 60 * 1000;
   policy.idleTimeoutMs = 90 * 1000;
+  return startEgress(sup, io, req, policy, p.getSink(), "model").then([context](kj::Own<Call> c) mutable {
+    answer(context.getResults(), *c);
+  });
+}
 
-  int fds[2];
-  KJ_SYSCALL(pipe2(fds, O_CLOEXEC));
-  auto redactor = sup.redactorSnapshot();
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    KJ_FAIL_SYSCALL("fork", errno);
+kj::Promise<void> runDownloadCall(Supervisor& sup, kj::AsyncIoContext& io,
+                                  capnp::CallContext<proto::Supervisor::DownloadParams, proto::Supervisor::DownloadResults> context) {
+  auto p = context.getParams();
+  std::string agent = p.getAgent();
+  std::string url = p.getUrl();
+  KJ_REQUIRE(!url.empty() && url.size() <= 8192, "download: the URL is empty or over 8 KiB");
+  auto cfg = sup.config();
+  KJ_REQUIRE(cfg != nullptr && cfg->agents.count(agent) > 0, "download: no such agent", agent);
+  // Re-checked here whatever the broker decided: no secret is filled into a download, the address
+  // classes are pined's to enforce, and the size cap is the owner's.
+  KJ_REQUIRE(url.find("${") == std::string::npos, "download: placeholders are not filled into downloads");
+  const auto& a = cfg->agents.at(agent);
+  egress::EgressPolicy policy;
+  policy.caFile = sup.egressCaFile();
+  std::string origin = originOf(url);
+  for (const auto& [name, server] : a.mcpServers) {
+    if (!server.url.empty() && !origin.empty() && originOf(server.url) == origin)
+      policy.allowLoopback = policy.allowPrivate = policy.allowPlainHttp = true;  // the owner's own server
+    if (server.bundled == "web" && server.allowPrivate) policy.allowPrivate = policy.allowPlainHttp = true;
   }
-  if (pid == 0) egressChild(fds[1], req, policy, sup.secrets(), *redactor);
-  close(fds[1]);
-  sup.adoptChild(pid, "egress");
-  audit("egress.request", {{"method", req.method}, {"origin", origin}, {"process_pid", pid}});
-  auto call = kj::heap<Call>(sup, pid,
-                             io.lowLevelProvider->wrapInputFd(fds[0], kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
-                                                                          kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC),
-                             p.getSink());
-  auto& c = *call;
-  return pump(c).then([context, &c]() mutable {
-    auto res = context.getResults();
-    res.setStatus((uint16_t)c.status);
-    auto list = res.initHeaders((unsigned)c.headers.size());
-    for (unsigned i = 0; i < c.headers.size(); ++i) {
-      list[i].setName(c.headers[i][0].get<std::string>());
-      list[i].setValue(c.headers[i][1].get<std::string>());
-    }
-    res.setError(c.done ? c.error : "the egress process ended without an answer");
-  }).attach(kj::mv(call));
+  policy.maxResponseBytes = (size_t)cfg->pine.limits.maxDownloadMb << 20;
+  policy.totalTimeoutMs = 30 * 60 * 1000;
+  policy.idleTimeoutMs = 60 * 1000;
+  egress::EgressRequest req;
+  req.method = "GET";
+  req.url = url;
+  return startEgress(sup, io, req, policy, p.getSink(), "download:" + agent).then([context](kj::Own<Call> c) mutable {
+    answer(context.getResults(), *c);
+  });
 }
 
 }  // namespace pine

@@ -14,4 +14,8 @@ class Supervisor;
 kj::Promise<void> runEgressCall(Supervisor& sup, kj::AsyncIoContext& io,
                                 capnp::CallContext<proto::Supervisor::EgressParams, proto::Supervisor::EgressResults> context);
 
+// The download tool's fetch: a GET under the agent's download rules (see proto/supervisor.capnp).
+kj::Promise<void> runDownloadCall(Supervisor& sup, kj::AsyncIoContext& io,
+                                  capnp::CallContext<proto::Supervisor::DownloadParams, proto::Supervisor::DownloadResults> context);
+
 }  // namespace pine

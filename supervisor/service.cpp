@@ -178,4 +178,9 @@ kj::Promise<void> SupervisorService::egress(EgressContext context) {
   return runEgressCall(sup_, io_, context);
 }
 
+kj::Promise<void> SupervisorService::download(DownloadContext context) {
+  context.allowCancellation();
+  return runDownloadCall(sup_, io_, context);
+}
+
 }  // namespace pine

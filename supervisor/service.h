@@ -23,6 +23,7 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> changeConfig(ChangeConfigContext context) override;
   kj::Promise<void> createAgent(CreateAgentContext context) override;
   kj::Promise<void> egress(EgressContext context) override;
+  kj::Promise<void> download(DownloadContext context) override;
 
  private:
   Supervisor& sup_;

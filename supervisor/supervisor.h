@@ -59,6 +59,8 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   const std::string& egressCaFile() const { return options_.egressCaFile; }
   // The base URLs of the model providers in force (egress may reach these even on loopback).
   std::vector<std::string> providerBaseUrls() const;
+  // The configuration in force (null before the first successful load).
+  std::shared_ptr<const config::Home> config() const { return config_.current(); }
   // A child forked for a helper job ("egress"): reaped and audited like the others.
   void adoptChild(pid_t pid, const std::string& role);
   void killChild(pid_t pid, const std::string& role);

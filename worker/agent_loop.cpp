@@ -1,8 +1,10 @@
 #include "worker/agent_loop.h"
 
+#include <kj/debug.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -44,6 +46,48 @@ class StreamSink final : public proto::ModelStream::Server {
  private:
   model::StreamDecoder& decoder_;
 };
+
+// A downloaded file's bytes as they arrive, handed to the download tool's writer.
+class FileSinkImpl final : public proto::FileSink::Server {
+ public:
+  explicit FileSinkImpl(const std::function<bool(std::string_view)>& onChunk) : onChunk_(onChunk) {}
+
+ protected:
+  kj::Promise<void> write(WriteContext context) override {
+    auto chunk = context.getParams().getChunk();
+    KJ_REQUIRE(onChunk_(std::string_view(reinterpret_cast<const char*>(chunk.begin()), chunk.size())),
+               "the download could not be written");
+    return kj::READY_NOW;
+  }
+
+ private:
+  const std::function<bool(std::string_view)>& onChunk_;
+};
+
+// The download tool's fetcher over the Download capability; waits on the event loop, so the
+// chunks arrive while the call is outstanding.
+tools::Fetcher fetcherFor(proto::Download::Client download, kj::WaitScope& ws) {
+  auto cap = std::make_shared<proto::Download::Client>(kj::mv(download));
+  return [cap, &ws](const std::string& url, const std::string& path,
+                    const std::function<bool(std::string_view)>& onChunk) {
+    tools::FetchResult out;
+    auto req = cap->fetchRequest();
+    req.setUrl(url);
+    req.setPath(path);
+    req.setSink(kj::heap<FileSinkImpl>(onChunk));
+    try {
+      auto r = req.send().wait(ws);
+      out.allowed = r.getAllowed();
+      out.message = r.getAllowed() ? str(r.getError()) : str(r.getReason());
+      out.status = r.getStatus();
+      out.location = str(r.getLocation());
+    } catch (kj::Exception& e) {
+      out.allowed = true;
+      out.message = e.getDescription().cStr();
+    }
+    return out;
+  };
+}
 
 nlohmann::json messageJson(const Message& m) {
   nlohmann::json j;
@@ -111,6 +155,7 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
   std::vector<model::ToolSpec> specs;
   std::set<std::string> workerTools;
   for (auto name : task.getWorkerTools()) {
+    if (str(name) == "download" && !got.hasDownload()) continue;  // the tool is only as real as its capability
     workerTools.insert(str(name));
     auto spec = tools::ToolBox::spec(str(name));
     specs.push_back({spec.value("name", str(name)), spec.value("description", ""), spec.value("parameters", nlohmann::json::object())});
@@ -129,6 +174,7 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
   env.shellTimeoutSec = (int)task.getShellTimeoutSec();
   if (const char* h = getenv("HOME")) env.home = h;
   if (const char* t = getenv("TMPDIR")) env.tmpdir = t;
+  if (got.hasDownload()) env.fetch = fetcherFor(got.getDownload(), ws);
   // Granted folders become roots of the file tools' jail; one that does not exist (or that the
   // sandbox hides) is left out rather than failing the task.
   auto expand = [&](std::string p) {
@@ -237,6 +283,11 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
       if (args.is_discarded() || !args.is_object()) {
         result.text = "the arguments were not a JSON object: call " + tc.name + " again with valid JSON";
         result.isError = true;
+      } else if (tc.name == "download" && workerTools.count(tc.name)) {
+        // Decided by the broker when fetched (its capability), not by the Gate: one decision, one question.
+        auto r = toolbox.run(tc.name, args);
+        result.text = r.text;
+        result.isError = r.isError;
       } else if (workerTools.count(tc.name)) {
         auto check = gate.checkRequest();
         check.setTool(tc.name);

@@ -1,5 +1,7 @@
 #include "broker/policy/approvals.h"
 
+#include <cctype>
+
 #include "broker/policy/glob.h"
 #include "broker/policy/origin.h"
 #include "broker/policy/profile.h"
@@ -31,6 +33,39 @@ Verdict ask(std::string why, bool offerAlways = false, std::string scope = {}) {
 std::string describe(const ToolCall& call) {
   std::string subject = callSubject(call);
   return fullName(call) + (subject.empty() ? "" : " " + quoteText(subject));
+}
+
+bool webAllowsPrivate(const config::AgentConfig& agent) {
+  for (const auto& [name, s] : agent.mcpServers)
+    if (s.bundled == "web" && s.allowPrivate) return true;
+  return false;
+}
+
+bool hostListed(const std::string& host, const std::vector<std::string>& list) {
+  for (const auto& entry : list) {
+    std::string e = entry;
+    for (auto& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (startsWith(e, "*.") ? (host.size() > e.size() - 1 && endsWith(host, e.substr(1))) : host == e) return true;
+  }
+  return false;
+}
+
+// The web route: a host the agent's web tools could read (a browser reads any; the web server
+// within its allowHosts and outside its denyHosts). nullopt when one of them may.
+std::optional<std::string> webHostRefusal(const config::AgentConfig& agent, const std::string& origin) {
+  size_t start = origin.find("://") + 3;
+  std::string host = origin.substr(start, origin.rfind(':') - start);
+  if (!host.empty() && host.front() == '[') host = host.substr(1, host.size() - 2);
+  std::string why;
+  for (const auto& [name, s] : agent.mcpServers) {
+    if (s.bundled == "browser") return std::nullopt;
+    if (s.bundled != "web") continue;
+    if (hostListed(host, s.denyHosts)) why = "host " + host + " is on the denyHosts of web server '" + name + "'";
+    else if (!s.allowHosts.empty() && !hostListed(host, s.allowHosts))
+      why = "host " + host + " is not on the allowHosts of web server '" + name + "'";
+    else return std::nullopt;
+  }
+  return why;
 }
 
 Verdict decide(const config::Home& home, const config::AgentConfig& agent, const SessionFacts& facts,
@@ -105,6 +140,12 @@ Verdict decide(const config::Home& home, const config::AgentConfig& agent, const
     if (auto o = urlOrigin(url))
       for (const auto& [name, s] : agent.mcpServers)
         if (!s.url.empty() && urlOrigin(s.url) == o) viaMcp = true;
+    auto origin = urlOrigin(url);
+    if (!origin) return refuse("download of " + quoteText(url) + " is refused: give a plain http(s)://host/path address");
+    if (!viaMcp && origin->rfind("https://", 0) != 0 && !webAllowsPrivate(agent))
+      return refuse("download of " + quoteText(url) + " is refused: only https addresses are fetched");
+    if (!viaMcp && agent.hasWebTools() && facts.shellNetwork == config::Network::None)
+      if (auto why = webHostRefusal(agent, *origin)) return refuse("download of " + quoteText(url) + " is refused: " + *why);
     if (!viaMcp && !agent.hasWebTools()) {
       if (facts.shellNetwork == config::Network::None)
         return refuse("download of " + quoteText(url) + " is refused: agent '" + agent.id +

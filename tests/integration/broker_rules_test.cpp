@@ -153,7 +153,8 @@ nlohmann::json firstEndedTask(Pined& p, const std::string& agent, std::chrono::m
   return found;
 }
 
-const std::string kProbeTools = "tools: [read, write, bash, send, state_get, state_set, publish_event, subscribe]\npublish: [probe/#]\n";
+const std::string kProbeTools =
+    "tools: [read, write, bash, send, state_get, state_set, publish_event, subscribe, download]\npublish: [probe/#]\n";
 
 void writeProbeHome(const std::string& home) {
   writeHome(home,
@@ -226,6 +227,8 @@ TEST_CASE("a hand-crafted worker in an untrusted run gets no broker tools and ca
   CHECK(line(t, "trust=") == "trust=untrusted");
   CHECK(line(t, "brokerTools=") == "brokerTools=");
   CHECK(line(t, "workerTools=") == "workerTools=read,");
+  CHECK(line(t, "download=") == "download=absent");
+  CHECK(line(t, "forge gate-as-download: ") == "forge gate-as-download: refused");
   CHECK(line(t, "gate bash: ") == "gate bash: refused: refused: 'bash' is not a tool of this run");
   CHECK(line(t, "gate write: ") == "gate write: refused: refused: 'write' is not a tool of this run");
   CHECK(line(t, "gate send: ").rfind("gate send: refused", 0) == 0);
@@ -252,6 +255,8 @@ TEST_CASE("a hand-crafted worker in an untrusted run gets no broker tools and ca
   CHECK(owned["state"] == "done");
   CHECK(line(owned, "trust=") == "trust=owner");
   CHECK(line(owned, "brokerTools=") == "brokerTools=publish_event,send,state_get,state_set,subagent,subscribe,");
+  CHECK(line(owned, "download=") == "download=given");
+  CHECK(line(owned, "forge gate-as-download: ") == "forge gate-as-download: refused");
   CHECK(line(owned, "gate bash: ").rfind("gate bash: allowed", 0) == 0);
   CHECK(line(owned, "gate write: ").rfind("gate write: allowed", 0) == 0);
   CHECK(line(owned, "state_set: ").rfind("state_set: ok", 0) == 0);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -322,6 +323,39 @@ std::vector<std::string> Pined::auditEvents(const std::string& event) {
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_discarded() && j.value("event", "") == event) out.push_back(line);
   }
+  return out;
+}
+
+std::vector<nlohmann::json> Pined::auditJson(const std::string& event, const std::string& task) {
+  std::vector<nlohmann::json> out;
+  for (auto& line : auditEvents(event)) {
+    auto j = nlohmann::json::parse(line);
+    if (task.empty() || j.value("task", "") == task) out.push_back(j);
+  }
+  return out;
+}
+
+nlohmann::json Pined::ask(const std::string& agent, const std::string& text) {
+  auto r = api("POST", "/v1/agents/" + agent + "/messages", nlohmann::json{{"text", text}, {"wait", true}}.dump());
+  auto j = r.json();
+  if (!j.is_object())
+    throw std::runtime_error("message to " + agent + ": " + std::to_string(r.status) + " " + r.body +
+                             "\n--- pined's stderr, last lines:\n" + tailOf(stderrText(), 4000));
+  return j;
+}
+
+std::vector<std::string> Pined::toolResults(const std::string& task) {
+  sqlite3* db = nullptr;
+  std::vector<std::string> out;
+  if (sqlite3_open_v2((home_ + "/data/pine.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT content FROM messages WHERE task_id = ? AND role = 'tool' ORDER BY seq", -1, &st,
+                       nullptr);
+    sqlite3_bind_text(st, 1, task.c_str(), -1, SQLITE_TRANSIENT);
+    while (sqlite3_step(st) == SQLITE_ROW) out.push_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
   return out;
 }
 

@@ -69,6 +69,12 @@ class Pined {
   // Sends SIGTERM and waits for pined to exit; returns its wait status.
   int stop(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
   std::vector<std::string> auditEvents(const std::string& event);
+  // The same lines parsed, optionally only those of one task.
+  std::vector<nlohmann::json> auditJson(const std::string& event, const std::string& task = "");
+  // POST /v1/agents/<agent>/messages with wait: the ended task (throws, quoting pined's stderr, without one).
+  nlohmann::json ask(const std::string& agent, const std::string& text);
+  // The text of every tool result stored for a task, in order (from the database, read-only).
+  std::vector<std::string> toolResults(const std::string& task);
   // One request to the control API over the home's unix socket with the token: {status, body}.
   struct Http {
     int status = 0;

@@ -358,7 +358,12 @@ TEST_CASE("approvals: downloads") {
       {"MCP origin with default port", clean(), call("download", {{"url", "https://CAL.example.com:443/x"}}),
        Decision::Allow},
       {"look-alike with user info", clean(), call("download", {{"url", "https://cal.example.com@evil.example/x"}}),
-       Decision::Refuse, false, "no network access"},
+       Decision::Refuse, false, "plain http(s)"},
+      {"look-alike with user info, with network", net,
+       call("download", {{"url", "https://cal.example.com@evil.example/x"}}), Decision::Refuse, false, "plain http(s)"},
+      {"plain http with network: refused", net, call("download", {{"url", "http://files.example/x"}}),
+       Decision::Refuse, false, "only https"},
+      {"another scheme", net, call("download", {{"url", "file:///etc/passwd"}}), Decision::Refuse},
       {"other port", clean(), call("download", {{"url", "https://cal.example.com:8443/x"}}), Decision::Refuse},
       {"elsewhere without network: refused", clean(), call("download", {{"url", "https://files.example/x"}}),
        Decision::Refuse, false, "request_access"},
@@ -371,6 +376,27 @@ TEST_CASE("approvals: downloads") {
   });
   runRows(h, "scout", {
       {"web agent, tainted: no question", tainted(), call("download", {{"url", "https://any.example/x"}}),
+       Decision::Allow},
+      {"web agent, plain http: refused", clean(), call("download", {{"url", "http://any.example/x"}}),
+       Decision::Refuse, false, "only https"},
+  });
+  // The web server's host lists apply while the conversation has no network of its own; allowPrivate
+  // lets plain http through.
+  auto& web = h.agents["scout"].mcpServers["web"];
+  web.allowHosts = {"*.docs.example", "Files.Example"};
+  web.denyHosts = {"secret.docs.example"};
+  web.allowPrivate = true;
+  runRows(h, "scout", {
+      {"allowed host", clean(), call("download", {{"url", "https://files.example/x"}}), Decision::Allow},
+      {"allowed by wildcard", clean(), call("download", {{"url", "https://a.docs.example/x"}}), Decision::Allow},
+      {"the wildcard is not the bare domain", clean(), call("download", {{"url", "https://docs.example/x"}}),
+       Decision::Refuse, false, "allowHosts"},
+      {"denied host", clean(), call("download", {{"url", "https://secret.docs.example/x"}}), Decision::Refuse, false,
+       "denyHosts"},
+      {"other host", clean(), call("download", {{"url", "https://evil.example/x"}}), Decision::Refuse, false,
+       "allowHosts"},
+      {"allowPrivate: plain http", clean(), call("download", {{"url", "http://files.example/x"}}), Decision::Allow},
+      {"with network of its own, the lists do not apply", net, call("download", {{"url", "https://evil.example/x"}}),
        Decision::Allow},
   });
 }

@@ -9,9 +9,9 @@
 
 using namespace tools_test;
 
-TEST_CASE("names and specs: seven tools, each with a JSON Schema") {
+TEST_CASE("names and specs: eight tools, each with a JSON Schema") {
   auto names = ToolBox::names();
-  CHECK(names == std::vector<std::string>{"read", "write", "edit", "grep", "find", "ls", "bash"});
+  CHECK(names == std::vector<std::string>{"read", "write", "edit", "grep", "find", "ls", "bash", "download"});
   for (const auto& n : names) {
     auto s = ToolBox::spec(n);
     CAPTURE(n);

@@ -146,17 +146,18 @@ std::string cutUtf8(std::string_view text, size_t max) {
   return std::string(text.substr(0, cut));
 }
 
-std::optional<std::string> writeFileAtomic(const PathJail& jail, const std::string& path, std::string_view content,
-                                           bool createParents, bool* created) {
-  *created = false;
-  if (path.back() == '/') return "refused '" + path + "': it names a folder; give a file name";
+std::optional<std::string> ReplacingFile::open(const PathJail& jail, const std::string& path, bool createParents) {
+  abandon();
+  path_ = path;
+  created_ = false;
+  if (path.empty() || path.back() == '/') return "refused '" + path + "': it names a folder; give a file name";
   // The jail judges the path as asked first (names, roots, links), before anything is made.
   auto target = jail.openForWrite(path, {.create = false, .truncate = false});
   const std::string norm = lexicalNormal(path);
   const size_t slash = norm.rfind('/');
-  const std::string name = slash == std::string::npos ? norm : norm.substr(slash + 1);
+  name_ = slash == std::string::npos ? norm : norm.substr(slash + 1);
   const std::string parent = slash == std::string::npos ? "." : (slash == 0 ? "/" : norm.substr(0, slash));
-  if (name == "." || name == ".." || name.empty()) return "refused '" + path + "': it names a folder; give a file name";
+  if (name_ == "." || name_ == ".." || name_.empty()) return "refused '" + path + "': it names a folder; give a file name";
   if (!target) {
     if (target.error().code != sandbox::JailErrc::NotFound) return target.error().message;
     if (createParents)
@@ -164,53 +165,90 @@ std::optional<std::string> writeFileAtomic(const PathJail& jail, const std::stri
     // Made empty here so the jail checks the final entry like any write.
     target = jail.openForWrite(norm, {.create = true, .truncate = false, .exclusive = true});
     if (!target) return target.error().message;
-    *created = true;
+    created_ = true;
   }
-  struct stat tst;
-  if (fstat(target.value().get(), &tst) != 0) return sysError("inspect", path, errno);
+  if (fstat(target.value().get(), &target_) != 0) return sysError("inspect", path, errno);
   auto dir = jail.openDir(parent);
-  if (!dir) return dir.error().message;
-  const int dfd = dir.value().get();
-  auto removeCreated = [&] {
-    struct stat now;
-    if (*created && fstatat(dfd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == tst.st_dev &&
-        now.st_ino == tst.st_ino)
-      unlinkat(dfd, name.c_str(), 0);
-  };
+  if (!dir) {
+    created_ = false;  // not removable without the folder; it stays, empty
+    return dir.error().message;
+  }
+  dir_ = std::move(dir.value());
   // The folder opened must be the one holding the file that was checked.
   struct stat est;
-  if (fstatat(dfd, name.c_str(), &est, AT_SYMLINK_NOFOLLOW) != 0 || est.st_dev != tst.st_dev ||
-      est.st_ino != tst.st_ino)
+  if (fstatat(dir_.get(), name_.c_str(), &est, AT_SYMLINK_NOFOLLOW) != 0 || est.st_dev != target_.st_dev ||
+      est.st_ino != target_.st_ino) {
+    created_ = false;
+    dir_ = {};
     return "refused '" + path + "': it changed while being written; try again";
-
-  const std::string tmpName = "." + cutUtf8(name, 180) + ".pine-" + randomSuffix() + ".tmp";
-  const std::string tmpShown = (parent == "/" ? "" : parent) + "/" + tmpName;
-  const mode_t mode = tst.st_mode & 07777;
-  auto tmp = jail.openForWrite(parent == "." ? tmpName : tmpShown,
+  }
+  tmpName_ = "." + cutUtf8(name_, 180) + ".pine-" + randomSuffix() + ".tmp";
+  const std::string tmpShown = (parent == "/" ? "" : parent) + "/" + tmpName_;
+  const mode_t mode = target_.st_mode & 07777;
+  auto tmp = jail.openForWrite(parent == "." ? tmpName_ : tmpShown,
                                {.create = true, .truncate = false, .exclusive = true, .mode = mode});
   if (!tmp) {
-    removeCreated();
+    tmpName_.clear();
+    abandon();
     return tmp.error().message;
   }
-  const int tfd = tmp.value().get();
-  std::optional<std::string> err;
-  if (fchmod(tfd, mode) != 0) err = sysError("set the mode of", path, errno);
-  for (size_t off = 0; !err && off < content.size();) {
-    ssize_t n = ::write(tfd, content.data() + off, content.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) err = sysError("write", path, n < 0 ? errno : EIO);
-    else off += size_t(n);
+  tmp_ = std::move(tmp.value());
+  if (fchmod(tmp_.get(), mode) != 0) {
+    abandon();
+    return sysError("set the mode of", path, errno);
   }
-  if (!err && fsync(tfd) != 0) err = sysError("flush", path, errno);
+  return std::nullopt;
+}
+
+std::optional<std::string> ReplacingFile::append(std::string_view content) {
+  for (size_t off = 0; off < content.size();) {
+    ssize_t n = ::write(tmp_.get(), content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return sysError("write", path_, n < 0 ? errno : EIO);
+    off += size_t(n);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> ReplacingFile::commit() {
+  std::optional<std::string> err;
+  if (fsync(tmp_.get()) != 0) err = sysError("flush", path_, errno);
   // rename replaces the entry itself: a link planted meanwhile is replaced, never followed.
-  if (!err && renameat(dfd, tmpName.c_str(), dfd, name.c_str()) != 0) err = sysError("replace", path, errno);
+  if (!err && renameat(dir_.get(), tmpName_.c_str(), dir_.get(), name_.c_str()) != 0)
+    err = sysError("replace", path_, errno);
   if (err) {
-    unlinkat(dfd, tmpName.c_str(), 0);
-    removeCreated();
+    abandon();
     return err;
   }
-  fsync(dfd);
+  fsync(dir_.get());
+  tmpName_.clear();
+  created_ = false;
+  tmp_ = {};
+  dir_ = {};
   return std::nullopt;
+}
+
+void ReplacingFile::abandon() {
+  if (dir_.get() < 0) return;
+  const int dfd = dir_.get();
+  if (!tmpName_.empty()) unlinkat(dfd, tmpName_.c_str(), 0);
+  struct stat now;
+  if (created_ && fstatat(dfd, name_.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == target_.st_dev &&
+      now.st_ino == target_.st_ino)
+    unlinkat(dfd, name_.c_str(), 0);
+  tmpName_.clear();
+  created_ = false;
+  tmp_ = {};
+  dir_ = {};
+}
+
+std::optional<std::string> writeFileAtomic(const PathJail& jail, const std::string& path, std::string_view content,
+                                           bool createParents, bool* created) {
+  ReplacingFile file;
+  if (auto err = file.open(jail, path, createParents)) return err;
+  *created = file.created();
+  if (auto err = file.append(content)) return err;
+  return file.commit();
 }
 
 }  // namespace pine::tools::detail

@@ -53,6 +53,7 @@ ToolResult ToolBox::run(const std::string& name, const nlohmann::json& args) {
     if (name == "grep") return grepTool(*jail_, env_, args);
     if (name == "find") return findTool(*jail_, env_, args);
     if (name == "ls") return lsTool(*jail_, env_, args);
+    if (name == "download") return downloadTool(*jail_, env_, args);
     return bashTool(env_, args);
   } catch (const std::exception& e) {
     return fail(name + ": internal error: " + e.what());

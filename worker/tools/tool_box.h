@@ -1,9 +1,10 @@
-// The worker's own tools: read, write, edit, grep, find, ls and bash. They run
+// The worker's own tools: read, write, edit, grep, find, ls, bash and download. They run
 // inside the worker, which runs inside the OS sandbox, so the sandbox applies
 // at the moment of access. Every path goes through the PathJail (a second
 // layer); every shell command through the bash guard first (defence in depth).
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,6 +24,17 @@ struct ToolResult {
   bool isError = false;
 };
 
+// The download tool's way out: the worker asks the broker, which decides (and may ask the owner),
+// and pined fetches. `onChunk` gets the body as it arrives; returning false stops the transfer.
+struct FetchResult {
+  bool allowed = false;  // false: `message` says why it was refused
+  std::string message;   // the refusal, or why the fetch failed (empty when it did not)
+  unsigned status = 0;   // the HTTP status
+  std::string location;  // a redirect's target (redirects are never followed)
+};
+using Fetcher = std::function<FetchResult(const std::string& url, const std::string& path,
+                                          const std::function<bool(std::string_view)>& onChunk)>;
+
 struct ToolEnv {
   std::string workspace;                          // read-write; relative paths start here
   std::vector<std::string> extraRead, extraWrite;  // folders granted (read-only / read-write)
@@ -30,6 +42,7 @@ struct ToolEnv {
   int shellTimeoutSec = 300;                      // upper bound for any bash call
   size_t outputCap = 64 * 1024;                   // bytes of tool output handed back
   std::string home, tmpdir;                       // HOME and TMPDIR of the shell
+  Fetcher fetch;                                  // the download tool's fetcher; unset: no download tool
 };
 
 class ToolBox {
@@ -45,7 +58,7 @@ class ToolBox {
   // Never throws.
   ToolResult run(const std::string& name, const nlohmann::json& args);
 
-  static std::vector<std::string> names();  // read write edit grep find ls bash
+  static std::vector<std::string> names();  // read write edit grep find ls bash download
   // {"name","description","parameters": JSON Schema}; null for an unknown name.
   static nlohmann::json spec(const std::string& name);
 

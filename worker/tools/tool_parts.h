@@ -40,10 +40,33 @@ bool looksBinary(std::string_view head);
 // `text` cut to at most `max` bytes on a UTF-8 boundary.
 std::string cutUtf8(std::string_view text, size_t max);
 
-// Replaces the file at `path` with `content`: through the jail, a temporary
-// file beside it, then rename. `createParents` makes missing folders beneath
-// a writable root. *created says whether the file is new. Returns the jail's
-// refusal (or another error) as text.
+// A file being replaced through the jail: open() judges `path` and makes a
+// temporary file beside it (and `path` itself, empty, when it is new, so the
+// jail checks the final entry like any write); append() fills the temporary;
+// commit() puts it in place by rename. Abandoned (temporary and a file made
+// here removed) by the destructor unless committed. Errors come back as text.
+class ReplacingFile {
+ public:
+  ReplacingFile() = default;
+  ReplacingFile(const ReplacingFile&) = delete;
+  ReplacingFile& operator=(const ReplacingFile&) = delete;
+  ~ReplacingFile() { abandon(); }
+  // `createParents` makes missing folders beneath a writable root.
+  std::optional<std::string> open(const PathJail& jail, const std::string& path, bool createParents);
+  std::optional<std::string> append(std::string_view content);
+  std::optional<std::string> commit();
+  void abandon();
+  bool created() const { return created_; }  // `path` did not exist before
+
+ private:
+  std::string path_, name_, tmpName_;
+  sandbox::JailFd dir_, tmp_;
+  struct stat target_ {};
+  bool created_ = false;
+};
+
+// Replaces the file at `path` with `content` (a ReplacingFile). *created says
+// whether the file is new. Returns the jail's refusal (or another error) as text.
 std::optional<std::string> writeFileAtomic(const PathJail& jail, const std::string& path, std::string_view content,
                                            bool createParents, bool* created);
 
@@ -67,5 +90,6 @@ ToolResult lsTool(const PathJail& jail, const ToolEnv& env, const Json& args);
 ToolResult grepTool(const PathJail& jail, const ToolEnv& env, const Json& args);
 ToolResult findTool(const PathJail& jail, const ToolEnv& env, const Json& args);
 ToolResult bashTool(const ToolEnv& env, const Json& args);
+ToolResult downloadTool(const PathJail& jail, const ToolEnv& env, const Json& args);
 
 }  // namespace pine::tools::detail

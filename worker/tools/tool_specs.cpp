@@ -70,6 +70,14 @@ const std::map<std::string, Json>& specs() {
         "come back together with the exit code; long output is cut in the middle. Some commands are refused "
         "(destructive ones aimed at home or /, inline interpreter code, publishing, git escape hatches).",
         schema({{"command", prop("string", "The command line.")}, {"timeout_sec", timeout}}, {"command"}));
+    add("download",
+        "Fetch a web address into a file, byte for byte; reports the size and SHA-256. pine does the fetching and "
+        "decides by the address: a server of your MCP servers, any public https address when you have web tools, "
+        "else only with network access for this conversation (ask with request_access). Redirects are not "
+        "followed; the size is capped.",
+        schema({{"url", prop("string", "The address, https://...")},
+                {"path", prop("string", "Where to save it (relative to the workspace); replaced if it exists.")}},
+               {"url", "path"}));
     return t;
   }();
   return table;
@@ -77,7 +85,7 @@ const std::map<std::string, Json>& specs() {
 
 }  // namespace
 
-std::vector<std::string> ToolBox::names() { return {"read", "write", "edit", "grep", "find", "ls", "bash"}; }
+std::vector<std::string> ToolBox::names() { return {"read", "write", "edit", "grep", "find", "ls", "bash", "download"}; }
 
 nlohmann::json ToolBox::spec(const std::string& name) {
   auto it = specs().find(name);

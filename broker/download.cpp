@@ -1,0 +1,73 @@
+// The download tool's broker half: the call is decided like any other (policy/approvals.cpp's download
+// rule: an MCP server's origin, web tools, or the conversation's network), then pined fetches the address
+// and the bytes pass through here to the worker, which writes them through its sandbox.
+#include <kj/debug.h>
+#include <strings.h>
+
+#include "broker/policy/origin.h"
+#include "broker/run.h"
+#include "common/log.h"
+
+namespace pine {
+namespace {
+
+// pined's stream, passed on to the worker and counted on the way.
+class DownloadRelay final : public proto::ByteSink::Server {
+ public:
+  DownloadRelay(proto::FileSink::Client worker, std::shared_ptr<uint64_t> bytes)
+      : worker_(kj::mv(worker)), bytes_(kj::mv(bytes)) {}
+
+ protected:
+  kj::Promise<void> write(WriteContext context) override {
+    auto chunk = context.getParams().getChunk();
+    *bytes_ += chunk.size();
+    auto req = worker_.writeRequest();
+    req.setChunk(chunk);
+    return req.send();
+  }
+
+ private:
+  proto::FileSink::Client worker_;
+  std::shared_ptr<uint64_t> bytes_;
+};
+
+}  // namespace
+
+kj::Promise<DownloadAnswer> Run::download(std::string url, std::string path, proto::FileSink::Client sink) {
+  policy::ToolCall call{"download", "", nlohmann::json{{"url", url}, {"path", path}}, false};
+  if (!tools_.count("download")) {  // the capability is never handed out then; checked again all the same
+    auditDecision(call, "refused", "not in this run's profile");
+    return downloadRefused("refused: 'download' is not a tool of this run");
+  }
+  if (breaker_.tripped("download", call.args)) {
+    stopReason_ = "the model repeated the same download call; the run was stopped";
+    auditDecision(call, "refused", stopReason_);
+    return downloadRefused("refused: " + stopReason_);
+  }
+  auto facts = broker_.sessionFacts(agent(), req_.session, req_.trust == config::Trust::Untrusted);
+  if (auto why = taintedWriteRefusal(call, facts)) return downloadRefused("refused: " + *why);
+  return decide(call, policy::decideToolCall(*config_, agent(), facts, call))
+      .then([this, url, sink = kj::mv(sink)](GateAnswer g) mutable -> kj::Promise<DownloadAnswer> {
+        if (!g.allowed) return downloadRefused(g.reason);
+        auto bytes = std::make_shared<uint64_t>(0);
+        auto req = broker_.supervisor().downloadRequest();
+        req.setAgent(req_.agent);
+        req.setUrl(url);
+        req.setSink(kj::heap<DownloadRelay>(kj::mv(sink), bytes));
+        return req.send().then([this, url, bytes](auto&& resp) {
+          DownloadAnswer a;
+          a.allowed = true;
+          a.status = resp.getStatus();
+          a.error = resp.getError().cStr();
+          for (auto h : resp.getHeaders())
+            if (strcasecmp(h.getName().cStr(), "location") == 0) a.location = h.getValue().cStr();
+          nlohmann::json f = {{"agent", req_.agent}, {"task", taskId_}, {"origin", policy::urlOrigin(url).value_or("")},
+                              {"status", a.status}, {"bytes", *bytes}};
+          if (!a.error.empty()) f["error"] = a.error;
+          audit("download", f);
+          return a;
+        });
+      });
+}
+
+}  // namespace pine
