@@ -18,6 +18,16 @@ namespace pine {
 namespace {
 
 // The command is looked up on the sandbox's PATH, not pinectl's.
+// In the child: entering the sandbox or exec failed (async-signal-safe).
+void reportOnStderr(int err, const void*) {
+  const char* msg = strerror(err);
+  ssize_t ignored = write(2, "pinectl: cannot run the command in the sandbox: ", 48);
+  ignored = write(2, msg, strlen(msg));
+  ignored = write(2, "\n", 1);
+  (void)ignored;
+  _exit(125);
+}
+
 std::string findProgram(const std::string& name, const std::vector<std::string>& env) {
   if (name.find('/') != std::string::npos) return name;
   std::string path = "/usr/local/bin:/usr/bin:/bin";
@@ -81,16 +91,8 @@ int cmdSandboxRun(const std::string& home, const std::string& agent, bool tainte
   }
   if (pid == 0) {
     closeFrom(3);  // the terminal stays; nothing else of pinectl's goes in
-    if (int err = sandbox::enterSandboxInChild(box.plan)) {
-      const char* msg = strerror(err);
-      ssize_t ignored = write(2, "pinectl: cannot enter the sandbox: ", 35);
-      ignored = write(2, msg, strlen(msg));
-      ignored = write(2, "\n", 1);
-      (void)ignored;
-      _exit(125);
-    }
-    execve(program.c_str(), argv.data(), envp.data());
-    _exit(127);
+    sandbox::ExecTarget target{program.c_str(), argv.data(), envp.data(), reportOnStderr, nullptr};
+    sandbox::enterSandboxAndExec(box.plan, target);
   }
   // The terminal's signals reach the child directly; pinectl only waits for it.
   signal(SIGINT, SIG_IGN);

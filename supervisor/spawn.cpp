@@ -44,6 +44,12 @@ void closeRange(unsigned first, unsigned last) noexcept {
   _exit(127);
 }
 
+// Where the sandboxed child (or, with a pid namespace, the process that failed) reports.
+void reportOnPipe(int err, const void* ctx) {
+  ssize_t ignored = write(*static_cast<const int*>(ctx), &err, sizeof err);
+  (void)ignored;
+}
+
 // The child between fork and exec: only async-signal-safe calls, and it never returns.
 [[noreturn]] void execChild(const SpawnSpec& spec, const Prepared& p, int errPipe, pid_t parent) {
   auto fail = [errPipe](int err) { failChild(errPipe, err); };
@@ -74,7 +80,8 @@ void closeRange(unsigned first, unsigned last) noexcept {
   closeRange((unsigned)errPipe + 1, ~0U);
   if (spec.sandbox) {
     // The last step before exec: from here on the process is confined for good.
-    if (int err = sandbox::enterSandboxInChild(*spec.sandbox)) fail(err);
+    sandbox::ExecTarget target{spec.program.c_str(), p.argv.data(), p.envp.data(), reportOnPipe, &errPipe};
+    sandbox::enterSandboxAndExec(*spec.sandbox, target);
   }
   execve(spec.program.c_str(), p.argv.data(), p.envp.data());
   failChild(errPipe, errno);

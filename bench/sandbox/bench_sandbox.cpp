@@ -23,6 +23,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -205,16 +206,55 @@ Sample runOnce(Ctx& c, Kind kind) {
 }
 
 // Where the child-side time goes, without exec or RPC: a forked child takes the
-// steps of enterSandboxInChild() one by one (same order, same plan) and stamps
-// each. Credentials and chdir are left out (a few syscalls). Stamps are steady
-// clock (vDSO), so they compare with the parent's.
-constexpr int kSteps = 6;  // fork, unshare, pid-ns forks, mounts, Landlock, seccomp
+// steps of enterSandboxAndExec() one by one (same order, same plan; the init and the
+// worker made with clone(CLONE_VM) as enter.cpp makes them) and stamps each.
+// Credentials and chdir are left out (a few syscalls). Stamps are steady clock
+// (vDSO), so they compare with the parent's.
+constexpr int kSteps = 6;  // fork, unshare, pid-ns init + worker, mounts, Landlock, seccomp
 const char* const kStepNames[kSteps] = {"fork (supervisor to child)", "unshare (mount, net, pid, ipc)",
-                                        "pid namespace: two more forks", "mounts (private /, binds, /proc)",
-                                        "Landlock (open+add_rule each rule)", "seccomp filter load"};
+                                        "pid namespace: init and worker (clone, CLONE_VM)",
+                                        "mounts (private /, binds, /proc)", "Landlock (open+add_rule each rule)",
+                                        "seccomp filter load"};
+
+struct StepRun {
+  const pine::sandbox::LinuxPlan* plan;
+  Clock::time_point* t;
+  int out;
+  char* workerStack;
+};
+constexpr size_t kBenchStack = 256 * 1024;
+
+// The worker's part: from the end of the namespaces to the loaded filter.
+int stepsAfterNamespaces(void* arg) {
+  auto& r = *static_cast<StepRun*>(arg);
+  auto& plan = *r.plan;
+  r.t[3] = Clock::now();
+  if (plan.newMountNs && pine::sandbox::ns::applyMounts(plan.binds, plan.mountProc) != 0) _exit(2);
+  r.t[4] = Clock::now();
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(3);
+  if (plan.landlock.abi > 0 && pine::sandbox::landlock::restrictSelf(plan.landlock) != 0) _exit(4);
+  r.t[5] = Clock::now();
+  if (pine::sandbox::seccomp::loadInChild(plan.seccomp) != 0) _exit(5);
+  r.t[6] = Clock::now();
+  ssize_t ignored = write(r.out, r.t, sizeof(Clock::time_point) * (kSteps + 1));
+  (void)ignored;
+  _exit(0);
+}
+
+int stepsInit(void* arg) {
+  auto& r = *static_cast<StepRun*>(arg);
+  pid_t w = clone(stepsAfterNamespaces, r.workerStack + kBenchStack, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
+  if (w < 0) _exit(6);
+  int st;
+  waitpid(w, &st, 0);
+  _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+}
 
 std::vector<std::vector<double>> stepTimes(const pine::sandbox::AgentSandboxes& sandboxes, int rounds) {
   std::vector<std::vector<double>> out(kSteps);
+  static char* stacks = static_cast<char*>(
+      mmap(nullptr, 2 * kBenchStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0));
+  if (stacks == MAP_FAILED) die("mmap");
   for (int i = 0; i < rounds; ++i) {
     auto box = sandboxes.prepare({"main", {}, false, false, {}});
     const auto& plan = box.plan;
@@ -229,23 +269,14 @@ std::vector<std::vector<double>> stepTimes(const pine::sandbox::AgentSandboxes& 
       t[1] = Clock::now();
       if (unshare(flags) != 0) _exit(1);
       t[2] = Clock::now();
-      if (plan.newPidNs) {  // monitor -> init (pid 1) -> worker (pid 2), as enter.cpp does
-        pid_t init = fork();
-        if (init > 0) { int st; waitpid(init, &st, 0); _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1); }
-        pid_t w = fork();
-        if (w > 0) { int st; waitpid(w, &st, 0); _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1); }
-      }
-      t[3] = Clock::now();
-      if (plan.newMountNs && pine::sandbox::ns::applyMounts(plan.binds, plan.mountProc) != 0) _exit(2);
-      t[4] = Clock::now();
-      if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(3);
-      if (plan.landlock.abi > 0 && pine::sandbox::landlock::restrictSelf(plan.landlock) != 0) _exit(4);
-      t[5] = Clock::now();
-      if (pine::sandbox::seccomp::loadInChild(plan.seccomp) != 0) _exit(5);
-      t[6] = Clock::now();
-      ssize_t ignored = write(pfd[1], t, sizeof t);
-      (void)ignored;
-      _exit(0);
+      StepRun r{&plan, t, pfd[1], stacks + kBenchStack};
+      if (!plan.newPidNs) stepsAfterNamespaces(&r);
+      // monitor -> init (pid 1) -> worker (pid 2), as enter.cpp makes them
+      pid_t init = clone(stepsInit, stacks + kBenchStack, CLONE_VM | SIGCHLD, &r);
+      if (init < 0) _exit(7);
+      int st;
+      waitpid(init, &st, 0);
+      _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
     }
     close(pfd[1]);
     Clock::time_point got[kSteps + 1];

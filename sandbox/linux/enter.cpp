@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,13 +40,16 @@ std::string idMap(unsigned id) { return std::to_string(id) + " " + std::to_strin
 
 constexpr int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH};
 
-// The one pid a monitor or init forwards signals to (each process has its own copy).
-volatile pid_t gForwardTo = 0;
+// The pid the monitor, and the one the init, forward signals to. Two variables and two handlers:
+// the init shares the monitor's memory (clone with CLONE_VM), so one variable would be theirs together.
+volatile pid_t gMonitorForwardTo = 0;
+volatile pid_t gInitForwardTo = 0;
 
-void forwardSignal(int sig) {
-  int saved = errno;
-  if (gForwardTo > 0) kill(gForwardTo, sig);
-  errno = saved;
+void monitorForward(int sig) {
+  if (gMonitorForwardTo > 0) kill(gMonitorForwardTo, sig);
+}
+void initForward(int sig) {
+  if (gInitForwardTo > 0) kill(gInitForwardTo, sig);
 }
 
 void blockForwarded(sigset_t* old) noexcept {
@@ -55,11 +59,10 @@ void blockForwarded(sigset_t* old) noexcept {
   sigprocmask(SIG_BLOCK, &set, old);
 }
 
-void startForwarding(pid_t to) noexcept {
-  gForwardTo = to;
+void startForwarding(void (*handler)(int)) noexcept {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = forwardSignal;
+  sa.sa_handler = handler;
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   for (int s : kForwarded) sigaction(s, &sa, nullptr);
@@ -104,18 +107,19 @@ void closeAllExcept(int keep) noexcept {
 }
 
 // Outside the pid namespace: the supervisor's child. Waits for the
-// namespace's init and ends with the worker's status.
+// namespace's init and ends with the worker's status. It shares its memory,
+// errno included, with the init and (until exec) the worker, so it reads no
+// errno: its own child cannot go missing, and a read is retried a bounded time.
 [[noreturn]] void monitor(pid_t init, int statusRead) noexcept {
   closeAllExcept(statusRead);
-  startForwarding(init);
+  gMonitorForwardTo = init;
+  startForwarding(monitorForward);
   int status = 0;
-  while (waitpid(init, &status, 0) < 0) {
-    if (errno != EINTR) _exit(127);
+  while (waitpid(init, &status, 0) != init) {
   }
   int worker = 0;
-  ssize_t n;
-  do n = read(statusRead, &worker, sizeof worker);
-  while (n < 0 && errno == EINTR);
+  ssize_t n = -1;
+  for (int tries = 0; tries < 1000 && n < 0; ++tries) n = read(statusRead, &worker, sizeof worker);
   exitLike(n == (ssize_t)sizeof worker ? worker : status);
 }
 
@@ -124,7 +128,8 @@ void closeAllExcept(int keep) noexcept {
 // status and exits, which makes the kernel kill whatever is left inside.
 [[noreturn]] void init(pid_t worker, int statusWrite) noexcept {
   closeAllExcept(statusWrite);
-  startForwarding(worker);
+  gInitForwardTo = worker;
+  startForwarding(initForward);
   for (;;) {
     int status = 0;
     pid_t pid = waitpid(-1, &status, 0);
@@ -133,7 +138,6 @@ void closeAllExcept(int keep) noexcept {
       (void)ignored;
       _exit(0);
     }
-    if (pid < 0 && errno == ECHILD) _exit(0);
   }
 }
 
@@ -231,8 +235,13 @@ LinuxPlan buildLinuxPlan(const Policy& policy, const LinuxOptions& o, const Prob
   std::vector<ns::Bind> binds =
       ns::computeBinds(policy, plan.changeIds ? plan.uid : (uid_t)-1, plan.changeIds ? plan.gid : (gid_t)-1, guarded,
                        unguarded);
+  std::vector<std::string> hidden;
   if (plan.newMountNs) {
     plan.binds = std::move(binds);
+    if (!o.maskDir.empty() && !o.maskFile.empty()) {
+      auto masks = ns::computeMasks(policy, o.maskDir, o.maskFile, hidden);
+      plan.binds.insert(plan.binds.end(), masks.begin(), masks.end());
+    }
   } else {
     guarded.clear();  // Landlock carves them out instead
   }
@@ -243,7 +252,7 @@ LinuxPlan buildLinuxPlan(const Policy& policy, const LinuxOptions& o, const Prob
   plan.landlock.handledFs = landlock::handledFs(probe.landlockAbi);
   plan.landlock.handledNet = net == Network::None ? landlock::handledNet(probe.landlockAbi) : 0;
   plan.landlock.scoped = landlock::scopes(probe.landlockAbi);
-  plan.landlock.rules = landlock::computeRules(policy, probe.landlockAbi, guarded);
+  plan.landlock.rules = landlock::computeRules(policy, probe.landlockAbi, guarded, hidden);
   if (probe.landlockAbi < 4 && net == Network::None)
     plan.notes.push_back("Landlock below ABI 4: TCP is refused by seccomp only");
   if (probe.landlockAbi < 6)
@@ -266,7 +275,71 @@ LinuxPlan buildLinuxPlan(const Policy& policy, const LinuxOptions& o, const Prob
   return plan;
 }
 
-int enterSandboxInChild(const LinuxPlan& plan) noexcept {
+namespace {
+
+// What the processes made for a pid namespace are handed (it lives on the monitor's stack, which
+// the monitor never leaves: its frame outlives them both, or their exec).
+struct PidNsStart {
+  const LinuxPlan* plan;
+  const ExecTarget* target;
+  int statusRead, statusWrite;
+  sigset_t original;
+  char* workerStack;
+};
+
+constexpr size_t kStackSize = 256 * 1024;
+
+// The steps after the namespaces, then exec: in the one process that becomes the program.
+int finishAndExec(const LinuxPlan& plan, const ExecTarget& target, pid_t parent) noexcept {
+  if (plan.newMountNs) {
+    if (int e = ns::applyMounts(plan.binds, plan.mountProc)) return e;
+  }
+  if (plan.loopbackUp) {
+    if (int e = ns::loopbackUp()) return e;
+  }
+  if (int e = dropPrivileges(plan)) return e;
+  // setresuid cleared the parent-death signal; arm it again for the last time.
+  if (int e = armParentDeath(parent)) return e;
+  if (chdir(plan.cwd.c_str()) != 0) return errno;
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+  if (plan.landlock.abi > 0) {
+    if (int e = landlock::restrictSelf(plan.landlock)) return e;
+  }
+  if (int e = seccomp::loadInChild(plan.seccomp)) return e;
+  execve(target.path, target.argv, target.envp);
+  return errno;
+}
+
+[[noreturn]] void failWith(const ExecTarget& target, int err) noexcept {
+  target.fail(err, target.ctx);
+  _exit(127);
+}
+
+// pid 2: the worker. Runs on its own stack in the init's memory until exec (the init waits, CLONE_VFORK).
+int workerMain(void* arg) {
+  auto& st = *static_cast<PidNsStart*>(arg);
+  close(st.statusRead);
+  close(st.statusWrite);
+  sigprocmask(SIG_SETMASK, &st.original, nullptr);
+  if (int e = armParentDeath(1)) failWith(*st.target, e);
+  failWith(*st.target, finishAndExec(*st.plan, *st.target, 1));
+}
+
+// pid 1: starts the worker, then reaps until it ends.
+int initMain(void* arg) {
+  auto& st = *static_cast<PidNsStart*>(arg);
+  // Its parent (the monitor) is outside and has no pid here.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) failWith(*st.target, errno);
+  pollfd pfd = {st.statusWrite, POLLOUT, 0};
+  if (poll(&pfd, 1, 0) < 0 || (pfd.revents & (POLLERR | POLLHUP))) failWith(*st.target, ESRCH);  // monitor gone
+  pid_t worker = clone(workerMain, st.workerStack + kStackSize, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
+  if (worker < 0) failWith(*st.target, errno);
+  init(worker, st.statusWrite);
+}
+
+}  // namespace
+
+void enterSandboxAndExec(const LinuxPlan& plan, const ExecTarget& target) noexcept {
   const pid_t parent = getppid();
   int flags = 0;
   if (plan.newUserNs) flags |= CLONE_NEWUSER;
@@ -276,56 +349,32 @@ int enterSandboxInChild(const LinuxPlan& plan) noexcept {
   if (plan.newIpcNs) flags |= CLONE_NEWIPC;
   // /proc/self/{uid,gid}_map belong to root while a process is not dumpable
   // (a pined that dropped from root is not); exec would make it dumpable anyway.
-  if (plan.newUserNs && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return errno;
-  if (flags && unshare(flags) != 0) return errno;
+  if (plan.newUserNs && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) failWith(target, errno);
+  if (flags && unshare(flags) != 0) failWith(target, errno);
   if (plan.newUserNs) {
-    if (int e = ns::writeIdMaps(plan.uidMap.c_str(), plan.gidMap.c_str())) return e;
+    if (int e = ns::writeIdMaps(plan.uidMap.c_str(), plan.gidMap.c_str())) failWith(target, e);
   }
   // A credential change (the user namespace) clears the parent-death signal.
-  if (int e = armParentDeath(parent)) return e;
+  if (int e = armParentDeath(parent)) failWith(target, e);
+  if (!plan.newPidNs) failWith(target, finishAndExec(plan, target, parent));
 
-  if (plan.newPidNs) {
-    sigset_t original;
-    blockForwarded(&original);
-    int status[2];
-    if (pipe2(status, O_CLOEXEC) != 0) return errno;
-    pid_t initPid = fork();
-    if (initPid < 0) {
-      int e = errno;
-      close(status[0]);
-      close(status[1]);
-      sigprocmask(SIG_SETMASK, &original, nullptr);
-      return e;
-    }
-    if (initPid > 0) monitor(initPid, status[0]);
-    // pid 1 in the namespace. Its parent (the monitor) is outside and has no pid here.
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
-    pollfd pfd = {status[1], POLLOUT, 0};
-    if (poll(&pfd, 1, 0) < 0 || (pfd.revents & (POLLERR | POLLHUP))) return ESRCH;  // the monitor is gone
-    pid_t worker = fork();
-    if (worker < 0) return errno;
-    if (worker > 0) init(worker, status[1]);
-    close(status[0]);
-    close(status[1]);
-    sigprocmask(SIG_SETMASK, &original, nullptr);
-    if (int e = armParentDeath(1)) return e;
-  }
-
-  if (plan.newMountNs) {
-    if (int e = ns::applyMounts(plan.binds, plan.mountProc)) return e;
-  }
-  if (plan.loopbackUp) {
-    if (int e = ns::loopbackUp()) return e;
-  }
-  if (int e = dropPrivileges(plan)) return e;
-  // setresuid cleared the parent-death signal; arm it again for the last time.
-  if (int e = armParentDeath(plan.newPidNs ? 1 : parent)) return e;
-  if (chdir(plan.cwd.c_str()) != 0) return errno;
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
-  if (plan.landlock.abi > 0) {
-    if (int e = landlock::restrictSelf(plan.landlock)) return e;
-  }
-  return seccomp::loadInChild(plan.seccomp);
+  // The init and the worker share this process's memory (CLONE_VM) instead of copying the
+  // supervisor's page tables twice: that copying was most of a sandboxed start's extra cost.
+  PidNsStart st;
+  st.plan = &plan;
+  st.target = &target;
+  blockForwarded(&st.original);
+  int status[2];
+  if (pipe2(status, O_CLOEXEC) != 0) failWith(target, errno);
+  st.statusRead = status[0];
+  st.statusWrite = status[1];
+  void* stacks = mmap(nullptr, 2 * kStackSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stacks == MAP_FAILED) failWith(target, errno);
+  char* initStack = static_cast<char*>(stacks);
+  st.workerStack = initStack + kStackSize;
+  pid_t initPid = clone(initMain, initStack + kStackSize, CLONE_VM | SIGCHLD, &st);
+  if (initPid < 0) failWith(target, errno);
+  monitor(initPid, status[0]);
 }
 
 void prepareWorkerOwnership(const std::vector<std::string>& roots, const std::string& stopAt, uid_t uid, gid_t gid) {

@@ -1,19 +1,18 @@
 // The Linux backend's two entry points: buildLinuxPlan() in the supervisor,
 // before fork (everything that allocates or reads directories happens here),
-// and enterSandboxInChild() in the forked child, just before execve.
+// and enterSandboxAndExec() in the forked child, which ends in execve.
 //
 //   LinuxPlan plan = buildLinuxPlan(policy, options, probe);   // may throw
 //   pid_t pid = fork();
 //   if (pid == 0) {
 //     ... fd 3, close the rest, setsid, parent-death signal ...
-//     if (int err = enterSandboxInChild(plan)) { report err on the error pipe; _exit(127); }
-//     execve(...);
+//     enterSandboxAndExec(plan, {path, argv, envp, reportOnErrorPipe, &errPipe});
 //   }
 //
-// With a pid namespace the call forks twice inside (see README): the process
-// the supervisor forked stays outside as a monitor that forwards signals and
-// reproduces the worker's exit status; the namespace's init (pid 1) reaps
-// orphans; only the worker, pid 2 inside, returns from the call. Killing the
+// With a pid namespace the call makes two more processes (see README): the
+// process the supervisor forked stays outside as a monitor that forwards
+// signals and reproduces the worker's exit status; the namespace's init (pid 1)
+// reaps orphans; the worker, pid 2 inside, is the one that execs. Killing the
 // monitor kills everything inside (parent-death signals, then the namespace).
 #pragma once
 #include <linux/filter.h>
@@ -40,6 +39,10 @@ struct LinuxOptions {
   bool requireNamespaces = false;  // refuse a degraded backend
   bool useNamespaces = true;       // false: Landlock + seccomp only (tests of the degraded path)
   std::string cwd;                 // the worker's working directory (its workspace); empty: "/"
+  // An empty folder and an empty file, mode 000, that a mount namespace binds over the denyRead
+  // paths inside readable trees (ns::computeMasks). Unset, or without a mount namespace, Landlock
+  // carves those paths out instead, at the cost of a rule for every neighbour on the way down.
+  std::string maskDir, maskFile;
 };
 
 struct LinuxPlan {
@@ -71,14 +74,25 @@ struct PlanError : std::runtime_error {
 // or when the plan cannot be made. Creates a missing `.git/hooks` it guards.
 LinuxPlan buildLinuxPlan(const Policy& policy, const LinuxOptions& options, const Probe& probe);
 
-// In the forked child, after its descriptors are arranged, before execve.
-// Order: namespaces (and, with a pid namespace, the monitor/init forks),
-// mounts, loopback, drop groups/gid/uid and every capability (bounding,
-// ambient, securebits locked), parent-death signal again, chdir,
-// no_new_privs, Landlock, seccomp. Async-signal-safe, no allocation. Returns 0
-// in the process that is to exec, or an errno value: the caller reports it and
-// _exits. (The monitor and the init never return.)
-int enterSandboxInChild(const LinuxPlan& plan) noexcept;
+// The program to run in the sandbox, and how to report a failure to get there.
+struct ExecTarget {
+  const char* path;
+  char* const* argv;
+  char* const* envp;
+  // Called with an errno value when entering the sandbox or exec fails, in whichever process
+  // failed; async-signal-safe (write to an error pipe, say). The process _exits 127 after it.
+  void (*fail)(int err, const void* ctx);
+  const void* ctx;
+};
+
+// In the forked child, after its descriptors are arranged: enters the sandbox
+// and execs `target`; never returns. Order: namespaces (and, with a pid
+// namespace, the init and the worker made with CLONE_VM, see README), mounts,
+// loopback, drop groups/gid/uid and every capability (bounding, ambient,
+// securebits locked), parent-death signal again, chdir, no_new_privs,
+// Landlock, seccomp, execve. Async-signal-safe, no allocation but the two
+// stacks (mmap) of a pid namespace's init and worker.
+[[noreturn]] void enterSandboxAndExec(const LinuxPlan& plan, const ExecTarget& target) noexcept;
 
 // When pined runs as root: hand the agent's own folders (workspace, private
 // home, temp) to the worker's uid, recursively and without following links,

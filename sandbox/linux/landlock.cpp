@@ -99,7 +99,8 @@ int kernelAbi() noexcept {
   return v < 0 ? 0 : (int)v;
 }
 
-std::vector<Rule> computeRules(const Policy& policy, int abi, const std::vector<std::string>& denyWriteSkip) {
+std::vector<Rule> computeRules(const Policy& policy, int abi, const std::vector<std::string>& denyWriteSkip,
+                               const std::vector<std::string>& denyReadSkip) {
   const uint64_t handled = handledFs(abi);
   std::map<std::string, uint64_t> allow;  // path -> rights, before type masking
   for (auto& r : policy.readable) allow[r] |= kRead;
@@ -117,7 +118,8 @@ std::vector<Rule> computeRules(const Policy& policy, int abi, const std::vector<
     uint64_t removed;
   };
   std::vector<Deny> denies;
-  for (auto& d : policy.denyRead) denies.push_back({d, handled});
+  for (auto& d : policy.denyRead)
+    if (std::find(denyReadSkip.begin(), denyReadSkip.end(), d) == denyReadSkip.end()) denies.push_back({d, handled});
   for (auto& d : policy.denyWrite)
     if (std::find(denyWriteSkip.begin(), denyWriteSkip.end(), d) == denyWriteSkip.end())
       denies.push_back({d, handled & ~kRead});

@@ -63,8 +63,9 @@ struct Rule {
 // way down to the denied path (see README: files created later next to a
 // denied path get the narrower rights).
 // denyRead removes every right; denyWrite removes the writing ones.
-// `denyWriteSkip`: denyWrite paths enforced another way (read-only bind mounts).
-std::vector<Rule> computeRules(const Policy& policy, int abi, const std::vector<std::string>& denyWriteSkip);
+// `denyWriteSkip`, `denyReadSkip`: paths enforced another way (read-only bind mounts, masks).
+std::vector<Rule> computeRules(const Policy& policy, int abi, const std::vector<std::string>& denyWriteSkip,
+                               const std::vector<std::string>& denyReadSkip = {});
 
 // The Landlock part of a LinuxPlan, applied in the forked child.
 struct ChildPlan {

@@ -84,6 +84,22 @@ std::vector<Bind> computeBinds(const Policy& policy, uid_t owner, gid_t group, s
   return binds;
 }
 
+std::vector<Bind> computeMasks(const Policy& policy, const std::string& maskDir, const std::string& maskFile,
+                               std::vector<std::string>& hidden) {
+  std::vector<Bind> binds;
+  for (auto& d : policy.denyRead) {
+    bool inside = false;
+    for (auto* roots : {&policy.readable, &policy.writable})
+      for (auto& r : *roots) inside |= pathWithin(d, r) && d != r;
+    struct stat st;
+    if (!inside || !existsNoFollow(d, &st)) continue;  // Landlock alone keeps what lies outside every root
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) continue;  // a link or device: Landlock carves it out
+    hidden.push_back(d);
+    binds.push_back({d, true, S_ISDIR(st.st_mode) ? maskDir : maskFile});
+  }
+  return binds;
+}
+
 int writeIdMaps(const char* uidMap, const char* gidMap) noexcept {
   auto writeFile = [](const char* path, const char* text) -> int {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -102,7 +118,8 @@ int writeIdMaps(const char* uidMap, const char* gidMap) noexcept {
 int applyMounts(const std::vector<Bind>& binds, bool mountProc) noexcept {
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
   for (const Bind& b : binds) {
-    if (mount(b.path.c_str(), b.path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    const char* from = b.source.empty() ? b.path.c_str() : b.source.c_str();
+    if (mount(from, b.path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
       if (errno == ENOENT) continue;  // removed since the plan: nothing left to guard there
       return errno;
     }

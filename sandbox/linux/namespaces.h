@@ -14,6 +14,7 @@ namespace pine::sandbox::ns {
 struct Bind {
   std::string path;
   bool readOnly;  // false: a plain bind onto itself, which pins the folder (see below)
+  std::string source = {};  // set: this (an empty mode-000 file or folder) is bound over `path` to hide it
 };
 
 // Read-only bind mounts for every existing denyWrite path inside a writable
@@ -27,6 +28,12 @@ struct Bind {
 // missing paths are returned in `unguarded`.
 std::vector<Bind> computeBinds(const Policy& policy, uid_t owner, gid_t group, std::vector<std::string>& guarded,
                                std::vector<std::string>& unguarded);
+
+// Read-only binds of an empty, mode-000 folder or file (`maskDir`, `maskFile`) over every existing
+// denyRead path inside a readable or writable root, so that Landlock can allow the root whole
+// instead of one rule for every neighbour on the way down (/etc: some 200). Returned in `hidden`.
+std::vector<Bind> computeMasks(const Policy& policy, const std::string& maskDir, const std::string& maskFile,
+                               std::vector<std::string>& hidden);
 
 // --- in the child; async-signal-safe, allocation-free, 0 or errno ---
 

@@ -26,7 +26,7 @@ struct NsResult {
   int err[kItems];  // 0: works; else the errno that stopped it (-1: not tried)
 };
 
-// In a throwaway child: try each namespace the way enterSandboxInChild will.
+// In a throwaway child: try each namespace the way enterSandboxAndExec will.
 // Everything it needs is prepared before fork: the child allocates nothing.
 struct NsInputs {
   std::string uidMap, gidMap;
@@ -42,7 +42,7 @@ struct NsInputs {
     _exit(0);
   };
   if (!root) {
-    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);  // as enterSandboxInChild does
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);  // as enterSandboxAndExec does
     r.err[kUser] = unshare(CLONE_NEWUSER) == 0 ? 0 : errno;
     if (r.err[kUser] == 0) r.err[kUser] = ns::writeIdMaps(in.uidMap.c_str(), in.gidMap.c_str());
     if (r.err[kUser] != 0) report();

@@ -1,5 +1,5 @@
 // Attacks on the Linux backend through the real path: agentPolicy ->
-// buildLinuxPlan -> fork -> enterSandboxInChild -> execve(sandbox-probe).
+// buildLinuxPlan -> fork -> enterSandboxAndExec -> execve(sandbox-probe).
 // Every attack has a legitimate twin that must work, so a refusal proves the
 // boundary and not a broken fixture. Secrets in the fixture are world-readable
 // (0644 in 0755 folders): only the sandbox stands between them and the worker.
@@ -71,6 +71,8 @@ struct Fixture {
       fs::create_directories(d);
     for (auto& e : fs::recursive_directory_iterator(root))
       if (e.is_directory()) chmod(e.path().c_str(), 0755);
+    mkdir((root + "/mask").c_str(), 0);
+    close(open((root + "/mask-file").c_str(), O_WRONLY | O_CREAT, 0));
     writeText(home + "/.ssh/id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\n");
     writeText(pine + "/.env", "TELEGRAM_TOKEN=secret\n");
     writeText(pine + "/agents/a/AGENTS.md", "rules the agent must never change\n");
@@ -156,6 +158,8 @@ struct Opt {
   bool namespaces = true;
   Grants grants;
   bool control = false;  // no sandbox at all, only the uid drop: proves the fixture, not the sandbox
+  bool masks = false;    // hide denied paths inside readable trees with mode-000 binds, as pined does
+  std::vector<std::string> extraRead = {}, extraDenyRead = {};  // added to the agent's policy
 };
 
 struct Result {
@@ -173,9 +177,15 @@ Result spawn(const Opt& o, std::vector<std::string> args, bool detach = false) {
   Grants g = o.grants;
   g.network = o.net;
   Policy pol = agentPolicy(f.paths, g, o.tainted);
+  pol.readable.insert(pol.readable.end(), o.extraRead.begin(), o.extraRead.end());
+  pol.denyRead.insert(pol.denyRead.end(), o.extraDenyRead.begin(), o.extraDenyRead.end());
   LinuxOptions lo;
   lo.cwd = f.ws;
   lo.useNamespaces = o.namespaces;
+  if (o.masks) {
+    lo.maskDir = f.root + "/mask";
+    lo.maskFile = f.root + "/mask-file";
+  }
   LinuxPlan plan = buildLinuxPlan(pol, lo, kernel());
 
   args.insert(args.begin(), f.probe);
@@ -217,8 +227,14 @@ Result spawn(const Opt& o, std::vector<std::string> args, bool detach = false) {
       if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 ||
                              setresuid(65534, 65534, 65534) != 0))
         fail(errno);
-    } else if (int e = enterSandboxInChild(plan)) {
-      fail(e);
+    } else {
+      ExecTarget target{argv[0], argv.data(), envp.data(),
+                        [](int e, const void* ctx) {
+                          ssize_t ignored = write(*static_cast<const int*>(ctx), &e, sizeof e);
+                          (void)ignored;
+                        },
+                        &errPipe};
+      enterSandboxAndExec(plan, target);
     }
     execve(argv[0], argv.data(), envp.data());
     fail(errno);
@@ -371,6 +387,51 @@ TEST_CASE("a worker holds no capabilities and cannot regain any") {
   REFUSED(run({"exec", "/usr/bin/su", "-c", "true", "root"}));
   REFUSED(run({"exec", "/usr/bin/passwd", "-d", "root"}));
   WORKS(run({"exec", "/bin/true"}));
+}
+
+TEST_CASE("a denied path inside a readable tree: hidden by a mask in a mount namespace, carved out by Landlock without") {
+  Fixture& f = fx();
+  std::string shared = f.outside + "/shared";
+  fs::create_directories(shared + "/private");
+  writeText(shared + "/open.txt", "readable\n");
+  writeText(shared + "/private/key", "denied dir\n");
+  writeText(shared + "/token", "denied file\n");
+  for (auto p : {shared, shared + "/private"}) chmod(p.c_str(), 0755);
+  for (auto p : {shared + "/open.txt", shared + "/private/key", shared + "/token"}) chmod(p.c_str(), 0644);
+  for (bool masks : {true, false})
+    for (bool namespaces : {true, false}) {
+      CAPTURE(masks);
+      CAPTURE(namespaces);
+      Opt o;
+      o.masks = masks;
+      o.namespaces = namespaces;
+      o.extraRead = {shared};
+      o.extraDenyRead = {shared + "/private", shared + "/token"};
+      // The files are readable by anyone as far as permissions go: only the sandbox stops these.
+      REFUSED(run({"read", shared + "/private/key"}, o));
+      REFUSED(run({"read", shared + "/token"}, o));
+      REFUSED(run({"write", shared + "/token"}, o));
+      REFUSED(run({"write", shared + "/private/new"}, o));
+      WORKS(run({"read", shared + "/open.txt"}, o));
+      CHECK(fs::file_size(shared + "/token") == 12);
+    }
+  // Masks cut the Landlock rules a denied path in /etc costs (one for every neighbour otherwise).
+  Policy pol = agentPolicy(f.paths, {}, false);
+  LinuxOptions lo;
+  lo.cwd = f.ws;
+  size_t carved = buildLinuxPlan(pol, lo, kernel()).landlock.rules.size();
+  lo.maskDir = f.root + "/mask";
+  lo.maskFile = f.root + "/mask-file";
+  LinuxPlan masked = buildLinuxPlan(pol, lo, kernel());
+  if (masked.newMountNs) {
+    CHECK(masked.landlock.rules.size() < carved);
+    bool etcWhole = false;
+    for (auto& r : masked.landlock.rules) etcWhole |= r.path == "/etc";
+    CHECK(etcWhole);
+    bool shadowMasked = false;
+    for (auto& b : masked.binds) shadowMasked |= b.path == "/etc/shadow" && b.source == lo.maskFile && b.readOnly;
+    CHECK(shadowMasked);
+  }
 }
 
 TEST_CASE("secrets are not readable; the agent's own things are") {
