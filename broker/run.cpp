@@ -253,8 +253,9 @@ kj::Promise<GateAnswer> Run::checkTool(std::string tool, std::string argsJson) {
     return GateAnswer{false, "refused: download goes through its own capability"};
   }
   if (auto why = taintedWriteRefusal(call, facts)) return GateAnswer{false, "refused: " + *why, true};
-  return decide(call, policy::decideToolCall(*config_, agent(), facts, call)).then([this](GateAnswer a) {
+  return decide(call, policy::decideToolCall(*config_, agent(), facts, call)).then([this, tool](GateAnswer a) {
     a.tainted = broker_.sessionTainted(req_.agent, req_.session);
+    a.outside = a.allowed && policy::toolTaints(*config_, agent(), tool, "");
     return a;
   });
 }

@@ -49,6 +49,7 @@ class GateImpl final : public proto::Gate::Server {
       r.setAllowed(a.allowed);
       r.setReason(a.reason);
       r.setTainted(a.tainted);
+      r.setOutside(a.outside);
     });
   }
 

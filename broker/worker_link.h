@@ -42,6 +42,7 @@ struct GateAnswer {
   bool allowed = false;
   std::string reason;
   bool tainted = false;
+  bool outside = false;  // the result will be outside content: fenced as data by the worker
 };
 
 struct ToolAnswer {

@@ -55,10 +55,11 @@ struct Task {
 }
 
 interface Gate {
-  check @0 (tool :Text, args :Text) -> (allowed :Bool, reason :Text, tainted :Bool);
+  check @0 (tool :Text, args :Text) -> (allowed :Bool, reason :Text, tainted :Bool, outside :Bool);
   # Before the worker runs one of its own tools: allowed, refused, or (after an approval the owner
   # answers, or its timeout) either. Every decision is one audit line. args: JSON, at most 1 MiB.
   # tainted: the conversation has read outside content by now (the file tools protect instruction files).
+  # outside: this tool's result counts as outside content (security.taintTools): the worker fences it as data.
 }
 
 interface Download {

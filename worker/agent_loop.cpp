@@ -300,7 +300,8 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
         }
         if (verdict.getAllowed()) {
           auto r = toolbox.run(tc.name, args);
-          result.text = r.text;
+          // A result the owner's configuration calls outside content reaches the model as data.
+          result.text = verdict.getOutside() && !r.isError ? tools::fenceOutside(tc.name + " result", r.text) : r.text;
           result.isError = r.isError;
         } else {
           result.text = str(verdict.getReason());

@@ -146,7 +146,14 @@ TEST_CASE("an owner turn with a tool call is answered, and the decision is audit
       CHECK(d.contains("tainted"));
     }
   CHECK(sawRead);
-  // security.taintTools names read: the conversation is now marked.
+  // security.taintTools names read: what it returned reaches the model fenced as data
+  // (tests/integration/download_test.cpp has the twin: a read that is not outside content)...
+  auto results = pined.toolResults(t["id"]);
+  REQUIRE(results.size() == 1);
+  CHECK(contains(results[0], "<<<outside-content "));
+  CHECK(contains(results[0], "from: read result"));
+  CHECK(contains(results[0], "a note"));
+  // ...and the conversation is now marked.
   auto agents = pined.api("GET", "/v1/agents").json();
   bool tainted = false;
   for (auto& a : agents["agents"])

@@ -22,9 +22,7 @@ std::string sha256Hex(const std::string& data) {
   return out;
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-std::string replies(int port) {
+std::string downloadReplies(int port) {
   std::string local = "http://127.0.0.1:" + std::to_string(port);
   auto fetch = [](const std::string& match, const std::string& url, const std::string& path) {
     return "  - match: \"" + match + "\"\n    turns:\n      - tool_calls: [{name: download, arguments: {url: \"" + url +
@@ -36,6 +34,8 @@ std::string replies(int port) {
          fetch("fetch from elsewhere", "https://files.example/x.bin", "else.bin") +
          fetch("fetch past the workspace", local + "/big?n=10", "../../escaped.txt") +
          fetch("fetch over my network", "https://127.0.0.1:" + std::to_string(port) + "/big?n=10", "net.txt") +
+         "  - match: \"read the plain file\"\n    turns:\n      - tool_calls: [{name: read, arguments: {path: plain.txt}}]\n"
+         "      - text: \"Read.\"\n"
          "  - match: \"\"\n    text: \"ok\"\n";
 }
 
@@ -55,7 +55,7 @@ TEST_CASE("download: an MCP server's origin is fetched into the workspace; the r
   std::string home = dir.path() + "/home";
   writeMinimalConfig(home, {"main", "netty"});
   writeText(home + "/pine.yaml", readText(home + "/pine.yaml") + "limits:\n  maxDownloadMb: 1\n");
-  writeText(home + "/providers/replies.yaml", replies(server.port()));
+  writeText(home + "/providers/replies.yaml", downloadReplies(server.port()));
   std::string mcp = "http://127.0.0.1:" + std::to_string(server.port()) + "/mcp";
   writeText(home + "/agents/main/agent.yaml",
             "description: main\ntools: [read, ls, download]\nmcpServers:\n  files: {url: \"" + mcp + "\"}\n");
@@ -83,6 +83,13 @@ TEST_CASE("download: an MCP server's origin is fetched into the workspace; the r
     bool fetched = false;
     for (auto& r : server.requests()) fetched |= r.rfind("GET /big?n=5000 ", 0) == 0;
     CHECK(fetched);
+  }
+  SUBCASE("twin of the fenced read (broker_flow_test): without security.taintTools a read is not fenced") {
+    writeText(ws + "/plain.txt", "plain text\n");
+    auto [t, result] = runOne(pined, "main", "read the plain file");
+    CAPTURE(result);
+    CHECK(contains(result, "plain text"));
+    CHECK_FALSE(contains(result, "<<<outside-content"));
   }
   SUBCASE("over limits.maxDownloadMb: ends with an error and leaves no file") {
     auto [t, result] = runOne(pined, "main", "fetch the huge file");

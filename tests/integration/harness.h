@@ -49,6 +49,7 @@ void writeMinimalConfig(const std::string& home, const std::vector<std::string>&
 int freeTcpPort();
 void writeText(const std::string& path, const std::string& text);
 std::string readText(const std::string& path);
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 // The last `n` bytes of `s` (for failure messages that quote a log).
 std::string tailOf(const std::string& s, size_t n);
 

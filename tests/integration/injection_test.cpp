@@ -222,8 +222,6 @@ std::string resultMentioning(const std::vector<std::string>& results, const std:
   return "";
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 // The decisions audited for one task, tool -> decisions in order.
 std::map<std::string, std::vector<std::string>> decisionsOf(Pined& p, const std::string& task) {
   std::map<std::string, std::vector<std::string>> out;
