@@ -41,7 +41,8 @@ class ApiBackend {
   virtual ApiReply setMode(const std::string& agent, const nlohmann::json& body) = 0;     // PUT  /v1/agents/{id}/mode
   virtual ApiReply approvals(const ApiQuery& query) = 0;                                   // GET  /v1/approvals
   virtual ApiReply approve(const std::string& id, bool always) = 0;                        // POST /v1/approvals/{id}/approve
-  virtual ApiReply deny(const std::string& id) = 0;                                        // POST /v1/approvals/{id}/deny
+  virtual ApiReply deny(const std::string& id) = 0;
+  virtual ApiReply cancelTask(const std::string& id) = 0;  // POST /v1/tasks/{id}/cancel                                        // POST /v1/approvals/{id}/deny
   virtual ApiReply schedules() = 0;                                                        // GET  /v1/schedules
   virtual ApiReply getState(const std::string& key) = 0;                                   // GET  /v1/state/{key}
   virtual ApiReply putState(const std::string& key, const nlohmann::json& body) = 0;      // PUT  /v1/state/{key}

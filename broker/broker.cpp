@@ -63,6 +63,7 @@ struct Broker::Live {
   std::unique_ptr<Run> run;
   kj::Own<RpcLink> link;
   proto::WorkerProcess::Client process = nullptr;
+  kj::Own<kj::PromiseFulfiller<WorkerOutcome>> cancel;  // the owner's cancellation ends the run
 };
 
 Broker::Broker(kj::AsyncIoContext& io, Home home)
@@ -318,6 +319,31 @@ Submitted Broker::submit(RunRequest req) {
   return {id, t.session, "", 200};
 }
 
+// The owner stops a task (POST /v1/tasks/{id}/cancel, pinectl cancel).
+ApiReply Broker::cancelTask(const std::string& id) {
+  TaskRecord* t = tasks_.find(id);
+  auto refuse = [](int status, std::string message) { return ApiReply{status, {{"error", std::move(message)}}}; };
+  if (!t) return refuse(404, "no task '" + id + "'");
+  if (t->ended()) return refuse(409, "task " + id + " has already ended (" + toString(t->state) + ")");
+  audit("task.cancel", {{"task", id}, {"agent", t->agent}, {"session", t->session}, {"by", "owner"}});
+  auto it = running_.find(id);
+  if (it != running_.end() && it->second->cancel) {
+    // Its worker is killed with all it started once the run ends (endTask).
+    if (it->second->cancel->isWaiting()) it->second->cancel->fulfill(WorkerOutcome{false, kCancelledByOwner});
+  } else if (it != running_.end() || !queuedTask(id)) {
+    cancelRequested_.insert(id);  // pined is starting its worker: ended as soon as it is up
+  } else {
+    endTask(id, false, kCancelledByOwner);  // still queued: it never runs
+  }
+  return {200, {{"task", id}, {"cancelled", true}}};
+}
+
+bool Broker::queuedTask(const std::string& id) const {
+  for (auto& [k, q] : sessionQueue_)
+    if (std::find(q.begin(), q.end(), id) != q.end()) return true;
+  return false;
+}
+
 void Broker::startNextInSession(const std::string& agent, const std::string& session) {
   std::string k = key(agent, session);
   auto& q = sessionQueue_[k];
@@ -509,9 +535,13 @@ kj::Promise<void> Broker::superviseTask(const std::string& id, proto::Supervisor
       return WorkerOutcome{false, "the task reached its time limit (limits.taskTimeoutSec: " + std::to_string(limit) +
                                       " s) and was stopped"};
     });
+    auto cancelled = kj::newPromiseAndFulfiller<WorkerOutcome>();
+    live.cancel = kj::mv(cancelled.fulfiller);
+    if (cancelRequested_.erase(id)) live.cancel->fulfill(WorkerOutcome{false, kCancelledByOwner});
     return paf.promise.exclusiveJoin(kj::mv(exited))
         .exclusiveJoin(kj::mv(gone))
         .exclusiveJoin(kj::mv(timeout))
+        .exclusiveJoin(kj::mv(cancelled.promise))
         .then([this, id](WorkerOutcome o) { endTask(id, o.done, o.text, &o); });
   });
 }
@@ -519,6 +549,12 @@ kj::Promise<void> Broker::superviseTask(const std::string& id, proto::Supervisor
 void Broker::endTask(const std::string& id, bool done, const std::string& text, const WorkerOutcome* outcome) {
   TaskRecord* t = tasks_.find(id);
   auto it = running_.find(id);
+  cancelRequested_.erase(id);
+  // Only the session's active task hands the session on; a queued one that is cancelled does not.
+  bool queued = false;
+  if (t)
+    if (auto q = sessionQueue_.find(key(t->agent, t->session)); q != sessionQueue_.end())
+      queued = std::find(q->second.begin(), q->second.end(), id) != q->second.end();
   Run* run = it != running_.end() && it->second->run ? it->second->run.get() : nullptr;
   std::string why = text;
   if (run && !run->stopReason().empty() && !done) why = run->stopReason() + " (" + text + ")";
@@ -596,7 +632,7 @@ void Broker::endTask(const std::string& id, bool done, const std::string& text, 
   if (reqIt != requests_.end() && t) {
     std::string agent = reqIt->second.agent, session = reqIt->second.session;
     requests_.erase(reqIt);
-    if (busySessions_.count(key(agent, session))) startNextInSession(agent, session);
+    if (!queued && busySessions_.count(key(agent, session))) startNextInSession(agent, session);
   }
 }
 

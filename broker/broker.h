@@ -99,6 +99,7 @@ class Broker final : public ApiBackend, private kj::TaskSet::ErrorHandler {
   ApiReply approvals(const ApiQuery& query) override;
   ApiReply approve(const std::string& id, bool always) override;
   ApiReply deny(const std::string& id) override;
+  ApiReply cancelTask(const std::string& id) override;
   ApiReply schedules() override;
   ApiReply getState(const std::string& key) override;
   ApiReply putState(const std::string& key, const nlohmann::json& body) override;
@@ -129,6 +130,7 @@ class Broker final : public ApiBackend, private kj::TaskSet::ErrorHandler {
   void startNextInSession(const std::string& agent, const std::string& session);
   kj::Promise<void> superviseTask(const std::string& id, proto::Supervisor::SpawnWorkerResults::Reader spawned);
   void endTask(const std::string& id, bool done, const std::string& text, const WorkerOutcome* outcome = nullptr);
+  bool queuedTask(const std::string& id) const;  // waiting in its session's queue
   void persist(const TaskRecord& t);
   void deliver(const store::Event& e);
   void deliverToSubscriptions(const store::Event& e);
@@ -151,6 +153,7 @@ class Broker final : public ApiBackend, private kj::TaskSet::ErrorHandler {
   std::map<std::string, RunRequest> requests_;        // task id -> what started it (until it ends)
   std::map<std::string, std::deque<std::string>> sessionQueue_;  // "agent/session" -> queued task ids
   std::set<std::string> busySessions_;
+  std::set<std::string> cancelRequested_;  // cancelled while pined was starting their worker
   std::map<std::string, config::Mode> modeOverrides_; // pinectl mode: until the daemon restarts
   kj::Own<RpcLink> supervisorLink_;
   proto::Supervisor::Client supervisor_;

@@ -445,6 +445,13 @@ kj::Promise<void> ControlApi::route(kj::HttpMethod method, const std::vector<std
       return sendReply(response, backend_.setMode(agent, j));
     });
   }
+  if (is({"v1", "tasks", "*", "cancel"})) {
+    const std::string id = seg[2];
+    if (!only({M::POST})) return wrongMethod("POST");
+    if (!isValidTaskId(id)) return sendError(response, 404, "no task '" + id + "': task ids are [A-Za-z0-9_.-], 1 to 64 bytes");
+    return withJsonBody(headers, body, limit, true, response,
+                        [this, id, &response](json) { return sendReply(response, backend_.cancelTask(id)); });
+  }
   if (is({"v1", "approvals"})) {
     if (!only({M::GET})) return wrongMethod("GET");
     return sendReply(response, backend_.approvals(query));

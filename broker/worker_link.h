@@ -89,6 +89,7 @@ class RunHost {
   }
 };
 
+constexpr const char* kCancelledByOwner = "cancelled by the owner";
 constexpr size_t kMaxAnswerBytes = 1 << 20;
 constexpr size_t kMaxTranscriptBytes = 8 << 20;
 constexpr size_t kMaxFailReasonBytes = 4096;

@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "pinectl/api_call.h"
 #include "pinectl/commands.h"
 #include "pinectl/http_client.h"
 
@@ -53,6 +54,13 @@ int cmdStatus(const std::string& home, bool json) {
   if (api.contains("http") && api["http"].is_object())
     std::cout << ", http " << api["http"].value("host", "?") << ":" << api["http"].value("port", 0);
   std::cout << "\n";
+  return 0;
+}
+
+int cmdCancel(const std::string& home, const std::string& task, std::ostream& out, std::ostream& err) {
+  auto a = callApi(home, "POST", "/v1/tasks/" + urlEncode(task) + "/cancel", nlohmann::json::object());
+  if (!a.ok()) return reportFailure(a, err);
+  out << "task " << task << ": cancelled\n";
   return 0;
 }
 

@@ -17,6 +17,8 @@ int cmdSend(const std::string& home, const std::string& agent, const std::string
 int cmdApprovals(const std::string& home, bool json, std::ostream& out = std::cout, std::ostream& err = std::cerr);
 int cmdApprove(const std::string& home, const std::string& id, bool always, std::ostream& out = std::cout,
                std::ostream& err = std::cerr);
+int cmdCancel(const std::string& home, const std::string& task, std::ostream& out = std::cout,
+              std::ostream& err = std::cerr);
 int cmdDeny(const std::string& home, const std::string& id, std::ostream& out = std::cout,
             std::ostream& err = std::cerr);
 int cmdMode(const std::string& home, const std::string& agent, const std::string& mode,

@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   auto* approve = app.add_subcommand("approve", "allow what an approval asks");
   approve->add_option("id", id, "the approval's id (pinectl approvals)")->required();
   approve->add_flag("--always", always, "also allow it from now on in this conversation");
+  auto* cancel = app.add_subcommand("cancel", "stop a running or queued task (its worker is killed)");
+  cancel->add_option("task", id, "the task's id (pinectl tasks)")->required();
   auto* deny = app.add_subcommand("deny", "refuse what an approval asks");
   deny->add_option("id", id, "the approval's id (pinectl approvals)")->required();
   auto* modeCmd = app.add_subcommand("mode", "switch an agent's mode until the daemon restarts");
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
     if (*approvals) return pine::cmdApprovals(home, json);
     if (*approve) return pine::cmdApprove(home, id, always);
     if (*deny) return pine::cmdDeny(home, id);
+    if (*cancel) return pine::cmdCancel(home, id);
     if (*modeCmd) return pine::cmdMode(home, agent, mode);
     if (*reset) return pine::cmdReset(home, target);
     if (*events) return pine::cmdEvents(home, follow, topic, json);

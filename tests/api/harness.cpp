@@ -128,6 +128,12 @@ ApiReply FakeBackend::deny(const std::string& id) {
   return ApiReply{200, json{{"ok", true}}};
 }
 
+ApiReply FakeBackend::cancelTask(const std::string& id) {
+  calls.push_back("cancel " + id);
+  if (id != "t1") return err(404, "no task '" + id + "'");
+  return ApiReply{200, json{{"task", id}, {"cancelled", true}}};
+}
+
 ApiReply FakeBackend::schedules() {
   calls.push_back("schedules");
   return ApiReply{200, json{{"schedules", json::array({json{{"id", "s1"}, {"agent", "main"}, {"when", "0 7 * * *"},

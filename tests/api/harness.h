@@ -48,6 +48,7 @@ class FakeBackend final : public ApiBackend {
   ApiReply approvals(const ApiQuery& query) override;
   ApiReply approve(const std::string& id, bool always) override;
   ApiReply deny(const std::string& id) override;
+  ApiReply cancelTask(const std::string& id) override;
   ApiReply schedules() override;
   ApiReply getState(const std::string& key) override;
   ApiReply putState(const std::string& key, const json& body) override;

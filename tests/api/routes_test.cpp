@@ -68,6 +68,16 @@ TEST_CASE("approvals: approve with and without always, deny, unknown id") {
   CHECK_FALSE(calledExactly(s, "deny a.b"));
 }
 
+TEST_CASE("tasks: cancel by id, POST only; an id that is no task id never reaches the backend") {
+  ApiServer s;
+  CHECK(call(s, "POST", "/v1/tasks/t1/cancel").status == 200);
+  CHECK(calledExactly(s, "cancel t1"));
+  CHECK(call(s, "POST", "/v1/tasks/t2/cancel").status == 404);
+  CHECK(call(s, "GET", "/v1/tasks/t1/cancel").status == 405);
+  CHECK(call(s, "POST", "/v1/tasks/a!b/cancel").status == 404);
+  CHECK_FALSE(calledExactly(s, "cancel a!b"));
+}
+
 TEST_CASE("messages: wait (the default) answers the record when the task ends; wait false answers 202 at once") {
   ApiServer s;
   auto quick = call(s, "POST", "/v1/agents/main/messages", R"({"text":"later","wait":false})");

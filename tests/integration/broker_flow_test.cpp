@@ -21,6 +21,10 @@ using namespace std::chrono_literals;
 namespace {
 
 const char* kReplies = R"(replies:
+  - match: "sleep for a while"
+    turns:
+      - tool_calls: [{name: bash, arguments: {command: "sleep 97; echo slept"}}]
+      - text: "Slept."
   - match: "read the note"
     turns:
       - tool_calls: [{name: read, arguments: {path: note.txt}}]
@@ -167,6 +171,48 @@ TEST_CASE("an owner turn with a tool call is answered, and the decision is audit
   for (auto& a : agents["agents"])
     if (a["id"] == "main")
       for (auto& s : a["sessions"]) CHECK_FALSE(s["tainted"].get<bool>());
+}
+
+TEST_CASE("the owner cancels a running and a queued task; the worker goes, the session goes on") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeConfig(home);
+  Pined pined(home, {}, {});
+  auto taskState = [&](const std::string& id) {
+    auto all = pined.api("GET", "/v1/tasks").json();
+    for (auto& t : all["tasks"])
+      if (t["id"] == id) return t;
+    return nlohmann::json::object();
+  };
+  std::string running = send(pined, "main", "sleep for a while", false)["task"];
+  REQUIRE(waitUntil([&] { return !processesMentioning("sleep 97").empty(); }, 20s));
+  std::string queued = send(pined, "main", "please read the note", false)["task"];
+  CHECK(taskState(queued)["state"] == "queued");
+
+  // The queued one ends at once and never starts.
+  auto r = pined.api("POST", "/v1/tasks/" + queued + "/cancel", "{}");
+  CHECK(r.status == 200);
+  CHECK(taskState(queued)["state"] == "failed");
+  CHECK(taskState(queued)["error"] == "cancelled by the owner");
+  CHECK(pined.auditJson("task.start", queued).empty());
+  CHECK(taskState(running)["state"] == "running");
+
+  // The running one, with pinectl: its worker is killed with the command it started.
+  auto c = pined.ctl({"cancel", running});
+  CHECK(c.exitCode == 0);
+  CHECK(contains(c.out, "cancelled"));
+  CHECK(waitUntil([&] { return taskState(running)["state"] == "failed"; }, 10s));
+  CHECK(contains(taskState(running).value("error", ""), "cancelled by the owner"));
+  CHECK(waitUntil([&] { return processesMentioning("sleep 97").empty() && pined.rolePid("worker") == 0; }, 10s));
+  CHECK(pined.auditJson("task.cancel").size() == 2);
+
+  // Twice, or a task that does not exist: said so.
+  CHECK(pined.api("POST", "/v1/tasks/" + running + "/cancel", "{}").status == 409);
+  CHECK(pined.api("POST", "/v1/tasks/t-no-such-task/cancel", "{}").status == 404);
+  CHECK(pined.ctl({"cancel", "t-no-such-task"}).exitCode != 0);
+  // The conversation is not stuck behind them.
+  auto next = send(pined, "main", "please read the note");
+  CHECK(next["state"] == "done");
 }
 
 TEST_CASE("in a tainted conversation send waits for approval: approved once goes through, denied is reported") {
