@@ -69,9 +69,12 @@ class Run final : public RunHost {
   kj::Promise<ToolAnswer> createAgent(const nlohmann::json& args);
   kj::Promise<ToolAnswer> addSource(const nlohmann::json& args);
   policy::AddSourceRequest addSourceRequest(const nlohmann::json& args) const;
-  // Asks pined to write one configuration file; false with `errors` filled when it refused.
-  kj::Promise<bool> changeConfig(const std::string& path, const std::string& content, const std::string& reason,
-                                 std::string& errors);
+  // Asks pined to write one configuration file: nullopt, or why it refused.
+  kj::Promise<std::optional<std::string>> changeConfig(const std::string& path, const std::string& content,
+                                                       const std::string& reason);
+  // Appends `entry` to the pine.yaml list `list` through changeConfig: nullopt, or why not.
+  kj::Promise<std::optional<std::string>> addToPineYaml(const std::string& list, const nlohmann::json& entry,
+                                                        const std::string& reason);
   kj::Promise<ToolAnswer> requestAccess(const nlohmann::json& args);
   void recordUsage(long long in, long long out);
 

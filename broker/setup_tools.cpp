@@ -64,16 +64,24 @@ std::string joinErrors(capnp::List<capnp::Text>::Reader errors) {
 
 }  // namespace
 
-kj::Promise<bool> Run::changeConfig(const std::string& path, const std::string& content, const std::string& reason,
-                                    std::string& errors) {
+kj::Promise<std::optional<std::string>> Run::changeConfig(const std::string& path, const std::string& content,
+                                                          const std::string& reason) {
   auto req = broker_.supervisor().changeConfigRequest();
   req.setPath(path);
   req.setContent(content);
   req.setReason(reason + " (asked for by " + req_.agent + ", task " + taskId_ + ")");
-  return req.send().then([&errors](auto&& r) {
-    if (!r.getOk()) errors = joinErrors(r.getErrors());
-    return r.getOk();
+  return req.send().then([](auto&& r) -> std::optional<std::string> {
+    if (r.getOk()) return std::nullopt;
+    return joinErrors(r.getErrors());
   });
+}
+
+kj::Promise<std::optional<std::string>> Run::addToPineYaml(const std::string& list, const nlohmann::json& entry,
+                                                           const std::string& reason) {
+  std::string why;
+  auto updated = appendToList(readOrEmpty(broker_.home().root + "/pine.yaml"), list, entry.dump(), why);
+  if (!updated) return std::optional<std::string>(why);
+  return changeConfig("pine.yaml", *updated, reason);
 }
 
 kj::Promise<ToolAnswer> Run::scheduleCreate(const nlohmann::json& args) {
@@ -88,18 +96,11 @@ kj::Promise<ToolAnswer> Run::scheduleCreate(const nlohmann::json& args) {
   if (target == "conversation") entry["session"] = req_.session;
   for (const char* k : {"cron", "intervalSec", "at", "timezone"})
     if (args.contains(k)) entry[k] = args[k];
-  std::string why;
-  auto updated = appendToList(readOrEmpty(broker_.home().root + "/pine.yaml"), "schedules", entry.dump(), why);
-  if (!updated) return toolError(why);
-  auto errors = kj::heap<std::string>();
-  auto& e = *errors;
-  return changeConfig("pine.yaml", *updated, "schedule '" + name + "'", e)
-      .then([this, name, &e](bool ok) {
-        if (!ok) return toolError("the schedule was not created:\n" + e);
-        broker_.reloadConfiguration();
-        return ToolAnswer{"schedule '" + name + "' created", false};
-      })
-      .attach(kj::mv(errors));
+  return addToPineYaml("schedules", entry, "schedule '" + name + "'").then([this, name](std::optional<std::string> e) {
+    if (e) return toolError("the schedule was not created:\n" + *e);
+    broker_.reloadConfiguration();
+    return ToolAnswer{"schedule '" + name + "' created", false};
+  });
 }
 
 std::optional<std::string> Run::checkSetupArgs(const std::string& tool, const nlohmann::json& args) const {
@@ -176,20 +177,13 @@ kj::Promise<ToolAnswer> Run::addSource(const nlohmann::json& args) {
   const std::string name = entry.value("name", "");
   const bool forAll = args.value("forAllAgents", false);
   if (!forAll) entry["agent"] = req_.agent;
-  std::string why;
-  auto updated = appendToList(readOrEmpty(broker_.home().root + "/pine.yaml"), "sources", entry.dump(), why);
-  if (!updated) return toolError(why);
-  auto errors = kj::heap<std::string>();
-  auto& e = *errors;
-  return changeConfig("pine.yaml", *updated, "source '" + name + "'", e)
-      .then([this, name, forAll, &e](bool ok) {
-        if (!ok) return toolError("the source was not added:\n" + e);
-        broker_.reloadConfiguration();
-        audit("source.add", {{"agent", req_.agent}, {"session", req_.session}, {"task", taskId_}, {"source", name},
-                             {"forAllAgents", forAll}});
-        return ToolAnswer{"source '" + name + "' added; it runs once something subscribes to it (subscribe)", false};
-      })
-      .attach(kj::mv(errors));
+  return addToPineYaml("sources", entry, "source '" + name + "'").then([this, name, forAll](std::optional<std::string> e) {
+    if (e) return toolError("the source was not added:\n" + *e);
+    broker_.reloadConfiguration();
+    audit("source.add", {{"agent", req_.agent}, {"session", req_.session}, {"task", taskId_}, {"source", name},
+                         {"forAllAgents", forAll}});
+    return ToolAnswer{"source '" + name + "' added; it runs once something subscribes to it (subscribe)", false};
+  });
 }
 
 kj::Promise<ToolAnswer> Run::addSkill(const nlohmann::json& args) {
@@ -197,28 +191,25 @@ kj::Promise<ToolAnswer> Run::addSkill(const nlohmann::json& args) {
   bool forAll = args.value("forAllAgents", false);
   nlohmann::json entry = {{"name", skill.name}};
   if (!forAll) entry["agent"] = req_.agent;
+  // pine.yaml must take the entry before the file is written; the file goes first all the same:
+  // pine.yaml's entry is refused while its SKILL.md is missing.
   std::string why;
-  auto updated = appendToList(readOrEmpty(broker_.home().root + "/pine.yaml"), "skills", entry.dump(), why);
-  if (!updated) return toolError(why);
-  // The file first: pine.yaml's entry is refused while its SKILL.md is missing.
-  auto errors = kj::heap<std::string>();
-  auto& e = *errors;
+  if (!appendToList(readOrEmpty(broker_.home().root + "/pine.yaml"), "skills", entry.dump(), why)) return toolError(why);
   std::string path = "skills/" + skill.name + "/SKILL.md";
-  return changeConfig(path, skillFile(skill), "skill '" + skill.name + "'", e)
-      .then([this, updated = *updated, name = skill.name, &e](bool ok) -> kj::Promise<bool> {
-        if (!ok) return false;
-        return changeConfig("pine.yaml", updated, "skill '" + name + "' listed", e);
+  return changeConfig(path, skillFile(skill), "skill '" + skill.name + "'")
+      .then([this, entry, name = skill.name](std::optional<std::string> e) -> kj::Promise<std::optional<std::string>> {
+        if (e) return e;
+        return addToPineYaml("skills", entry, "skill '" + name + "' listed");
       })
-      .then([this, name = skill.name, forAll, &e](bool ok) {
-        if (!ok) return toolError("the skill was not added:\n" + e);
+      .then([this, name = skill.name, forAll](std::optional<std::string> e) {
+        if (e) return toolError("the skill was not added:\n" + *e);
         broker_.reloadConfiguration();
         audit("skill.add", {{"agent", req_.agent}, {"session", req_.session}, {"task", taskId_}, {"skill", name},
                             {"forAllAgents", forAll}});
         return ToolAnswer{"skill '" + name + "' added" + (forAll ? " for all agents" : "") +
                               "; it is in the skills index from the next task on",
                           false};
-      })
-      .attach(kj::mv(errors));
+      });
 }
 
 kj::Promise<ToolAnswer> Run::createAgent(const nlohmann::json& args) {
