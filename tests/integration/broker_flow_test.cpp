@@ -103,20 +103,6 @@ void writeConfig(const std::string& home, const std::string& extraPine = "") {
   writeText(home + "/agents/house/workspace/house.txt", "the house\n");
 }
 
-nlohmann::json send(Pined& p, const std::string& agent, const std::string& text, bool wait = true) {
-  nlohmann::json body = {{"text", text}, {"wait", wait}};
-  auto r = p.api("POST", "/v1/agents/" + agent + "/messages", body.dump());
-  auto j = r.json();
-  REQUIRE_MESSAGE(!j.is_discarded(), r.status << " " << r.body);
-  return j;
-}
-
-std::vector<nlohmann::json> auditJson(Pined& p, const std::string& event) {
-  std::vector<nlohmann::json> out;
-  for (auto& line : p.auditEvents(event)) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 nlohmann::json pendingApproval(Pined& p) {
   nlohmann::json found;
   waitUntil(
@@ -137,11 +123,11 @@ TEST_CASE("an owner turn with a tool call is answered, and the decision is audit
   std::string home = dir.path() + "/home";
   writeConfig(home);
   Pined pined(home, {}, {});
-  auto t = send(pined, "main", "please read the note");
+  auto t = message(pined, "main", "please read the note");
   CHECK(t["state"] == "done");
   CHECK(t["answer"] == "The note was read.");
   bool sawRead = false;
-  for (auto& d : auditJson(pined, "tool.decision"))
+  for (auto& d : audit(pined, "tool.decision"))
     if (d["tool"] == "read" && d["decision"] == "allowed") {
       sawRead = true;
       CHECK(d["agent"] == "main");
@@ -184,9 +170,9 @@ TEST_CASE("the owner cancels a running and a queued task; the worker goes, the s
       if (t["id"] == id) return t;
     return nlohmann::json::object();
   };
-  std::string running = send(pined, "main", "sleep for a while", false)["task"];
+  std::string running = message(pined, "main", "sleep for a while", false)["task"];
   REQUIRE(waitUntil([&] { return !processesMentioning("sleep 97").empty(); }, 20s));
-  std::string queued = send(pined, "main", "please read the note", false)["task"];
+  std::string queued = message(pined, "main", "please read the note", false)["task"];
   CHECK(taskState(queued)["state"] == "queued");
 
   // The queued one ends at once and never starts.
@@ -211,7 +197,7 @@ TEST_CASE("the owner cancels a running and a queued task; the worker goes, the s
   CHECK(pined.api("POST", "/v1/tasks/t-no-such-task/cancel", "{}").status == 404);
   CHECK(pined.ctl({"cancel", "t-no-such-task"}).exitCode != 0);
   // The conversation is not stuck behind them.
-  auto next = send(pined, "main", "please read the note");
+  auto next = message(pined, "main", "please read the note");
   CHECK(next["state"] == "done");
 }
 
@@ -221,7 +207,7 @@ TEST_CASE("in a tainted conversation send waits for approval: approved once goes
   writeConfig(home);
   Pined pined(home, {}, {});
 
-  auto started = send(pined, "main", "tell the owner something", false);
+  auto started = message(pined, "main", "tell the owner something", false);
   std::string task = started["task"];
   auto a = pendingApproval(pined);
   REQUIRE(a.is_object());
@@ -243,7 +229,7 @@ TEST_CASE("in a tainted conversation send waits for approval: approved once goes
   CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/deny", "{}").status == 409);
 
   // Now deny one: the tool result tells the model not to retry, and the task still ends.
-  auto second = send(pined, "main", "tell the owner again", false);
+  auto second = message(pined, "main", "tell the owner again", false);
   auto b = pendingApproval(pined);
   REQUIRE(b.is_object());
   CHECK(b["id"] != a["id"]);
@@ -255,7 +241,7 @@ TEST_CASE("in a tainted conversation send waits for approval: approved once goes
     return false;
   }, 20s));
   std::set<std::string> decisions;
-  for (auto& d : auditJson(pined, "tool.decision"))
+  for (auto& d : audit(pined, "tool.decision"))
     if (d["tool"] == "send") decisions.insert(d["decision"].get<std::string>());
   CHECK(decisions.count("asked"));
   CHECK(decisions.count("approved"));
@@ -268,7 +254,7 @@ TEST_CASE("an event a tainted conversation publishes is untrusted: its run can o
   writeConfig(home);
   Pined pined(home, {}, {});
   // main reads (taints), then publishes house/alert: approveWhenTainted asks first.
-  auto started = send(pined, "main", "raise the alarm", false);
+  auto started = message(pined, "main", "raise the alarm", false);
   auto a = pendingApproval(pined);
   REQUIRE(a.is_object());
   CHECK(a["tool"] == "publish_event");
@@ -296,7 +282,7 @@ TEST_CASE("an event a tainted conversation publishes is untrusted: its run can o
   CHECK_FALSE(std::filesystem::exists(home + "/agents/house/workspace/owned.txt"));
   // Its attempts are on record: refused because the run was never given those tools.
   std::set<std::string> refused;
-  for (auto& d : auditJson(pined, "tool.decision"))
+  for (auto& d : audit(pined, "tool.decision"))
     if (d["agent"] == "house") {
       if (d["tool"] == "read") CHECK(d["decision"] == "allowed");
       else {
@@ -312,7 +298,7 @@ TEST_CASE("state: written by a run and by the owner, read back, published as sta
   std::string home = dir.path() + "/home";
   writeConfig(home);
   Pined pined(home, {}, {});
-  auto t = send(pined, "main", "write a state please");
+  auto t = message(pined, "main", "write a state please");
   CHECK(t["state"] == "done");
   auto s = pined.api("GET", "/v1/state/notes/last").json();
   CHECK(s["value"]["n"] == 1);
@@ -332,7 +318,7 @@ TEST_CASE("kill -9 of the broker under publish load: no acknowledged event is lo
   writeConfig(home);
   Pined pined(home, {}, {});
   // One approval left pending.
-  send(pined, "main", "tell the owner something", false);
+  message(pined, "main", "tell the owner something", false);
   auto a = pendingApproval(pined);
   REQUIRE(a.is_object());
   pid_t broker = pined.rolePid("broker");
@@ -399,10 +385,10 @@ TEST_CASE("request_access: the owner is asked; the grant holds for that conversa
   Pined pined(home, {}, {});
 
   // Before any grant the read is refused (by the jail, and by the sandbox behind it).
-  send(pined, "main", "read the shared file");
+  message(pined, "main", "read the shared file");
   CHECK(lastToolResult(home, "main").find("shared words") == std::string::npos);
 
-  auto started = send(pined, "main", "I need the shared folder", false);
+  auto started = message(pined, "main", "I need the shared folder", false);
   auto a = pendingApproval(pined);
   REQUIRE(a.is_object());
   CHECK(a["tool"] == "request_access");
@@ -415,7 +401,7 @@ TEST_CASE("request_access: the owner is asked; the grant holds for that conversa
       if (t["id"] == started["task"] && t["state"] == "done") return true;
     return false;
   }, 20s));
-  auto t = send(pined, "main", "now read the shared file");
+  auto t = message(pined, "main", "now read the shared file");
   CHECK(t["state"] == "done");
   CHECK(lastToolResult(home, "main").find("shared words") != std::string::npos);
   // Another conversation of the same agent has no such grant.
@@ -435,7 +421,7 @@ TEST_CASE("an agent's schedule goes into pine.yaml through pined; one under a mi
   writeText(home + "/agents/main/agent.yaml",
             "description: main\ntools: [read, write, grep, find, ls, bash, send, publish_event, schedules]\n");
   Pined pined(home, {}, {});
-  auto t = send(pined, "main", "water the plants daily please");
+  auto t = message(pined, "main", "water the plants daily please");
   CHECK(t["state"] == "done");
   auto yaml = readText(home + "/pine.yaml");
   CHECK(yaml.find("\"name\":\"water\"") != std::string::npos);
@@ -450,7 +436,7 @@ TEST_CASE("an agent's schedule goes into pine.yaml through pined; one under a mi
     }
   CHECK(found);
   bool refused = false;
-  for (auto& d : auditJson(pined, "tool.decision"))
+  for (auto& d : audit(pined, "tool.decision"))
     if (d["tool"] == "schedules" && d["decision"] == "refused") refused = true;
   CHECK(refused);
   CHECK(pined.auditEvents("config.change").size() >= 1);
@@ -461,7 +447,7 @@ TEST_CASE("a sub-agent works under its conversation's permissions: what it reads
   std::string home = dir.path() + "/home";
   writeConfig(home);
   Pined pined(home, {}, {});
-  auto t = send(pined, "main", "please split the work");
+  auto t = message(pined, "main", "please split the work");
   CHECK(t["state"] == "done");
   CHECK(t["answer"] == "The copy did it.");
   auto listed = pined.api("GET", "/v1/tasks?agent=main").json();

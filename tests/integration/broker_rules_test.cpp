@@ -37,23 +37,6 @@ void writeHome(const std::string& home, const std::map<std::string, std::string>
 
 std::vector<std::string> fixtureWorker() { return {"--worker-program", testBinDir() + "/fixtures/test-worker"}; }
 
-nlohmann::json message(Pined& p, const std::string& agent, const std::string& text, bool wait = true,
-                       const std::string& session = "") {
-  nlohmann::json body = {{"text", text}, {"wait", wait}};
-  if (!session.empty()) body["session"] = session;
-  auto r = p.api("POST", "/v1/agents/" + agent + "/messages", body.dump());
-  auto j = r.json();
-  REQUIRE_MESSAGE(j.is_object(), r.status << " " << r.body << "\n--- pined's stderr, last lines:\n"
-                                             << tailOf(p.stderrText(), 4000));
-  return j;
-}
-
-std::vector<nlohmann::json> audit(Pined& p, const std::string& event) {
-  std::vector<nlohmann::json> out;
-  for (auto& line : p.auditEvents(event)) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 std::vector<nlohmann::json> tasksOf(Pined& p, const std::string& agent) {
   auto j = p.api("GET", "/v1/tasks?agent=" + agent).json();
   std::vector<nlohmann::json> out;

@@ -41,7 +41,7 @@ std::string downloadReplies(int port) {
 
 // Runs one message whose script makes one download call; returns the task and that call's stored result.
 std::pair<nlohmann::json, std::string> runOne(Pined& pined, const std::string& agent, const std::string& text) {
-  auto t = pined.ask(agent, text);
+  auto t = message(pined, agent, text);
   auto results = pined.toolResults(t["id"]);
   REQUIRE_MESSAGE(results.size() == 1, t.dump());
   return {t, results[0]};

@@ -335,19 +335,26 @@ std::vector<nlohmann::json> Pined::auditJson(const std::string& event, const std
   return out;
 }
 
-nlohmann::json Pined::ask(const std::string& agent, const std::string& text) {
-  auto r = api("POST", "/v1/agents/" + agent + "/messages", nlohmann::json{{"text", text}, {"wait", true}}.dump());
+nlohmann::json message(Pined& p, const std::string& agent, const std::string& text, bool wait,
+                       const std::string& session) {
+  nlohmann::json body = {{"text", text}, {"wait", wait}};
+  if (!session.empty()) body["session"] = session;
+  auto r = p.api("POST", "/v1/agents/" + agent + "/messages", body.dump());
   auto j = r.json();
   if (!j.is_object())
     throw std::runtime_error("message to " + agent + ": " + std::to_string(r.status) + " " + r.body +
-                             "\n--- pined's stderr, last lines:\n" + tailOf(stderrText(), 4000));
+                             "\n--- pined's stderr, last lines:\n" + tailOf(p.stderrText(), 4000));
   return j;
 }
 
-std::vector<std::string> Pined::toolResults(const std::string& task) {
+std::vector<nlohmann::json> audit(Pined& p, const std::string& event) { return p.auditJson(event); }
+
+std::vector<std::string> Pined::toolResults(const std::string& task) { return pine::test::toolResults(home_, task); }
+
+std::vector<std::string> toolResults(const std::string& home, const std::string& task) {
   sqlite3* db = nullptr;
   std::vector<std::string> out;
-  if (sqlite3_open_v2((home_ + "/data/pine.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+  if (sqlite3_open_v2((home + "/data/pine.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
     sqlite3_stmt* st = nullptr;
     sqlite3_prepare_v2(db, "SELECT content FROM messages WHERE task_id = ? AND role = 'tool' ORDER BY seq", -1, &st,
                        nullptr);

@@ -72,8 +72,6 @@ class Pined {
   std::vector<std::string> auditEvents(const std::string& event);
   // The same lines parsed, optionally only those of one task.
   std::vector<nlohmann::json> auditJson(const std::string& event, const std::string& task = "");
-  // POST /v1/agents/<agent>/messages with wait: the ended task (throws, quoting pined's stderr, without one).
-  nlohmann::json ask(const std::string& agent, const std::string& text);
   // The text of every tool result stored for a task, in order (from the database, read-only).
   std::vector<std::string> toolResults(const std::string& task);
   // One request to the control API over the home's unix socket with the token: {status, body}.
@@ -90,5 +88,14 @@ class Pined {
   pid_t pid_ = -1;
   bool reaped_ = false;
 };
+
+// POST /v1/agents/<agent>/messages: with wait, the ended task; without, {"task", "session"}.
+// Throws, quoting the end of pined's stderr, when no JSON object comes back.
+nlohmann::json message(Pined& p, const std::string& agent, const std::string& text, bool wait = true,
+                       const std::string& session = "");
+// The text of every tool result stored for a task, in order (from the database, read-only).
+std::vector<std::string> toolResults(const std::string& home, const std::string& task);
+// The audit lines of one event, parsed.
+std::vector<nlohmann::json> audit(Pined& p, const std::string& event);
 
 }  // namespace pine::test

@@ -140,23 +140,6 @@ void writeHome(const std::string& home, const std::string& taintTools, const std
 
 std::string ws(const std::string& home, const std::string& agent = "main") { return home + "/agents/" + agent + "/workspace"; }
 
-nlohmann::json message(Pined& p, const std::string& agent, const std::string& text, bool wait = true,
-                       const std::string& session = "") {
-  nlohmann::json body = {{"text", text}, {"wait", wait}};
-  if (!session.empty()) body["session"] = session;
-  auto r = p.api("POST", "/v1/agents/" + agent + "/messages", body.dump());
-  auto j = r.json();
-  REQUIRE_MESSAGE(j.is_object(), r.status << " " << r.body << "\n--- pined's stderr, last lines:\n"
-                                             << tailOf(p.stderrText(), 4000));
-  return j;
-}
-
-std::vector<nlohmann::json> audit(Pined& p, const std::string& event) {
-  std::vector<nlohmann::json> out;
-  for (auto& line : p.auditEvents(event)) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 bool ended(const nlohmann::json& t) { return t["state"] == "done" || t["state"] == "failed"; }
 
 nlohmann::json taskById(Pined& p, const std::string& agent, const std::string& id) {
@@ -192,21 +175,6 @@ Outcome runAnswering(Pined& p, const std::string& agent, const std::string& text
     return o.task.is_object();
   }, 40s);
   return o;
-}
-
-// Every tool result the broker stored for a task, in order.
-std::vector<std::string> toolResults(const std::string& home, const std::string& task) {
-  sqlite3* db = nullptr;
-  std::vector<std::string> out;
-  if (sqlite3_open_v2((home + "/data/pine.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_stmt* st = nullptr;
-    sqlite3_prepare_v2(db, "SELECT content FROM messages WHERE task_id = ? AND role = 'tool' ORDER BY seq", -1, &st, nullptr);
-    sqlite3_bind_text(st, 1, task.c_str(), -1, SQLITE_TRANSIENT);
-    while (sqlite3_step(st) == SQLITE_ROW) out.push_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(db);
-  return out;
 }
 
 // The stored result of the tool call whose arguments mention `needle` (tool results follow calls in order).
