@@ -18,6 +18,9 @@ struct ApiReply {
   nlohmann::json body;
 };
 
+// A refusal the API answers: {"error": message} with that status.
+inline ApiReply apiError(int status, std::string message) { return {status, {{"error", std::move(message)}}}; }
+
 using ApiQuery = std::map<std::string, std::string>;  // the URL's query, decoded
 
 class ApiBackend {

@@ -322,9 +322,8 @@ Submitted Broker::submit(RunRequest req) {
 // The owner stops a task (POST /v1/tasks/{id}/cancel, pinectl cancel).
 ApiReply Broker::cancelTask(const std::string& id) {
   TaskRecord* t = tasks_.find(id);
-  auto refuse = [](int status, std::string message) { return ApiReply{status, {{"error", std::move(message)}}}; };
-  if (!t) return refuse(404, "no task '" + id + "'");
-  if (t->ended()) return refuse(409, "task " + id + " has already ended (" + toString(t->state) + ")");
+  if (!t) return apiError(404, "no task '" + id + "'");
+  if (t->ended()) return apiError(409, "task " + id + " has already ended (" + toString(t->state) + ")");
   audit("task.cancel", {{"task", id}, {"agent", t->agent}, {"session", t->session}, {"by", "owner"}});
   auto it = running_.find(id);
   if (it != running_.end() && it->second->cancel) {

@@ -11,8 +11,6 @@
 namespace pine {
 namespace {
 
-ApiReply fail(int status, const std::string& message) { return {status, {{"error", message}}}; }
-
 long long queryInt(const ApiQuery& q, const char* name, long long dflt) {
   auto it = q.find(name);
   if (it == q.end() || it->second.empty()) return dflt;
@@ -55,7 +53,7 @@ kj::Promise<ApiReply> Broker::status() {
                          {"tasks", active},
                          {"pendingApprovals", store_->approvals(true, 1000).size()}}};
       },
-      [](kj::Exception&& e) { return fail(502, "pined did not answer: " + describeRemote(e)); });
+      [](kj::Exception&& e) { return apiError(502, "pined did not answer: " + describeRemote(e)); });
 }
 
 kj::Promise<ApiReply> Broker::reload() {
@@ -72,7 +70,7 @@ ApiReply Broker::tasks(const ApiQuery& query) {
   try {
     limit = std::clamp<long long>(queryInt(query, "limit", 100), 1, 1000);
   } catch (std::exception& e) {
-    return fail(400, e.what());
+    return apiError(400, e.what());
   }
   auto agentIt = query.find("agent");
   auto stateIt = query.find("state");
@@ -103,12 +101,12 @@ ApiReply Broker::listEvents(const ApiQuery& query) {
     q.sinceMs = queryInt(query, "since", 0);
     q.limit = (int)std::clamp<long long>(queryInt(query, "limit", 100), 1, 1000);
   } catch (std::exception& e) {
-    return fail(400, e.what());
+    return apiError(400, e.what());
   }
   if (auto it = query.find("source"); it != query.end()) q.source = it->second;
   if (auto it = query.find("trust"); it != query.end()) {
     if (it->second != "owner" && it->second != "untrusted" && !it->second.empty())
-      return fail(400, "trust is owner or untrusted");
+      return apiError(400, "trust is owner or untrusted");
     q.trust = it->second;
   }
   if (auto it = query.find("topic"); it != query.end()) {
@@ -134,17 +132,17 @@ kj::Promise<ApiReply> Broker::publishEvent(const nlohmann::json& body) {
   bool batch = body.is_object() && body.contains("events");
   const nlohmann::json items = batch ? body["events"] : nlohmann::json::array({body});
   if (!items.is_array() || items.empty() || items.size() > 1000)
-    return fail(400, "\"events\" must be a list of 1 to 1000 events like {\"topic\": \"...\", \"payload\": ...}");
+    return apiError(400, "\"events\" must be a list of 1 to 1000 events like {\"topic\": \"...\", \"payload\": ...}");
   std::vector<store::Event> drafts;
   for (size_t i = 0; i < items.size(); ++i) {
     const auto& item = items[i];
     std::string where = batch ? "events[" + std::to_string(i) + "]: " : "";
     if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string())
-      return fail(400, where + "the body must be {\"topic\": \"...\", \"payload\": ...}");
+      return apiError(400, where + "the body must be {\"topic\": \"...\", \"payload\": ...}");
     std::string topic = item["topic"].get<std::string>();
-    if (auto why = policy::validateTopic(topic)) return fail(400, where + "topic '" + topic + "': " + *why);
+    if (auto why = policy::validateTopic(topic)) return apiError(400, where + "topic '" + topic + "': " + *why);
     if (policy::isReservedTopic(topic))
-      return fail(403, where + "topic '" + topic + "' is pine's own (agent/, approval/, pine/, state/, timer/): use another");
+      return apiError(403, where + "topic '" + topic + "' is pine's own (agent/, approval/, pine/, state/, timer/): use another");
     store::Event e;
     e.topic = topic;
     e.source = "owner";
@@ -163,7 +161,7 @@ kj::Promise<ApiReply> Broker::publishEvent(const nlohmann::json& body) {
             for (auto& c : committed) list.push_back(eventJson(c));
             return ApiReply{200, {{"events", list}}};
           },
-          [](kj::Exception&& ex) { return fail(503, "not stored: " + describeRemote(ex)); });
+          [](kj::Exception&& ex) { return apiError(503, "not stored: " + describeRemote(ex)); });
 }
 
 ApiReply Broker::agents() {
@@ -192,11 +190,11 @@ ApiReply Broker::agents() {
 ApiReply Broker::sendMessage(const std::string& agent, const nlohmann::json& body) {
   if (!body.is_object() || !body.contains("text") || !body["text"].is_string() ||
       body["text"].get<std::string>().empty())
-    return fail(400, "\"text\" must be a non-empty string");
+    return apiError(400, "\"text\" must be a non-empty string");
   std::string session = "main";
   if (body.contains("session")) {
     if (!body["session"].is_string() || !isValidTaskId(body["session"].get<std::string>()))
-      return fail(400, "\"session\" must be [A-Za-z0-9_.-], 1 to 64 characters");
+      return apiError(400, "\"session\" must be [A-Za-z0-9_.-], 1 to 64 characters");
     session = body["session"].get<std::string>();
   }
   RunRequest r;
@@ -206,7 +204,7 @@ ApiReply Broker::sendMessage(const std::string& agent, const nlohmann::json& bod
   r.trust = config::Trust::Owner;  // the control API authenticated the owner
   r.origin = "owner";
   auto s = submit(r);
-  if (s.taskId.empty()) return fail(s.status, s.error);
+  if (s.taskId.empty()) return apiError(s.status, s.error);
   return {200, {{"task", s.taskId}, {"session", s.session}}};
 }
 
@@ -214,7 +212,7 @@ kj::Promise<ApiReply> Broker::taskResult(const std::string& taskId) {
   return whenEnded(taskId).then([this, taskId](const TaskRecord* t) -> ApiReply {
     if (t) return {200, t->toJson()};
     auto row = store_->task(taskId);
-    if (!row) return fail(404, "no task '" + taskId + "'");
+    if (!row) return apiError(404, "no task '" + taskId + "'");
     nlohmann::json j = {{"id", row->id}, {"agent", row->agent}, {"state", row->state}, {"session", row->session}};
     if (row->state == "done") j["answer"] = row->answer;
     if (!row->error.empty()) j["error"] = row->error;
@@ -223,10 +221,10 @@ kj::Promise<ApiReply> Broker::taskResult(const std::string& taskId) {
 }
 
 ApiReply Broker::resetAgent(const std::string& agent, const nlohmann::json& body) {
-  if (!config_->agents.count(agent)) return fail(404, "no agent '" + agent + "'");
+  if (!config_->agents.count(agent)) return apiError(404, "no agent '" + agent + "'");
   std::vector<std::string> sessions;
   if (body.is_object() && body.contains("session")) {
-    if (!body["session"].is_string()) return fail(400, "\"session\" must be a string");
+    if (!body["session"].is_string()) return apiError(400, "\"session\" must be a string");
     sessions.push_back(body["session"].get<std::string>());
   } else {
     for (auto& s : store_->sessions(agent)) sessions.push_back(s.session);
@@ -240,11 +238,11 @@ ApiReply Broker::resetAgent(const std::string& agent, const nlohmann::json& body
 
 ApiReply Broker::setMode(const std::string& agent, const nlohmann::json& body) {
   auto it = config_->agents.find(agent);
-  if (it == config_->agents.end()) return fail(404, "no agent '" + agent + "'");
+  if (it == config_->agents.end()) return apiError(404, "no agent '" + agent + "'");
   if (!body.is_object() || !body.contains("mode") || !body["mode"].is_string())
-    return fail(400, "the body must be {\"mode\": \"manual|auto|bypass\"}");
+    return apiError(400, "the body must be {\"mode\": \"manual|auto|bypass\"}");
   auto mode = parseMode(body["mode"].get<std::string>());
-  if (!mode) return fail(400, "mode must be manual, auto or bypass");
+  if (!mode) return apiError(400, "mode must be manual, auto or bypass");
   modeOverrides_[agent] = *mode;
   nlohmann::json reply = {{"agent", agent}, {"mode", config::enumName(*mode)}, {"until", "the daemon restarts"}};
   // Bypass in a conversation that has read outside content is paused unless the owner says "anyway" for it.
@@ -285,12 +283,12 @@ ApiReply Broker::approvals(const ApiQuery& query) {
 }
 
 ApiReply Broker::approve(const std::string& id, bool always) {
-  if (auto why = approvals_->decide(id, true, always, "owner")) return fail(409, *why);
+  if (auto why = approvals_->decide(id, true, always, "owner")) return apiError(409, *why);
   return {200, Approvals::toJson(*store_->approval(id))};
 }
 
 ApiReply Broker::deny(const std::string& id) {
-  if (auto why = approvals_->decide(id, false, false, "owner")) return fail(409, *why);
+  if (auto why = approvals_->decide(id, false, false, "owner")) return apiError(409, *why);
   return {200, Approvals::toJson(*store_->approval(id))};
 }
 
@@ -314,19 +312,19 @@ ApiReply Broker::schedules() {
 }
 
 ApiReply Broker::getState(const std::string& key) {
-  if (!isValidStateKey(key)) return fail(400, "state keys are 1 to 128 characters of [A-Za-z0-9_./-]");
+  if (!isValidStateKey(key)) return apiError(400, "state keys are 1 to 128 characters of [A-Za-z0-9_./-]");
   auto row = store_->state(key);
-  if (!row) return fail(404, "no state '" + key + "'");
+  if (!row) return apiError(404, "no state '" + key + "'");
   auto v = nlohmann::json::parse(row->value, nullptr, false);
   return {200, {{"key", key}, {"value", v.is_discarded() ? nlohmann::json(row->value) : v},
                 {"updatedAt", isoTime(row->updatedMs)}, {"updatedBy", row->updatedBy}}};
 }
 
 ApiReply Broker::putState(const std::string& key, const nlohmann::json& body) {
-  if (!isValidStateKey(key)) return fail(400, "state keys are 1 to 128 characters of [A-Za-z0-9_./-]");
-  if (!body.is_object() || !body.contains("value")) return fail(400, "the body must be {\"value\": <any JSON>}");
+  if (!isValidStateKey(key)) return apiError(400, "state keys are 1 to 128 characters of [A-Za-z0-9_./-]");
+  if (!body.is_object() || !body.contains("value")) return apiError(400, "the body must be {\"value\": <any JSON>}");
   std::string value = body["value"].dump();
-  if (value.size() > (64u << 10)) return fail(413, "a state value is at most 64 KiB of JSON");
+  if (value.size() > (64u << 10)) return apiError(413, "a state value is at most 64 KiB of JSON");
   background_.add(writeState(key, value, "owner", config::Trust::Owner).ignoreResult());
   return {200, {{"key", key}, {"value", body["value"]}}};
 }

@@ -134,10 +134,6 @@ kj::Promise<void> pump(Call& c) {
   });
 }
 
-}  // namespace
-
-namespace {
-
 // Forks the child that performs `req` under `policy`; the body streams to `sink`.
 kj::Promise<kj::Own<Call>> startEgress(Supervisor& sup, kj::AsyncIoContext& io, const egress::EgressRequest& req,
                                        const egress::EgressPolicy& policy, proto::ByteSink::Client sink,

@@ -136,16 +136,15 @@ Verdict decide(const config::Home& home, const config::AgentConfig& agent, const
                           ? call.args["url"].get<std::string>()
                           : std::string{};
     if (url.empty()) return refuse("download needs a 'url' argument (a string)");
-    bool viaMcp = false;
-    if (auto o = urlOrigin(url))
-      for (const auto& [name, s] : agent.mcpServers)
-        if (!s.url.empty() && urlOrigin(s.url) == o) viaMcp = true;
     auto origin = urlOrigin(url);
     if (!origin) return refuse("download of " + quoteText(url) + " is refused: give a plain http(s)://host/path address");
+    bool viaMcp = false;
+    for (const auto& [name, s] : agent.mcpServers)
+      if (!s.url.empty() && urlOrigin(s.url) == origin) viaMcp = true;
     if (!viaMcp && origin->rfind("https://", 0) != 0 && !webAllowsPrivate(agent))
       return refuse("download of " + quoteText(url) + " is refused: only https addresses are fetched");
     if (!viaMcp && agent.hasWebTools() && facts.shellNetwork == config::Network::None)
-      if (auto why = webHostRefusal(agent, *origin)) return refuse("download of " + quoteText(url) + " is refused: " + *why);
+      if (auto host = webHostRefusal(agent, *origin)) return refuse("download of " + quoteText(url) + " is refused: " + *host);
     if (!viaMcp && !agent.hasWebTools()) {
       if (facts.shellNetwork == config::Network::None)
         return refuse("download of " + quoteText(url) + " is refused: agent '" + agent.id +

@@ -234,3 +234,41 @@ TEST_CASE("egress: pined fills in the secret, the server gets it, what comes bac
   CHECK(err.find("NOT_THERE") != std::string::npos);
   std::filesystem::remove_all(tmpl);
 }
+
+TEST_CASE("download: pined re-checks what the broker allowed: agent, placeholders, address, size") {
+  egress::test::TestServer server(nullptr);  // plain HTTP on loopback
+  std::string base = "http://127.0.0.1:" + std::to_string(server.port());
+  Fixture f;
+  write(f.home + "/pine.yaml", "defaults:\n  model: demo\nlimits:\n  maxDownloadMb: 1\n");
+  write(f.home + "/agents/main/agent.yaml", "description: main\nmcpServers:\n  files: {url: \"" + base + "/mcp\"}\n");
+  REQUIRE(f.sup->reloadConfig("test").empty());
+  auto fetch = [&](const std::string& agent, const std::string& url, std::string& body) {
+    auto req = f.client.downloadRequest();
+    req.setAgent(agent);
+    req.setUrl(url);
+    req.setSink(kj::heap<test::ByteCollector>(body));
+    return req.send().wait(f.io.waitScope);
+  };
+  // The twin: the agent's own MCP server's origin, loopback and plain http included.
+  std::string body;
+  auto ok = fetch("main", base + "/big?n=100", body);
+  CHECK(std::string(ok.getError().cStr()) == "");
+  CHECK(ok.getStatus() == 200);
+  CHECK(body.size() == 100);
+  // The same address for an agent without that server: plain http is refused, and so is loopback.
+  std::string other;
+  CHECK(std::string(fetch("other", base + "/big?n=100", other).getError().cStr()).find("plain http") !=
+        std::string::npos);
+  std::string https = "https://127.0.0.1:" + std::to_string(server.port()) + "/big?n=100";
+  CHECK(std::string(fetch("other", https, other).getError().cStr()).find("loopback") != std::string::npos);
+  CHECK(other.empty());
+  // Over limits.maxDownloadMb.
+  std::string big;
+  CHECK(std::string(fetch("main", base + "/big?n=2000000", big).getError().cStr()).find("larger than") !=
+        std::string::npos);
+  // No secret is ever filled into a download, and an agent pined does not know gets nothing.
+  std::string ignored;
+  CHECK_THROWS_WITH(fetch("main", base + "/echo?k=${secret:API_KEY}", ignored), doctest::Contains("placeholders"));
+  CHECK_THROWS_WITH(fetch("nobody", base + "/big?n=1", ignored), doctest::Contains("no such agent"));
+  for (auto& q : server.requests()) CHECK(q.find("sk-live-known-value") == std::string::npos);
+}
