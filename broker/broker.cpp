@@ -10,6 +10,7 @@
 #include "broker/schedule/next_run.h"
 #include "broker/skills.h"
 #include "common/fd.h"
+#include "common/link_stream.h"
 #include "common/log.h"
 #include "common/names.h"
 #include "config/load.h"
@@ -502,9 +503,9 @@ kj::Promise<void> Broker::superviseTask(const std::string& id, proto::Supervisor
     info.shellTimeoutSec = (unsigned)cfg->pine.limits.shellTimeoutSec;
 
     auto paf = kj::newPromiseAndFulfiller<WorkerOutcome>();
-    live.link = kj::heap<RpcLink>(wrapSocket(*io_.lowLevelProvider, mine), capnp::rpc::twoparty::Side::SERVER,
-                                  kj::heap<WorkerBroker>(info, kj::mv(paf.fulfiller), live.run.get()),
-                                  LinkLimits{0, 16 << 20});
+    live.link = kj::heap<RpcLink>(wrapLinkSocket(io_.unixEventPort, mine),
+                                  capnp::rpc::twoparty::Side::SERVER,
+                                  kj::heap<WorkerBroker>(info, kj::mv(paf.fulfiller), live.run.get()), 16 << 20);
     tasks_.start(*t, pid, sandbox, nowMs());
     persist(*t);
     audit("task.start", {{"task", id}, {"agent", t->agent}, {"session", t->session}, {"trust", t->trust},

@@ -4,9 +4,9 @@
 
 namespace pine {
 
-static capnp::ReaderOptions readerOptions(const LinkLimits& limits) {
+static capnp::ReaderOptions readerOptions(uint64_t traversalLimitWords) {
   capnp::ReaderOptions options;
-  options.traversalLimitInWords = limits.traversalLimitWords;
+  options.traversalLimitInWords = traversalLimitWords;
   options.nestingLimit = 32;
   return options;
 }
@@ -14,7 +14,14 @@ static capnp::ReaderOptions readerOptions(const LinkLimits& limits) {
 RpcLink::RpcLink(kj::Own<kj::AsyncCapabilityStream> stream, capnp::rpc::twoparty::Side side,
                  capnp::Capability::Client bootstrap, LinkLimits limits)
     : stream_(kj::mv(stream)),
-      network_(*stream_, limits.maxFdsPerMessage, side, readerOptions(limits)),
+      network_(kj::downcast<kj::AsyncCapabilityStream>(*stream_), limits.maxFdsPerMessage, side,
+               readerOptions(limits.traversalLimitWords)),
+      rpc_(capnp::makeRpcServer(network_, kj::mv(bootstrap))) {}
+
+RpcLink::RpcLink(kj::Own<kj::AsyncIoStream> stream, capnp::rpc::twoparty::Side side,
+                 capnp::Capability::Client bootstrap, uint64_t traversalLimitWords)
+    : stream_(kj::mv(stream)),
+      network_(*stream_, side, readerOptions(traversalLimitWords)),
       rpc_(capnp::makeRpcServer(network_, kj::mv(bootstrap))) {}
 
 capnp::Capability::Client RpcLink::peer() {

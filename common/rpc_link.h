@@ -19,6 +19,9 @@ class RpcLink {
   // `side` is SERVER for the more privileged end (pined towards the broker, the broker towards a worker).
   RpcLink(kj::Own<kj::AsyncCapabilityStream> stream, capnp::rpc::twoparty::Side side,
           capnp::Capability::Client bootstrap, LinkLimits limits);
+  // A link that carries no file descriptors (the worker's; see link_stream.h).
+  RpcLink(kj::Own<kj::AsyncIoStream> stream, capnp::rpc::twoparty::Side side, capnp::Capability::Client bootstrap,
+          uint64_t traversalLimitWords);
   KJ_DISALLOW_COPY(RpcLink);
 
   // The capability the other side serves as its bootstrap.
@@ -26,7 +29,7 @@ class RpcLink {
   kj::Promise<void> onDisconnect() { return network_.onDisconnect(); }
 
  private:
-  kj::Own<kj::AsyncCapabilityStream> stream_;
+  kj::Own<kj::AsyncIoStream> stream_;
   capnp::TwoPartyVatNetwork network_;
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc_;
 };

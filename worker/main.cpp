@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "common/fd.h"
+#include "common/link_stream.h"
 #include "common/rpc_link.h"
 #include "proto/broker.capnp.h"
 #include "worker/agent_loop.h"
@@ -25,8 +26,8 @@ int main(int argc, char** argv) {
   (void)argv;  // --task and --agent are for `ps`; the task itself comes from the broker.
 
   auto io = kj::setupAsyncIo();
-  pine::RpcLink link(pine::wrapSocket(*io.lowLevelProvider, 3), capnp::rpc::twoparty::Side::CLIENT, nullptr,
-                     pine::LinkLimits{0, 1 << 20});
+  pine::RpcLink link(pine::wrapLinkSocket(io.unixEventPort, 3),
+                     capnp::rpc::twoparty::Side::CLIENT, nullptr, 1 << 20);
   auto broker = link.peer().castAs<pine::proto::Broker>();
   int code = 1;
   try {

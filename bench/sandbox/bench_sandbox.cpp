@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "broker/worker_link.h"
+#include "common/link_stream.h"
 #include "common/rpc_link.h"
 #include "sandbox/agent_sandbox.h"
 #include "sandbox/linux/landlock.h"
@@ -179,8 +180,8 @@ Sample runOnce(Ctx& c, Kind kind) {
   pine::WorkerOutcome outcome;
   Clock::time_point tDone;
   {
-    pine::RpcLink link(pine::wrapSocket(*c.io->lowLevelProvider, sv[0]), capnp::rpc::twoparty::Side::SERVER,
-                       kj::heap<TimedBroker>(kj::mv(inner), &first), pine::LinkLimits{0, 512 * 1024});
+    pine::RpcLink link(pine::wrapLinkSocket(c.io->unixEventPort, sv[0]),
+                       capnp::rpc::twoparty::Side::SERVER, kj::heap<TimedBroker>(kj::mv(inner), &first), 512 * 1024);
     auto& timer = c.io->provider->getTimer();
     try {
       outcome = timer.timeoutAfter(10 * kj::SECONDS, kj::mv(paf.promise)).wait(c.io->waitScope);

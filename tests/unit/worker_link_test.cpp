@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include "broker/worker_link.h"
+#include "common/link_stream.h"
 #include "common/rpc_link.h"
 
 using namespace pine;
@@ -21,12 +22,15 @@ struct Fixture {
     REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
     auto paf = kj::newPromiseAndFulfiller<WorkerOutcome>();
     outcome = kj::mv(paf.promise);
-    brokerSide = kj::heap<RpcLink>(wrapSocket(*io.lowLevelProvider, sv[0]), capnp::rpc::twoparty::Side::SERVER,
+    // As broker.cpp and worker/main.cpp make them.
+    brokerSide = kj::heap<RpcLink>(wrapLinkSocket(io.unixEventPort, sv[0]),
+                                   capnp::rpc::twoparty::Side::SERVER,
                                    kj::heap<WorkerBroker>(TaskForWorker{"t1", "main", "do it", "none"},
                                                           kj::mv(paf.fulfiller)),
-                                   LinkLimits{0, 512 * 1024});
-    workerSide = kj::heap<RpcLink>(wrapSocket(*io.lowLevelProvider, sv[1]), capnp::rpc::twoparty::Side::CLIENT,
-                                   nullptr, LinkLimits{0, 1 << 24});  // a hostile worker sends what it likes
+                                   512 * 1024);
+    workerSide = kj::heap<RpcLink>(wrapLinkSocket(io.unixEventPort, sv[1]),
+                                   capnp::rpc::twoparty::Side::CLIENT, nullptr,
+                                   1 << 24);  // a hostile worker sends what it likes
     broker = workerSide->peer().castAs<proto::Broker>();
   }
 };

@@ -1,0 +1,250 @@
+#include "common/link_stream.h"
+
+#include <fcntl.h>
+#include <kj/debug.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace pine {
+
+namespace {
+int prepare(int fd) {
+  int flags;
+  KJ_SYSCALL(flags = fcntl(fd, F_GETFL));
+  if (!(flags & O_NONBLOCK)) {
+    KJ_SYSCALL(fcntl(fd, F_SETFL, flags | O_NONBLOCK));
+  }
+  KJ_SYSCALL(fcntl(fd, F_SETFD, FD_CLOEXEC));
+  return fd;
+}
+
+kj::Exception socketError(const char* call, int error) {
+  auto type = error == EPIPE || error == ECONNRESET ? kj::Exception::Type::DISCONNECTED : kj::Exception::Type::FAILED;
+  return kj::Exception(type, __FILE__, __LINE__, kj::str(call, ": ", strerror(error)));
+}
+}  // namespace
+
+LinkStream::LinkStream(kj::UnixEventPort& port, int fd)
+    : port_(port),
+      fd_(prepare(fd)),
+      readable_(port, fd, kj::UnixEventPort::FdObserver::OBSERVE_READ),
+      buffer_(new kj::byte[kReadBuffer]),
+      tasks_(*this) {}
+
+LinkStream::~LinkStream() noexcept(false) {
+  if (pending() > 0 && failed_ == nullptr) sendPending();  // best effort: a last message still goes out
+  writable_ = nullptr;  // unregister before its descriptor closes
+}
+
+// ---- reading -------------------------------------------------------------------------------
+
+size_t LinkStream::take(kj::byte* out, size_t max) {
+  size_t n = std::min(max, end_ - start_);
+  if (n > 0) memcpy(out, buffer_.get() + start_, n);
+  start_ += n;
+  return n;
+}
+
+kj::Promise<size_t> LinkStream::tryRead(void* buffer, size_t minBytes, size_t maxBytes) {
+  return readMore(static_cast<kj::byte*>(buffer), minBytes, maxBytes, 0);
+}
+
+kj::Promise<size_t> LinkStream::readMore(kj::byte* out, size_t minBytes, size_t maxBytes, size_t got) {
+  for (;;) {
+    got += take(out + got, maxBytes - got);
+    if (got >= minBytes || eof_) return got;
+    // The buffer is empty and more is needed. Wait without a read first when the socket is
+    // known to be empty; else read now, and wait only on EAGAIN (epoll is edge-triggered).
+    kj::Maybe<kj::Promise<void>> wait;
+    KJ_IF_MAYBE(primed, primed_) {
+      wait = kj::mv(*primed);
+      primed_ = nullptr;
+    } else {
+      size_t want = maxBytes - got;
+      bool direct = want >= kReadBuffer;  // a large read skips the copy
+      ssize_t n = direct ? receive(out + got, want) : receive(buffer_.get(), kReadBuffer);
+      if (n > 0) {
+        if (direct) {
+          got += size_t(n);
+        } else {
+          start_ = 0;
+          end_ = size_t(n);
+        }
+        continue;
+      }
+      if (n == 0) {
+        eof_ = true;
+        continue;
+      }
+      int error = errno;
+      if (error == EINTR) continue;
+      if (error != EAGAIN && error != EWOULDBLOCK) KJ_FAIL_SYSCALL("recvmsg", error);
+      wait = readable_.whenBecomesReadable();
+    }
+    return KJ_ASSERT_NONNULL(wait).then(
+        [this, out, minBytes, maxBytes, got]() { return readMore(out, minBytes, maxBytes, got); });
+  }
+}
+
+// recvmsg() rather than read() so that we learn whether it stopped early at a message carrying
+// file descriptors (the kernel drops them: this link takes none). A read that returns less
+// than asked without stopping there has emptied the socket, and we arm the wait for the next
+// edge at once; that is sound only while epoll has told us that the peer had not hung up
+// (else a close seen earlier would never fire again), so otherwise we read on.
+ssize_t LinkStream::receive(void* into, size_t size) {
+  struct iovec iov = {into, size};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (n > 0 && size_t(n) < size && !(msg.msg_flags & MSG_CTRUNC)) {
+    KJ_IF_MAYBE(atEnd, readable_.atEndHint()) {
+      if (!*atEnd) primed_ = readable_.whenBecomesReadable();
+    }
+  }
+  return n;
+}
+
+kj::Promise<void> LinkStream::whenWriteDisconnected() {
+  KJ_IF_MAYBE(fork, disconnected_) { return fork->addBranch(); }
+  auto fork = readable_.whenWriteDisconnected().fork();
+  auto branch = fork.addBranch();
+  disconnected_ = kj::mv(fork);
+  return branch;
+}
+
+void LinkStream::abortRead() { ::shutdown(fd_, SHUT_RD); }  // best effort, like closing early
+
+// ---- writing -------------------------------------------------------------------------------
+
+kj::Promise<void> LinkStream::write(const void* buffer, size_t size) {
+  kj::ArrayPtr<const kj::byte> piece(static_cast<const kj::byte*>(buffer), size);
+  return write(kj::arrayPtr(&piece, 1));  // the bytes are copied before this returns
+}
+
+kj::Promise<void> LinkStream::write(kj::ArrayPtr<const kj::ArrayPtr<const kj::byte>> pieces) {
+  KJ_IF_MAYBE(e, failed_) { return kj::cp(*e); }
+  if (outHead_ == out_.size()) out_.clear(), outHead_ = 0;
+  for (auto& piece : pieces) out_.insert(out_.end(), piece.begin(), piece.end());
+  if (pending() <= kGatherLimit) {
+    if (!pumping_) scheduleFlush();
+    return kj::READY_NOW;
+  }
+  if (!pumping_) {
+    if (sendPending()) {
+      KJ_IF_MAYBE(e, failed_) { return kj::cp(*e); }
+      return kj::READY_NOW;
+    }
+    waitForRoom();
+  }
+  auto paf = kj::newPromiseAndFulfiller<void>();
+  drainWaiters_.push_back(kj::mv(paf.fulfiller));
+  return kj::mv(paf.promise);
+}
+
+// Everything written during one turn of the loop goes out together, once the loop is idle.
+void LinkStream::scheduleFlush() {
+  if (flushScheduled_) return;
+  flushScheduled_ = true;
+  tasks_.add(kj::evalLast([this]() {
+    flushScheduled_ = false;
+    if (!pumping_ && pending() > 0 && !sendPending()) waitForRoom();
+  }));
+}
+
+// Sends without blocking. True once nothing is left to send (or sending failed: see failed_).
+bool LinkStream::sendPending() {
+  while (pending() > 0 && failed_ == nullptr) {
+    struct iovec iov = {out_.data() + outHead_, pending()};
+    struct msghdr msg = {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n >= 0) {
+      outHead_ += size_t(n);
+      continue;
+    }
+    int error = errno;
+    if (error == EINTR) continue;
+    if (error == EAGAIN || error == EWOULDBLOCK) return false;
+    fail(socketError("sendmsg", error));
+  }
+  if (failed_ == nullptr) {
+    out_.clear();
+    outHead_ = 0;
+    if (out_.capacity() > 4 * kGatherLimit) out_.shrink_to_fit();  // a large message's copy goes
+  }
+  return true;
+}
+
+// Sends what it can; once everything is out, releases whoever waits for that.
+void LinkStream::pump() {
+  if (!sendPending()) return waitForRoom();
+  pumping_ = false;
+  writable_ = nullptr;  // stop watching for room: the peer's reads would wake us again
+  writeFd_ = nullptr;
+  auto waiters = kj::mv(drainWaiters_);
+  drainWaiters_.clear();
+  for (auto& w : waiters) {
+    KJ_IF_MAYBE(e, failed_) { w->reject(kj::cp(*e)); }
+    else { w->fulfill(); }
+  }
+}
+
+// The socket is full (sendmsg() said EAGAIN): pump() again once it has room.
+void LinkStream::waitForRoom() {
+  pumping_ = true;
+  if (writable_ == nullptr) {
+    int copy;
+    KJ_SYSCALL(copy = fcntl(fd_, F_DUPFD_CLOEXEC, 0));
+    writeFd_ = kj::AutoCloseFd(copy);
+    // Registered after the EAGAIN: if room appeared meanwhile, epoll reports it at once.
+    writable_ = kj::heap<kj::UnixEventPort::FdObserver>(port_, copy, kj::UnixEventPort::FdObserver::OBSERVE_WRITE);
+  }
+  auto& observer = *KJ_ASSERT_NONNULL(writable_);
+  tasks_.add(observer.whenBecomesWritable().then([this]() { pump(); }));
+}
+
+void LinkStream::fail(kj::Exception&& e) {
+  if (failed_ == nullptr) failed_ = kj::mv(e);
+  out_.clear();
+  outHead_ = 0;
+  if (pumping_) pump();  // releases the waiters with the error
+}
+
+void LinkStream::shutdownWrite() {
+  if (!pumping_) sendPending();
+  KJ_SYSCALL(::shutdown(fd_, SHUT_WR));
+}
+
+// ---- socket options --------------------------------------------------------------------------
+
+void LinkStream::getsockopt(int level, int option, void* value, kj::uint* length) {
+  socklen_t len = *length;
+  KJ_SYSCALL(::getsockopt(fd_, level, option, value, &len));
+  *length = len;
+}
+
+void LinkStream::setsockopt(int level, int option, const void* value, kj::uint length) {
+  KJ_SYSCALL(::setsockopt(fd_, level, option, value, length));
+}
+
+void LinkStream::getsockname(struct sockaddr* addr, kj::uint* length) {
+  socklen_t len = *length;
+  KJ_SYSCALL(::getsockname(fd_, addr, &len));
+  *length = len;
+}
+
+void LinkStream::getpeername(struct sockaddr* addr, kj::uint* length) {
+  socklen_t len = *length;
+  KJ_SYSCALL(::getpeername(fd_, addr, &len));
+  *length = len;
+}
+
+kj::Own<kj::AsyncIoStream> wrapLinkSocket(kj::UnixEventPort& port, int fd) { return kj::heap<LinkStream>(port, fd); }
+
+}  // namespace pine
