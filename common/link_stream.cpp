@@ -1,6 +1,7 @@
 #include "common/link_stream.h"
 
 #include <fcntl.h>
+#include <capnp/serialize.h>
 #include <kj/debug.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -245,6 +246,129 @@ void LinkStream::getpeername(struct sockaddr* addr, kj::uint* length) {
   *length = len;
 }
 
-kj::Own<kj::AsyncIoStream> wrapLinkSocket(kj::UnixEventPort& port, int fd) { return kj::heap<LinkStream>(port, fd); }
+// ---- whole messages --------------------------------------------------------------------------
+//
+// The framing is Cap'n Proto's standard one: a table of little-endian 32-bit words (segment
+// count minus one, then each segment's size in words, padded to 8 bytes), then the segments.
+
+namespace {
+uint32_t get32(const kj::byte* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
+
+void put32(kj::byte* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = kj::byte(v >> (8 * i));
+}
+
+size_t tableBytes(uint64_t segments) { return (4 + 4 * segments + 7) & ~size_t(7); }
+
+// The segment count from a message's first word, refused where capnp's reader refuses it.
+uint64_t segmentCount(const kj::byte* first) {
+  uint64_t count = uint64_t(get32(first)) + 1;
+  KJ_REQUIRE(count < 512, "Message has too many segments.");
+  return count;
+}
+
+// The size of the whole message whose table is at `p` (complete), refused like capnp's own
+// reader refuses it before allocating: nothing beyond the traversal limit.
+size_t messageBytes(const kj::byte* p, const capnp::ReaderOptions& options) {
+  uint64_t count = segmentCount(p), words = 0;
+  for (uint64_t i = 0; i < count; ++i) words += get32(p + 4 + 4 * i);
+  KJ_REQUIRE(words <= options.traversalLimitInWords,
+             "Message is too large.  To increase the limit on the receiving end, see capnp::ReaderOptions.");
+  return tableBytes(count) + words * sizeof(capnp::word);
+}
+
+kj::Maybe<kj::Own<capnp::MessageReader>> readerOver(kj::Array<capnp::word> words, const capnp::ReaderOptions& options) {
+  kj::Own<capnp::MessageReader> reader = kj::heap<capnp::FlatArrayMessageReader>(words, options).attach(kj::mv(words));
+  return kj::mv(reader);
+}
+}  // namespace
+
+kj::Promise<kj::Maybe<kj::Own<capnp::MessageReader>>> LinkStream::readMessage(const capnp::ReaderOptions& options) {
+  const kj::byte* p = buffer_.get() + start_;
+  size_t have = end_ - start_;
+  if (have >= 8 && have >= tableBytes(segmentCount(p))) {
+    size_t size = messageBytes(p, options);
+    if (have >= size) {
+      auto words = kj::heapArray<capnp::word>(size / sizeof(capnp::word));
+      memcpy(words.begin(), p, size);
+      start_ += size;
+      return readerOver(kj::mv(words), options);
+    }
+  }
+  return readMessageSlowly(options);
+}
+
+// The message is not all buffered: read its table, then its segments straight into place.
+kj::Promise<kj::Maybe<kj::Own<capnp::MessageReader>>> LinkStream::readMessageSlowly(capnp::ReaderOptions options) {
+  auto first = kj::heapArray<kj::byte>(8);
+  auto into = first.begin();
+  return readMore(into, 8, 8, 0).then([this, options, first = kj::mv(first)](
+                                          size_t n) mutable -> kj::Promise<kj::Maybe<kj::Own<capnp::MessageReader>>> {
+    if (n == 0) return kj::Maybe<kj::Own<capnp::MessageReader>>(nullptr);
+    KJ_REQUIRE(n == 8, "the link ended in the middle of a message");
+    auto table = kj::heapArray<kj::byte>(tableBytes(segmentCount(first.begin())));
+    memcpy(table.begin(), first.begin(), 8);
+    size_t rest = table.size() - 8;
+    auto into = table.begin() + 8;
+    return readMore(into, rest, rest, 0).then([this, options, rest, table = kj::mv(table)](size_t got) mutable {
+      KJ_REQUIRE(got == rest, "the link ended in the middle of a message");
+      size_t size = messageBytes(table.begin(), options);
+      auto words = kj::heapArray<capnp::word>(size / sizeof(capnp::word));
+      memcpy(words.begin(), table.begin(), table.size());
+      size_t body = size - table.size();
+      auto into = reinterpret_cast<kj::byte*>(words.begin()) + table.size();
+      return readMore(into, body, body, 0).then([options, body, words = kj::mv(words)](size_t got) mutable {
+        KJ_REQUIRE(got == body, "the link ended in the middle of a message");
+        return readerOver(kj::mv(words), options);
+      });
+    });
+  });
+}
+
+kj::Promise<kj::Maybe<capnp::MessageReaderAndFds>> LinkMessageStream::tryReadMessage(
+    kj::ArrayPtr<kj::AutoCloseFd>, capnp::ReaderOptions options, kj::ArrayPtr<capnp::word>) {
+  return stream_->readMessage(options).then(
+      [](kj::Maybe<kj::Own<capnp::MessageReader>> reader) -> kj::Maybe<capnp::MessageReaderAndFds> {
+        KJ_IF_MAYBE(r, reader) { return capnp::MessageReaderAndFds{kj::mv(*r), nullptr}; }
+        return nullptr;
+      });
+}
+
+kj::Promise<void> LinkMessageStream::writeMessage(kj::ArrayPtr<const int> fds,
+                                                  kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments) {
+  KJ_REQUIRE(fds.size() == 0, "this link carries no file descriptors");
+  KJ_REQUIRE(segments.size() > 0 && segments.size() < 512, "a message has 1 to 511 segments");
+  kj::byte table[tableBytes(511)] = {};
+  put32(table, uint32_t(segments.size() - 1));
+  for (size_t i = 0; i < segments.size(); ++i) put32(table + 4 + 4 * i, uint32_t(segments[i].size()));
+  kj::ArrayPtr<const kj::byte> pieces[512];
+  pieces[0] = kj::arrayPtr(table, tableBytes(segments.size()));
+  for (size_t i = 0; i < segments.size(); ++i) pieces[i + 1] = segments[i].asBytes();
+  return stream_->write(kj::arrayPtr(pieces, segments.size() + 1));  // copies before it returns
+}
+
+kj::Promise<void> LinkMessageStream::writeMessages(
+    kj::ArrayPtr<kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>>> messages) {
+  if (messages.size() == 0) return kj::READY_NOW;
+  return writeMessage(nullptr, messages[0]).then([this, messages]() mutable {
+    return writeMessages(messages.slice(1, messages.size()));
+  });
+}
+
+kj::Maybe<int> LinkMessageStream::getSendBufferSize() {
+  int size = 0;
+  kj::uint length = sizeof size;
+  stream_->getsockopt(SOL_SOCKET, SO_SNDBUF, &size, &length);
+  return size;
+}
+
+kj::Promise<void> LinkMessageStream::end() {
+  stream_->shutdownWrite();
+  return kj::READY_NOW;
+}
+
+kj::Own<capnp::MessageStream> wrapLinkSocket(kj::UnixEventPort& port, int fd) {
+  return kj::heap<LinkMessageStream>(kj::heap<LinkStream>(port, fd));
+}
 
 }  // namespace pine

@@ -1,4 +1,5 @@
-// The byte stream under a link that passes no file descriptors (worker to broker).
+// The stream under a link that passes no file descriptors (worker to broker): LinkStream,
+// the bytes, and LinkMessageStream, Cap'n Proto's messages over them.
 //
 // kj's own socket stream spends more system calls and wake-ups on a Cap'n Proto call than it
 // needs, and on a VM where each system call is dear that is most of a call's cost:
@@ -11,8 +12,12 @@
 //    of one turn of the event loop (a call and the previous call's Finish) into one sendmsg();
 //  - after each message it tries one more read() that fails with EAGAIN before it waits: a
 //    read that returned less than asked has already shown the socket empty, so LinkStream
-//    waits for the next edge at once.
+//    waits for the next edge at once;
+//  - capnp's message stream over it makes three reads and their promises per message (first
+//    word, segment table, segments): a message already in LinkStream's buffer is handed over
+//    whole, checked as capnp's reader checks it (segment count, traversal limit).
 #pragma once
+#include <capnp/serialize-async.h>
 #include <kj/async-io.h>
 #include <kj/async-unix.h>
 #include <kj/io.h>
@@ -41,6 +46,11 @@ class LinkStream final : public kj::AsyncIoStream, private kj::TaskSet::ErrorHan
   void getpeername(struct sockaddr* addr, kj::uint* length) override;
   kj::Maybe<int> getFd() const override { return fd_.get(); }
 
+  // One whole Cap'n Proto message (null at a clean end of stream). One that is already in the
+  // buffer becomes a reader at once, without the three reads (first word, segment table,
+  // segments) and their promises that capnp's own AsyncIoMessageStream spends on each.
+  kj::Promise<kj::Maybe<kj::Own<capnp::MessageReader>>> readMessage(const capnp::ReaderOptions& options);
+
   static constexpr size_t kReadBuffer = 16 * 1024;
   // Messages are copied and sent together while this much at most is waiting to go out; above
   // it, write() resolves only once the socket has taken everything (back-pressure).
@@ -50,6 +60,7 @@ class LinkStream final : public kj::AsyncIoStream, private kj::TaskSet::ErrorHan
   kj::Promise<size_t> readMore(kj::byte* out, size_t minBytes, size_t maxBytes, size_t got);
   ssize_t receive(void* into, size_t size);
   size_t take(kj::byte* out, size_t max);
+  kj::Promise<kj::Maybe<kj::Own<capnp::MessageReader>>> readMessageSlowly(capnp::ReaderOptions options);
 
   size_t pending() const { return out_.size() - outHead_; }
   void scheduleFlush();
@@ -87,7 +98,25 @@ class LinkStream final : public kj::AsyncIoStream, private kj::TaskSet::ErrorHan
   kj::TaskSet tasks_;  // last, so that it goes first
 };
 
-// The stream above over `fd`, for RpcLink's constructor that takes a plain stream.
-kj::Own<kj::AsyncIoStream> wrapLinkSocket(kj::UnixEventPort& port, int fd);
+// Cap'n Proto's message stream over a LinkStream, for TwoPartyVatNetwork.
+class LinkMessageStream final : public capnp::MessageStream {
+ public:
+  explicit LinkMessageStream(kj::Own<LinkStream> stream) : stream_(kj::mv(stream)) {}
+
+  kj::Promise<kj::Maybe<capnp::MessageReaderAndFds>> tryReadMessage(kj::ArrayPtr<kj::AutoCloseFd> fdSpace,
+                                                                     capnp::ReaderOptions options,
+                                                                     kj::ArrayPtr<capnp::word> scratch) override;
+  kj::Promise<void> writeMessage(kj::ArrayPtr<const int> fds,
+                                 kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments) override;
+  kj::Promise<void> writeMessages(kj::ArrayPtr<kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>>> messages) override;
+  kj::Maybe<int> getSendBufferSize() override;
+  kj::Promise<void> end() override;
+
+ private:
+  kj::Own<LinkStream> stream_;
+};
+
+// A LinkMessageStream over `fd`, for RpcLink's constructor for links without fds.
+kj::Own<capnp::MessageStream> wrapLinkSocket(kj::UnixEventPort& port, int fd);
 
 }  // namespace pine

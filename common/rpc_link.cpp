@@ -18,10 +18,10 @@ RpcLink::RpcLink(kj::Own<kj::AsyncCapabilityStream> stream, capnp::rpc::twoparty
                readerOptions(limits.traversalLimitWords)),
       rpc_(capnp::makeRpcServer(network_, kj::mv(bootstrap))) {}
 
-RpcLink::RpcLink(kj::Own<kj::AsyncIoStream> stream, capnp::rpc::twoparty::Side side,
+RpcLink::RpcLink(kj::Own<capnp::MessageStream> messages, capnp::rpc::twoparty::Side side,
                  capnp::Capability::Client bootstrap, uint64_t traversalLimitWords)
-    : stream_(kj::mv(stream)),
-      network_(*stream_, side, readerOptions(traversalLimitWords)),
+    : messages_(kj::mv(messages)),
+      network_(*messages_, side, readerOptions(traversalLimitWords)),
       rpc_(capnp::makeRpcServer(network_, kj::mv(bootstrap))) {}
 
 capnp::Capability::Client RpcLink::peer() {

@@ -20,7 +20,7 @@ class RpcLink {
   RpcLink(kj::Own<kj::AsyncCapabilityStream> stream, capnp::rpc::twoparty::Side side,
           capnp::Capability::Client bootstrap, LinkLimits limits);
   // A link that carries no file descriptors (the worker's; see link_stream.h).
-  RpcLink(kj::Own<kj::AsyncIoStream> stream, capnp::rpc::twoparty::Side side, capnp::Capability::Client bootstrap,
+  RpcLink(kj::Own<capnp::MessageStream> messages, capnp::rpc::twoparty::Side side, capnp::Capability::Client bootstrap,
           uint64_t traversalLimitWords);
   KJ_DISALLOW_COPY(RpcLink);
 
@@ -29,7 +29,8 @@ class RpcLink {
   kj::Promise<void> onDisconnect() { return network_.onDisconnect(); }
 
  private:
-  kj::Own<kj::AsyncIoStream> stream_;
+  kj::Own<kj::AsyncIoStream> stream_;         // one of these two
+  kj::Own<capnp::MessageStream> messages_;
   capnp::TwoPartyVatNetwork network_;
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc_;
 };

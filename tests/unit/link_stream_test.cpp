@@ -3,6 +3,8 @@
 // fds or hanging up cannot stall or kill us.
 #include "common/link_stream.h"
 
+#include <capnp/serialize.h>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <doctest/doctest.h>
@@ -160,4 +162,100 @@ TEST_CASE("a peer that hangs up ends reads and fails writes, without SIGPIPE") {
     CHECK(std::string(failure(big.data(), big.size()).cStr()).find("disconnected sendmsg") == 0);
   }
   signal(SIGPIPE, previous);
+}
+
+namespace {
+// A message with `segments` segments of `words` words each, as bytes in the standard framing.
+std::string framed(uint32_t segments, uint32_t words, char fill) {
+  std::string table(((4 + 4 * segments + 7) / 8) * 8, '\0');
+  auto put = [&](size_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) table[at + i] = char(v >> (8 * i));
+  };
+  put(0, segments - 1);
+  for (uint32_t i = 0; i < segments; ++i) put(4 + 4 * i, words);
+  return table + std::string(size_t(segments) * words * 8, fill);
+}
+
+capnp::ReaderOptions limits(uint64_t words) {
+  capnp::ReaderOptions o;
+  o.traversalLimitInWords = words;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("whole messages: buffered ones at once, split ones piece by piece, bad ones refused") {
+  auto io = kj::setupAsyncIo();
+  auto& timer = io.provider->getTimer();
+  auto read = [&](LinkStream& s, uint64_t limit) {
+    return timer.timeoutAfter(10 * kj::SECONDS, s.readMessage(limits(limit))).wait(io.waitScope);
+  };
+  auto firstWord = [](kj::Maybe<kj::Own<capnp::MessageReader>>& m, uint32_t segment) {
+    auto& reader = *KJ_ASSERT_NONNULL(m);
+    auto words = reader.getSegment(segment);
+    return std::string(reinterpret_cast<const char*>(words.begin()), words.size() * 8);
+  };
+
+  SUBCASE("several messages in one send, then a clean end") {
+    Pair p;
+    LinkStream s(io.unixEventPort, p.fd[1]);
+    std::string both = framed(1, 2, 'a') + framed(3, 1, 'b');
+    REQUIRE(send(p.fd[0], both.data(), both.size(), 0) == ssize_t(both.size()));
+    close(p.fd[0]);
+    auto one = read(s, 1000);
+    CHECK(firstWord(one, 0) == std::string(16, 'a'));
+    auto two = read(s, 1000);
+    CHECK(firstWord(two, 2) == std::string(8, 'b'));
+    CHECK(read(s, 1000) == nullptr);
+  }
+  SUBCASE("a message that arrives a few bytes at a time, larger than the buffer") {
+    Pair p;
+    LinkStream s(io.unixEventPort, p.fd[1]);
+    std::string big = framed(2, 5000, 'c');  // 80 KB
+    auto message = s.readMessage(limits(1 << 20));
+    size_t at = 0;
+    for (size_t step : {3, 7, 100, 40000}) {  // the table itself arrives in pieces
+      REQUIRE(send(p.fd[0], big.data() + at, step, 0) == ssize_t(step));
+      at += step;
+      io.waitScope.poll();
+    }
+    REQUIRE(send(p.fd[0], big.data() + at, big.size() - at, 0) == ssize_t(big.size() - at));
+    auto got = timer.timeoutAfter(10 * kj::SECONDS, kj::mv(message)).wait(io.waitScope);
+    CHECK(firstWord(got, 1) == std::string(40000, 'c'));
+  }
+  SUBCASE("refused: too many segments, beyond the traversal limit, cut off in the middle") {
+    std::pair<std::string, const char*> cases[] = {{framed(512, 0, 'x'), "too many segments"},
+                                                   {framed(2, 600, 'x'), "too large"},
+                                                   {framed(1, 4, 'x').substr(0, 20), "in the middle of a message"}};
+    for (auto& [bad, why] : cases) {
+      Pair p;
+      LinkStream s(io.unixEventPort, p.fd[1]);
+      REQUIRE(send(p.fd[0], bad.data(), bad.size(), 0) == ssize_t(bad.size()));
+      close(p.fd[0]);
+      std::string error = "none";
+      try {
+        read(s, 1000);
+      } catch (kj::Exception& e) {
+        error = e.getDescription().cStr();
+      }
+      CHECK_MESSAGE(error.find(why) != std::string::npos, error);
+    }
+  }
+}
+
+TEST_CASE("whole messages written are framed as Cap'n Proto frames them") {
+  auto io = kj::setupAsyncIo();
+  Pair p;
+  LinkMessageStream out(kj::heap<LinkStream>(io.unixEventPort, p.fd[0]));
+  capnp::word a[2], b[1];
+  memset(static_cast<void*>(a), 'a', sizeof a);
+  memset(static_cast<void*>(b), 'b', sizeof b);
+  kj::ArrayPtr<const capnp::word> segments[] = {kj::arrayPtr(a, 2), kj::arrayPtr(b, 1)};
+  out.writeMessage(nullptr, kj::arrayPtr(segments, 2)).wait(io.waitScope);
+  io.waitScope.poll();
+  char got[64] = {};
+  ssize_t n = recv(p.fd[1], got, sizeof got, MSG_DONTWAIT);
+  std::string expected = std::string("\1\0\0\0\2\0\0\0\1\0\0\0\0\0\0\0", 16) + std::string(16, 'a') + std::string(8, 'b');
+  CHECK(std::string(got, size_t(std::max<ssize_t>(n, 0))) == expected);
+  int fd = 0;
+  CHECK_THROWS_AS(out.writeMessage(kj::arrayPtr(&fd, 1), kj::arrayPtr(segments, 2)).wait(io.waitScope), kj::Exception);
 }
