@@ -551,10 +551,7 @@ void Broker::endTask(const std::string& id, bool done, const std::string& text, 
   auto it = running_.find(id);
   cancelRequested_.erase(id);
   // Only the session's active task hands the session on; a queued one that is cancelled does not.
-  bool queued = false;
-  if (t)
-    if (auto q = sessionQueue_.find(key(t->agent, t->session)); q != sessionQueue_.end())
-      queued = std::find(q->second.begin(), q->second.end(), id) != q->second.end();
+  bool queued = queuedTask(id);
   Run* run = it != running_.end() && it->second->run ? it->second->run.get() : nullptr;
   std::string why = text;
   if (run && !run->stopReason().empty() && !done) why = run->stopReason() + " (" + text + ")";

@@ -1,7 +1,7 @@
 #include "common/link_stream.h"
 
-#include <fcntl.h>
 #include <capnp/serialize.h>
+#include <fcntl.h>
 #include <kj/debug.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -118,8 +118,6 @@ kj::Promise<void> LinkStream::whenWriteDisconnected() {
   return branch;
 }
 
-void LinkStream::abortRead() { ::shutdown(fd_, SHUT_RD); }  // best effort, like closing early
-
 // ---- writing -------------------------------------------------------------------------------
 
 kj::Promise<void> LinkStream::write(const void* buffer, size_t size) {
@@ -222,27 +220,9 @@ void LinkStream::shutdownWrite() {
   KJ_SYSCALL(::shutdown(fd_, SHUT_WR));
 }
 
-// ---- socket options --------------------------------------------------------------------------
-
 void LinkStream::getsockopt(int level, int option, void* value, kj::uint* length) {
   socklen_t len = *length;
   KJ_SYSCALL(::getsockopt(fd_, level, option, value, &len));
-  *length = len;
-}
-
-void LinkStream::setsockopt(int level, int option, const void* value, kj::uint length) {
-  KJ_SYSCALL(::setsockopt(fd_, level, option, value, length));
-}
-
-void LinkStream::getsockname(struct sockaddr* addr, kj::uint* length) {
-  socklen_t len = *length;
-  KJ_SYSCALL(::getsockname(fd_, addr, &len));
-  *length = len;
-}
-
-void LinkStream::getpeername(struct sockaddr* addr, kj::uint* length) {
-  socklen_t len = *length;
-  KJ_SYSCALL(::getpeername(fd_, addr, &len));
   *length = len;
 }
 
@@ -338,7 +318,8 @@ kj::Promise<void> LinkMessageStream::writeMessage(kj::ArrayPtr<const int> fds,
                                                   kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments) {
   KJ_REQUIRE(fds.size() == 0, "this link carries no file descriptors");
   KJ_REQUIRE(segments.size() > 0 && segments.size() < 512, "a message has 1 to 511 segments");
-  kj::byte table[tableBytes(511)] = {};
+  kj::byte table[tableBytes(511)];
+  memset(table, 0, tableBytes(segments.size()));  // the padding word, if any
   put32(table, uint32_t(segments.size() - 1));
   for (size_t i = 0; i < segments.size(); ++i) put32(table + 4 + 4 * i, uint32_t(segments[i].size()));
   kj::ArrayPtr<const kj::byte> pieces[512];

@@ -39,11 +39,7 @@ class LinkStream final : public kj::AsyncIoStream, private kj::TaskSet::ErrorHan
   kj::Promise<void> write(kj::ArrayPtr<const kj::ArrayPtr<const kj::byte>> pieces) override;
   kj::Promise<void> whenWriteDisconnected() override;
   void shutdownWrite() override;
-  void abortRead() override;
-  void getsockopt(int level, int option, void* value, kj::uint* length) override;
-  void setsockopt(int level, int option, const void* value, kj::uint length) override;
-  void getsockname(struct sockaddr* addr, kj::uint* length) override;
-  void getpeername(struct sockaddr* addr, kj::uint* length) override;
+  void getsockopt(int level, int option, void* value, kj::uint* length) override;  // for SO_SNDBUF
   kj::Maybe<int> getFd() const override { return fd_.get(); }
 
   // One whole Cap'n Proto message (null at a clean end of stream). One that is already in the

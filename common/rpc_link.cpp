@@ -14,8 +14,7 @@ static capnp::ReaderOptions readerOptions(uint64_t traversalLimitWords) {
 RpcLink::RpcLink(kj::Own<kj::AsyncCapabilityStream> stream, capnp::rpc::twoparty::Side side,
                  capnp::Capability::Client bootstrap, LinkLimits limits)
     : stream_(kj::mv(stream)),
-      network_(kj::downcast<kj::AsyncCapabilityStream>(*stream_), limits.maxFdsPerMessage, side,
-               readerOptions(limits.traversalLimitWords)),
+      network_(*stream_, limits.maxFdsPerMessage, side, readerOptions(limits.traversalLimitWords)),
       rpc_(capnp::makeRpcServer(network_, kj::mv(bootstrap))) {}
 
 RpcLink::RpcLink(kj::Own<capnp::MessageStream> messages, capnp::rpc::twoparty::Side side,

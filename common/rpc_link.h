@@ -29,7 +29,7 @@ class RpcLink {
   kj::Promise<void> onDisconnect() { return network_.onDisconnect(); }
 
  private:
-  kj::Own<kj::AsyncIoStream> stream_;         // one of these two
+  kj::Own<kj::AsyncCapabilityStream> stream_;  // one of these two
   kj::Own<capnp::MessageStream> messages_;
   capnp::TwoPartyVatNetwork network_;
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc_;
