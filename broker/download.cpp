@@ -7,6 +7,7 @@
 #include "broker/policy/origin.h"
 #include "broker/run.h"
 #include "common/log.h"
+#include "common/refusal.h"
 
 namespace pine {
 namespace {
@@ -37,7 +38,7 @@ kj::Promise<DownloadAnswer> Run::download(std::string url, std::string path, pro
   policy::ToolCall call{"download", "", nlohmann::json{{"url", url}, {"path", path}}, false};
   if (!tools_.count("download")) {  // the capability is never handed out then; checked again all the same
     auditDecision(call, "refused", "not in this run's profile");
-    return downloadRefused("refused: 'download' is not a tool of this run");
+    return downloadRefused(withAskHint("refused: 'download' is not a tool of this run"));
   }
   if (breaker_.tripped("download", call.args)) {
     stopReason_ = "the model repeated the same download call; the run was stopped";
@@ -45,7 +46,7 @@ kj::Promise<DownloadAnswer> Run::download(std::string url, std::string path, pro
     return downloadRefused("refused: " + stopReason_);
   }
   auto facts = broker_.sessionFacts(agent(), req_.session, req_.trust == config::Trust::Untrusted);
-  if (auto why = taintedWriteRefusal(call, facts)) return downloadRefused("refused: " + *why);
+  if (auto why = taintedWriteRefusal(call, facts)) return downloadRefused(withAskHint("refused: " + *why));
   return decide(call, policy::decideToolCall(*config_, agent(), facts, call))
       .then([this, url, sink = kj::mv(sink)](GateAnswer g) mutable -> kj::Promise<DownloadAnswer> {
         if (!g.allowed) return downloadRefused(g.reason);

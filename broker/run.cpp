@@ -4,10 +4,12 @@
 #include <time.h>
 
 #include "common/fd.h"
+#include "common/refusal.h"
 #include "common/names.h"
 #include "common/log.h"
 #include "worker/providers/provider.h"
 #include "worker/providers/reply_script.h"
+#include "sandbox/guard/bash_guard.h"
 #include "sandbox/jail/name_rules.h"
 #include "worker/tools/outside_text.h"
 
@@ -19,7 +21,6 @@ const std::set<std::string> kBrokerTools = {"publish_event", "send",      "state
                                             "subagent",      "add_skill", "create_agent",   "add_source"};
 // The tools the worker runs itself (download through its own capability, the others after the Gate).
 const std::set<std::string> kWorkerTools = {"read", "write", "edit", "grep", "find", "ls", "bash", "download"};
-const std::set<std::string> kReadOnly = {"read", "grep", "find", "ls", "state_get", "schedules"};
 
 
 std::string clip(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
@@ -166,7 +167,7 @@ kj::Promise<GateAnswer> Run::decide(const policy::ToolCall& call, policy::Verdic
   }
   if (verdict.decision == Decision::Refuse) {
     auditDecision(call, "refused", verdict.reason);
-    return GateAnswer{false, "refused: " + verdict.reason};
+    return GateAnswer{false, withAskHint("refused: " + verdict.reason)};
   }
   auditDecision(call, "asked", verdict.reason);
   store::ApprovalRow row;
@@ -228,10 +229,10 @@ std::optional<std::string> Run::taintedWriteRefusal(const policy::ToolCall& call
 
 kj::Promise<GateAnswer> Run::checkTool(std::string tool, std::string argsJson) {
   auto args = nlohmann::json::parse(argsJson, nullptr, false);
-  policy::ToolCall call{tool, "", args.is_discarded() ? nlohmann::json(argsJson) : args, kReadOnly.count(tool) > 0};
+  policy::ToolCall call{tool, "", args.is_discarded() ? nlohmann::json(argsJson) : args, false};
   if (!kWorkerTools.count(tool) || !tools_.count(tool)) {
     auditDecision(call, "refused", "not in this run's profile");
-    return GateAnswer{false, "refused: '" + tool + "' is not a tool of this run"};
+    return GateAnswer{false, withAskHint("refused: '" + tool + "' is not a tool of this run")};
   }
   if (breaker_.tripped(tool, call.args)) {
     stopReason_ = "the model repeated the same " + tool + " call; the run was stopped";
@@ -245,14 +246,24 @@ kj::Promise<GateAnswer> Run::checkTool(std::string tool, std::string argsJson) {
     std::string why = "the conversation read outside content during this task; the shell is available again in the "
                       "next task, where instruction files and git settings are read-only";
     auditDecision(call, "refused", why);
-    return GateAnswer{false, "refused: " + why, true};
+    return GateAnswer{false, withAskHint("refused: " + why), true};
   }
   if (tool == "download") {
     // Decided when the worker fetches (its Download capability), not here: one decision, one question.
     auditDecision(call, "refused", "download is decided by its fetch");
     return GateAnswer{false, "refused: download goes through its own capability"};
   }
-  if (auto why = taintedWriteRefusal(call, facts)) return GateAnswer{false, "refused: " + *why, true};
+  if (auto why = taintedWriteRefusal(call, facts)) return GateAnswer{false, withAskHint("refused: " + *why), true};
+  if (tool == "bash") {
+    // The guard decides before anyone is asked: the owner never approves a command it then refuses.
+    const auto cmd = call.args.is_object() && call.args.contains("command") && call.args["command"].is_string()
+                         ? call.args["command"].get<std::string>() : std::string{};
+    const auto guarded = guard::checkBashCommand(cmd);
+    if (!guarded.allowed) {
+      auditDecision(call, "refused", "the command guard: " + guarded.reason);
+      return GateAnswer{false, withAskHint("refused by the command guard, nothing was run: " + guarded.reason)};
+    }
+  }
   return decide(call, policy::decideToolCall(*config_, agent(), facts, call)).then([this, tool](GateAnswer a) {
     a.tainted = broker_.sessionTainted(req_.agent, req_.session);
     a.outside = a.allowed && policy::toolTaints(*config_, agent(), tool, "");
@@ -262,7 +273,7 @@ kj::Promise<GateAnswer> Run::checkTool(std::string tool, std::string argsJson) {
 
 kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
   auto args = nlohmann::json::parse(argsJson, nullptr, false);
-  policy::ToolCall call{tool, "", args.is_discarded() ? nlohmann::json(argsJson) : args, kReadOnly.count(tool) > 0};
+  policy::ToolCall call{tool, "", args.is_discarded() ? nlohmann::json(argsJson) : args, false};
   if (!tools_.count(tool) || !isBrokerTool(tool)) {  // the capability was never handed out; a forged name ends here
     auditDecision(call, "refused", "not in this run's profile");
     return toolError("'" + tool + "' is not a tool of this run");
@@ -282,7 +293,7 @@ kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
     auditDecision(call, "refused", *why);
     return toolError(*why);
   }
-  if (tool == "schedules" && args.value("action", "list") == "list") {
+  if (tool == "schedules" && policy::builtinReadsOnly(tool, args)) {
     v = policy::allowed("listing schedules only reads");
   } else if (tool == "schedules") {
     policy::ScheduleRequest sr;

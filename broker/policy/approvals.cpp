@@ -11,10 +11,6 @@
 namespace pine::policy {
 namespace {
 
-bool isReadOnlyBuiltin(const std::string& t) {
-  return t == "read" || t == "grep" || t == "find" || t == "ls" || t == "state_get";
-}
-
 std::string serverOf(const ToolCall& call) { return call.server.empty() ? mcpServerOf(call.tool) : call.server; }
 
 // The name patterns look at: MCP tools always as "mcp__<server>__<tool>".
@@ -108,6 +104,7 @@ Verdict decide(const config::Home& home, const config::AgentConfig& agent, const
                     ": a source type is a program; start a clean conversation for it");
     return ask("add_source_type asks you every time: a source type is a program that runs with pine's rights");
   }
+  if (full == "schedules" && builtinReadsOnly(full, call.args)) return allow("listing schedules only reads");
   if (full == "schedules" || full == "add_skill" || full == "add_source")
     return ask(full + " changes pine's configuration; you confirm it" + taintNote);
 
@@ -122,7 +119,7 @@ Verdict decide(const config::Home& home, const config::AgentConfig& agent, const
     return ask(describe(call) + " waits for your approval: MCP server '" + server + "' is set to approve: always");
 
   // 5. Reading is free. A read-only claim counts for MCP tools only.
-  if (!mcp && isReadOnlyBuiltin(full)) return allow("reading only");
+  if (!mcp && builtinReadsOnly(full, call.args)) return allow("reading only");
   if (mcp && (mcp->readOnly || call.readOnly)) return allow("a read-only tool of MCP server '" + server + "'");
 
   const std::string scope = alwaysScope(call);

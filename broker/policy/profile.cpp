@@ -42,4 +42,12 @@ std::set<std::string> toolsForRun(const config::Home& home, const config::AgentC
   return out;
 }
 
+bool builtinReadsOnly(const std::string& tool, const nlohmann::json& args) {
+  if (tool == "read" || tool == "grep" || tool == "find" || tool == "ls" || tool == "state_get") return true;
+  if (tool != "schedules") return false;
+  if (!args.is_object()) return false;
+  if (!args.contains("action")) return true;
+  return args["action"].is_string() && args["action"].get<std::string>() == "list";
+}
+
 }  // namespace pine::policy

@@ -1,6 +1,7 @@
 // Which tools a run's worker is given at all. A tool not in this set is not
 // registered in the worker: absent, not refused.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
@@ -24,6 +25,11 @@ struct RunContext {
 // add_skill, add_source, add_source_type, add_mcp_server, create_agent,
 // download, send.
 std::set<std::string> toolsForRun(const config::Home& home, const config::AgentConfig& agent, const RunContext& ctx);
+
+// The one answer to "does this built-in call only read?": read, grep, find, ls, state_get, and
+// schedules when it lists (action "list" or absent). Approvals let such calls pass in every mode;
+// MCP tools answer by their own hints instead (approvals.h, ToolCall::readOnly).
+bool builtinReadsOnly(const std::string& tool, const nlohmann::json& args);
 
 // "mcp__<server>": how an MCP server appears in a tool set.
 std::string mcpToolSetName(const std::string& server);

@@ -7,9 +7,10 @@ namespace pine::policy {
 
 enum class Decision { Allow, Ask, Refuse };
 
+// Fail closed by construction: a Verdict nobody decided refuses.
 struct Verdict {
-  Decision decision = Decision::Allow;
-  std::string reason;         // for Ask and Refuse: why, in the owner's words; for Allow: which rule let it pass
+  Decision decision = Decision::Refuse;
+  std::string reason = "no rule decided this call";  // for Ask and Refuse: why, in the owner's words; for Allow: which rule let it pass
   bool alwaysOffered = false; // Ask only: "always in this conversation" may be answered
   std::string alwaysScope;    // what such an answer covers ("tool:bash", "mcp:calendar")
   bool bypassPaused = false;  // the configured bypass is paused because the session is tainted

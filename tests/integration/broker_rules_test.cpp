@@ -212,8 +212,10 @@ TEST_CASE("a hand-crafted worker in an untrusted run gets no broker tools and ca
   CHECK(line(t, "workerTools=") == "workerTools=read,");
   CHECK(line(t, "download=") == "download=absent");
   CHECK(line(t, "forge gate-as-download: ") == "forge gate-as-download: refused");
-  CHECK(line(t, "gate bash: ") == "gate bash: refused: refused: 'bash' is not a tool of this run");
-  CHECK(line(t, "gate write: ") == "gate write: refused: refused: 'write' is not a tool of this run");
+  CHECK(line(t, "gate bash: ").rfind("gate bash: refused: refused: 'bash' is not a tool of this run.", 0) == 0);
+  CHECK(line(t, "gate write: ").rfind("gate write: refused: refused: 'write' is not a tool of this run.", 0) == 0);
+  // Every refusal tells the model to ask rather than probe.
+  CHECK(contains(line(t, "gate bash: "), "request_access"));
   CHECK(line(t, "gate send: ").rfind("gate send: refused", 0) == 0);
   CHECK(line(t, "gate read: ").rfind("gate read: allowed", 0) == 0);
   CHECK(line(t, "pipelined gate bash: ") == "pipelined gate bash: refused");
@@ -469,6 +471,14 @@ const char* kScriptReplies = R"(replies:
       - tool_calls: [{name: ls, arguments: {path: .}}]
       - tool_calls: [{name: read, arguments: {path: note.txt}}]
       - text: "varied and finished"
+  - match: "wipe the disk"
+    turns:
+      - tool_calls: [{name: bash, arguments: {command: "rm -rf ~/"}}]
+      - text: "wiped?"
+  - match: "list with the shell"
+    turns:
+      - tool_calls: [{name: bash, arguments: {command: "ls"}}]
+      - text: "listed"
   - match: "write the file"
     turns:
       - tool_calls: [{name: write, arguments: {path: out.txt, content: hi}}]
@@ -578,6 +588,37 @@ TEST_CASE("modes: manual asks for a write; bypass is paused in a tainted session
   for (auto& n : audit(pined, "owner.notice"))
     if (has(n, "text", "bypass is paused in session web")) paused = true;
   CHECK(paused);
+}
+
+TEST_CASE("the bash guard decides before the owner is asked: a command it refuses never becomes a question") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, {{"main", std::string("description: main\nmode: manual\n") + kMainTools}},
+            "security:\n  approvalTimeout: 30\n", kScriptReplies);
+  Pined pined(home, {}, {});
+  bool asked = false;
+  auto t = runWatchingApprovals(pined, "main", "wipe the disk", asked);
+  CHECK_FALSE(asked);
+  REQUIRE(t.is_object());
+  CAPTURE(t.dump());
+  auto results = toolResults(home, t["id"]);
+  REQUIRE(results.size() == 1);
+  CHECK(contains(results[0], "refused by the command guard, nothing was run"));
+  CHECK(contains(results[0], "request_access"));
+  bool audited = false;
+  for (auto& d : audit(pined, "tool.decision"))
+    if (d.value("tool", "") == "bash" && d.value("decision", "") == "refused" && has(d, "reason", "the command guard"))
+      audited = true;
+  CHECK(audited);
+  // The legitimate twin still waits for the owner, as manual mode says.
+  auto started = message(pined, "main", "list with the shell", false);
+  auto a = pendingFor(pined, "main");
+  REQUIRE(a.is_object());
+  CHECK(a["tool"] == "bash");
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
+  auto done = waitTask(pined, "main", started["task"]);
+  REQUIRE(done.is_object());
+  CHECK(done["answer"] == "listed");
 }
 
 TEST_CASE("modes: security.bypassWhenTainted keeps bypass in a tainted session") {

@@ -412,7 +412,12 @@ TEST_CASE("approvals: setup tools in decideToolCall keep their every-mode rules"
       {"add_source_type asks when clean", by, call("add_source_type"), Decision::Ask, false},
       {"subscribe asks when tainted", tainted(), call("subscribe"), Decision::Ask, true},
       {"subscribe runs when clean", clean(), call("subscribe"), Decision::Allow},
-      {"schedules: details needed, asked", clean(), call("schedules"), Decision::Ask, false},
+      {"schedules: listing only reads", clean(), call("schedules"), Decision::Allow},
+      {"schedules: listing only reads, in manual mode too", clean(Mode::Manual), call("schedules", {{"action", "list"}}),
+       Decision::Allow},
+      {"schedules: creating one asks", clean(), call("schedules", {{"action", "create"}}), Decision::Ask, false},
+      {"schedules: an unknown action is no listing", clean(), call("schedules", {{"action", "drop"}}), Decision::Ask,
+       false},
   });
   auto h2 = approvalsHome();
   h2.agents["gonzo"].tools = kAll;

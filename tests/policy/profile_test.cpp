@@ -109,3 +109,26 @@ TEST_CASE("profile: MCP tool names") {
   CHECK(pine::policy::mcpServerOf("mcp____x") == "");
   CHECK(pine::policy::mcpServerOf("bash") == "");
 }
+
+TEST_CASE("profile: one answer to which built-in calls only read") {
+  using pine::policy::builtinReadsOnly;
+  for (const char* t : {"read", "grep", "find", "ls", "state_get"}) CHECK(builtinReadsOnly(t, nlohmann::json::object()));
+  CHECK(builtinReadsOnly("schedules", nlohmann::json::object()));
+  CHECK(builtinReadsOnly("schedules", {{"action", "list"}}));
+  CHECK_FALSE(builtinReadsOnly("schedules", {{"action", "create"}}));
+  CHECK_FALSE(builtinReadsOnly("schedules", {{"action", 1}}));
+  CHECK_FALSE(builtinReadsOnly("schedules", "not an object"));
+  // Every other known tool changes or sends something.
+  for (const auto& t : kKnownTools) {
+    if (t == "read" || t == "grep" || t == "find" || t == "ls" || t == "state_get" || t == "schedules") continue;
+    CAPTURE(t);
+    CHECK_FALSE(builtinReadsOnly(t, nlohmann::json::object()));
+  }
+  CHECK_FALSE(builtinReadsOnly("mcp__web__fetch", nlohmann::json::object()));
+}
+
+TEST_CASE("verdict: one that nobody decided refuses") {
+  pine::policy::Verdict v;
+  CHECK(v.decision == pine::policy::Decision::Refuse);
+  CHECK_FALSE(v.reason.empty());
+}

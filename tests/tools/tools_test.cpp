@@ -384,3 +384,31 @@ TEST_CASE("write replaces a hard-linked or planted file without touching the oth
   CHECK_FALSE(box.run("write", {{"path", "doc.txt"}, {"content", "v2"}}).isError);
   CHECK(slurp(s.ws + "/doc.txt") == "v2");
 }
+
+TEST_CASE("a refusal by pine's rules tells the agent to ask instead of probing; a missing file does not") {
+  Space s;
+  put(s.ws + "/.env", "KEY=1\n");
+  put(s.ws + "/a.txt", "alpha\n");
+  auto box = s.box();
+  for (auto args : {json{{"path", ".env"}}, json{{"path", "/etc/passwd"}}, json{{"path", "../../x"}}}) {
+    auto r = box.run("read", args);
+    CAPTURE(args.dump());
+    CHECK(r.isError);
+    CHECK(has(r.text, "refused"));
+    CHECK(has(r.text, "request_access"));
+    CHECK(has(r.text, "do not try another tool, script or path"));
+  }
+  auto w = box.run("write", json{{"path", "sub/.env.local"}, {"content", "x"}});
+  CHECK(w.isError);
+  CHECK(has(w.text, "request_access"));
+  auto g = box.run("bash", json{{"command", "rm -rf ~"}});
+  CHECK(g.isError);
+  CHECK(has(g.text, "request_access"));
+  // Not a boundary: no hint.
+  auto missing = box.run("read", json{{"path", "nope.txt"}});
+  CHECK(missing.isError);
+  CHECK_FALSE(has(missing.text, "request_access"));
+  // The legitimate twin.
+  auto ok = box.run("read", json{{"path", "a.txt"}});
+  CHECK_FALSE(ok.isError);
+}

@@ -47,7 +47,7 @@ std::string randomSuffix() {
 std::optional<std::string> mayCreateDir(const PathJail& jail, const std::string& parentShown, const std::string& name,
                                         const std::string& shown) {
   auto real = jail.resolve(parentShown);
-  if (!real) return real.error().message;
+  if (!real) return jailMessage(real.error());
   const sandbox::JailRoot* best = nullptr;
   std::string rel;
   for (const auto& root : jail.roots()) {
@@ -60,12 +60,12 @@ std::optional<std::string> mayCreateDir(const PathJail& jail, const std::string&
     else continue;
     if (best == nullptr || p.size() > best->path().size()) best = &root, rel = below;
   }
-  if (best == nullptr) return "refused '" + shown + "': it lies outside the allowed folders";
+  if (best == nullptr) return withAskHint("refused '" + shown + "': it lies outside the allowed folders");
   if (best->access() != sandbox::RootAccess::ReadWrite)
-    return "refused '" + shown + "': it would be created in a read-only folder (" + best->path() + ")";
+    return withAskHint("refused '" + shown + "': it would be created in a read-only folder (" + best->path() + ")");
   const std::string relNew = rel.empty() ? name : rel + "/" + name;
   if (const auto* rule = jail.rules().refusing(relNew, true))
-    return "refused '" + shown + "': '" + rule->pattern + "' is protected: " + rule->reason;
+    return withAskHint("refused '" + shown + "': '" + rule->pattern + "' is protected: " + rule->reason);
   return std::nullopt;
 }
 
@@ -83,7 +83,7 @@ std::optional<std::string> makeParents(const PathJail& jail, const std::string& 
   while (true) {
     auto d = jail.openDir(prefixOf(have));
     if (d) break;
-    if (d.error().code != sandbox::JailErrc::NotFound || have == 0) return d.error().message;
+    if (d.error().code != sandbox::JailErrc::NotFound || have == 0) return jailMessage(d.error());
     --have;
   }
   for (size_t k = have; k < parts.size(); ++k) {
@@ -91,7 +91,7 @@ std::optional<std::string> makeParents(const PathJail& jail, const std::string& 
     if (parts[k] == "..") return "refused '" + shown + "': it climbs out of a folder that does not exist";
     if (auto why = mayCreateDir(jail, parent, parts[k], shown)) return why;
     auto pd = jail.openDir(parent);
-    if (!pd) return pd.error().message;
+    if (!pd) return jailMessage(pd.error());
     if (mkdirat(pd.value().get(), parts[k].c_str(), 0755) != 0 && errno != EEXIST)
       return sysError("create the folder", shown, errno);
   }
@@ -159,19 +159,19 @@ std::optional<std::string> ReplacingFile::open(const PathJail& jail, const std::
   const std::string parent = slash == std::string::npos ? "." : (slash == 0 ? "/" : norm.substr(0, slash));
   if (name_ == "." || name_ == ".." || name_.empty()) return "refused '" + path + "': it names a folder; give a file name";
   if (!target) {
-    if (target.error().code != sandbox::JailErrc::NotFound) return target.error().message;
+    if (target.error().code != sandbox::JailErrc::NotFound) return jailMessage(target.error());
     if (createParents)
       if (auto why = makeParents(jail, parent)) return why;
     // Made empty here so the jail checks the final entry like any write.
     target = jail.openForWrite(norm, {.create = true, .truncate = false, .exclusive = true});
-    if (!target) return target.error().message;
+    if (!target) return jailMessage(target.error());
     created_ = true;
   }
   if (fstat(target.value().get(), &target_) != 0) return sysError("inspect", path, errno);
   auto dir = jail.openDir(parent);
   if (!dir) {
     created_ = false;  // not removable without the folder; it stays, empty
-    return dir.error().message;
+    return jailMessage(dir.error());
   }
   dir_ = std::move(dir.value());
   // The folder opened must be the one holding the file that was checked.
@@ -190,7 +190,7 @@ std::optional<std::string> ReplacingFile::open(const PathJail& jail, const std::
   if (!tmp) {
     tmpName_.clear();
     abandon();
-    return tmp.error().message;
+    return jailMessage(tmp.error());
   }
   tmp_ = std::move(tmp.value());
   if (fchmod(tmp_.get(), mode) != 0) {

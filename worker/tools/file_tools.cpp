@@ -29,7 +29,7 @@ ToolResult readTool(const PathJail& jail, const ToolEnv& env, const Json& args) 
   const std::string path = args["path"];
   const long long offset = intArg(args, "offset", 1), limit = intArg(args, "limit", kDefaultLines);
   auto fd = jail.openForRead(path);
-  if (!fd) return fail(fd.error().message);
+  if (!fd) return fail(jailMessage(fd.error()));
   std::string data;
   bool cutFile = false;
   if (!readUpTo(fd.value().get(), kMaxReadBytes, &data, &cutFile))
@@ -91,7 +91,7 @@ ToolResult editTool(const PathJail& jail, const ToolEnv&, const Json& args) {
   if (oldText.empty()) return fail("edit: old_text is empty; give the exact text to replace");
   if (oldText == newText) return fail("edit: old_text and new_text are the same; nothing would change");
   auto fd = jail.openForRead(path);
-  if (!fd) return fail(fd.error().message);
+  if (!fd) return fail(jailMessage(fd.error()));
   std::string data;
   bool cut = false;
   if (!readUpTo(fd.value().get(), kMaxEditBytes, &data, &cut))
@@ -138,7 +138,7 @@ ToolResult editTool(const PathJail& jail, const ToolEnv&, const Json& args) {
 ToolResult lsTool(const PathJail& jail, const ToolEnv& env, const Json& args) {
   const std::string path = strArg(args, "path", ".");
   auto dir = jail.openDir(path);
-  if (!dir) return fail(dir.error().message);
+  if (!dir) return fail(jailMessage(dir.error()));
   const int dfd = dir.value().get();
   int copy = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
   DIR* d = copy < 0 ? nullptr : fdopendir(copy);

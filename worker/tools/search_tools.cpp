@@ -150,7 +150,7 @@ ToolResult grepTool(const PathJail& jail, const ToolEnv& env, const Json& args) 
   };
 
   auto top = jail.stat(path);
-  if (!top) return fail(top.error().message);
+  if (!top) return fail(jailMessage(top.error()));
   WalkStats walk;
   if (S_ISDIR(top.value().st_mode)) {
     walk = walkTree(jail, path, [&](const std::string& shown, const std::string& rel, const struct stat& st) {
@@ -180,7 +180,7 @@ ToolResult findTool(const PathJail& jail, const ToolEnv& env, const Json& args) 
   const std::string path = strArg(args, "path", ".");
   if (pattern.empty()) return fail("find: the pattern is empty; give a glob such as *.md");
   auto top = jail.openDir(path);
-  if (!top) return fail(top.error().message);
+  if (!top) return fail(jailMessage(top.error()));
   std::string out;
   size_t found = 0;
   std::string stopNote;

@@ -111,7 +111,7 @@ ToolResult bashTool(const ToolEnv& env, const Json& args) {
   const std::string command = args["command"];
   if (command.find_first_not_of(" \t\n") == std::string::npos) return fail("bash: the command is empty");
   const auto verdict = guard::checkBashCommand(command);
-  if (!verdict.allowed) return fail("bash: refused by the command guard, nothing was run: " + verdict.reason);
+  if (!verdict.allowed) return fail(withAskHint("bash: refused by the command guard, nothing was run: " + verdict.reason));
 
   const long long limit = std::max(1, env.shellTimeoutSec);
   const long long timeoutSec = std::min(intArg(args, "timeout_sec", limit), limit);

@@ -44,7 +44,7 @@ ToolResult ToolBox::run(const std::string& name, const nlohmann::json& args) {
   // first (empty, NUL), so every path error reads the same.
   if (args.contains("path")) {
     auto p = sandbox::validatePathArgument(args, "path");
-    if (!p) return fail(p.error().message);
+    if (!p) return fail(jailMessage(p.error()));
   }
   try {
     if (name == "read") return readTool(*jail_, env_, args);

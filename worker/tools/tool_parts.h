@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/refusal.h"
 #include "sandbox/jail/path_jail.h"
 #include "worker/tools/tool_box.h"
 
@@ -18,6 +19,20 @@ using sandbox::PathJail;
 
 inline ToolResult ok(std::string text) { return {std::move(text), false}; }
 inline ToolResult fail(std::string text) { return {std::move(text), true}; }
+
+// The jail's answer as the agent reads it: a refusal by pine's rules (outside the folders,
+// read-only, protected, a link) ends with the hint to ask instead of probing; a missing
+// file or an OS error does not.
+inline std::string jailMessage(const sandbox::JailError& e) {
+  switch (e.code) {
+    case sandbox::JailErrc::OutsideRoots:
+    case sandbox::JailErrc::Symlink:
+    case sandbox::JailErrc::Protected:
+    case sandbox::JailErrc::ReadOnly:
+    case sandbox::JailErrc::HardLinked: return withAskHint(e.message);
+    default: return e.message;
+  }
+}
 
 // Checks `args` against the tool's JSON Schema from spec(): an object, the
 // required keys present, no unknown keys, each value of its declared type and
