@@ -5,6 +5,7 @@
 
 #include "common/fd.h"
 #include "common/refusal.h"
+#include "common/tool_table.h"
 #include "common/names.h"
 #include "common/log.h"
 #include "worker/providers/provider.h"
@@ -16,21 +17,7 @@
 namespace pine {
 namespace {
 
-const std::set<std::string> kBrokerTools = {"publish_event", "send",      "state_get",      "state_set",
-                                            "delegate",      "subscribe", "schedules",      "request_access",
-                                            "subagent",      "add_skill", "create_agent",   "add_source"};
-// The tools the worker runs itself (download through its own capability, the others after the Gate).
-const std::set<std::string> kWorkerTools = {"read", "write", "edit", "grep", "find", "ls", "bash", "download"};
-
-
 std::string clip(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
-
-nlohmann::json schema(std::initializer_list<std::pair<const char*, const char*>> props,
-                      std::vector<std::string> required) {
-  nlohmann::json p = nlohmann::json::object();
-  for (auto& [name, type] : props) p[name] = {{"type", type}};
-  return {{"type", "object"}, {"properties", p}, {"required", required}};
-}
 
 long long startOfTodayMs() {
   time_t now = time(nullptr);
@@ -67,7 +54,10 @@ class RelaySink final : public proto::ByteSink::Server {
 
 }  // namespace
 
-bool isBrokerTool(const std::string& name) { return kBrokerTools.count(name) > 0; }
+bool isBrokerTool(const std::string& name) {
+  const auto* row = tooltable::findTool(name);
+  return row != nullptr && row->side != tooltable::Side::Worker && row->carriedOut;
+}
 
 Run::Run(Broker& broker, std::string taskId, RunRequest request, std::shared_ptr<const config::Home> config,
          std::set<std::string> tools)
@@ -80,64 +70,19 @@ Run::Run(Broker& broker, std::string taskId, RunRequest request, std::shared_ptr
 
 const config::AgentConfig& Run::agent() const { return config_->agents.at(req_.agent); }
 
-std::vector<std::string> Run::workerTools() const {
-  std::vector<std::string> out;
-  for (auto& t : tools_)
-    if (kWorkerTools.count(t)) out.push_back(t);
+std::vector<ToolSpecText> Run::workerTools() const {
+  std::vector<ToolSpecText> out;
+  for (const auto& row : tooltable::builtinTools())
+    if (row.side == tooltable::Side::Worker && tools_.count(row.name))
+      out.push_back({row.name, row.description, row.parameters.dump()});
   return out;
 }
 
-std::vector<BrokerToolInfo> Run::brokerTools() {
-  std::vector<BrokerToolInfo> out;
-  auto add = [&](const char* name, const char* desc, nlohmann::json params) {
-    if (tools_.count(name)) out.push_back({name, desc, params.dump()});
-  };
-  add("publish_event", "Publish an event on a topic your agent may use (its `publish` list).",
-      schema({{"topic", "string"}, {"payload", "object"}}, {"topic"}));
-  add("send", "Send a message to the owner (to: \"owner\"), or through a source such as MQTT (to: its name, topic: on its publish list).",
-      schema({{"to", "string"}, {"text", "string"}, {"topic", "string"}}, {"to", "text"}));
-  add("state_get", "Read a value of pine's shared state.", schema({{"key", "string"}}, {"key"}));
-  add("state_set", "Write a value of pine's shared state (any JSON).", schema({{"key", "string"}, {"value", "object"}}, {"key", "value"}));
-  add("delegate", "Hand a task to another agent and wait for its answer.",
-      schema({{"agent", "string"}, {"task", "string"}}, {"agent", "task"}));
-  add("subagent", "Hand part of this conversation's job to a copy of yourself (same permissions) and wait for its answer.",
-      schema({{"task", "string"}}, {"task"}));
-  add("subscribe", "Have events of a source delivered into this conversation (or, separate: true, to runs of their own).",
-      schema({{"source", "string"}, {"topic", "string"}, {"separate", "boolean"}}, {"source"}));
-  {
-    nlohmann::json p = {{"type", "object"},
-                        {"properties",
-                         {{"action", {{"type", "string"}, {"enum", {"list", "create"}}}},
-                          {"name", {{"type", "string"}}},
-                          {"cron", {{"type", "string"}, {"description", "five fields: minute hour day month weekday"}}},
-                          {"intervalSec", {{"type", "integer"}, {"minimum", 60}}},
-                          {"at", {{"type", "string"}, {"description", "once, YYYY-MM-DDTHH:MM"}}},
-                          {"timezone", {{"type", "string"}}},
-                          {"task", {{"type", "string"}}},
-                          {"for", {{"type", "string"}, {"enum", {"conversation", "agent", "all"}}}}}},
-                        {"required", {"action"}}};
-    add("schedules", "List the schedules that wake this agent, or create one (the owner may be asked).", p);
-  }
-  add("add_skill", "Add a skill: standing instructions for a kind of task, listed in the skills index of later tasks "
-      "(for you, or forAllAgents when you are the main agent). The owner may be asked and sees the text.",
-      schema({{"name", "string"}, {"description", "string"}, {"instructions", "string"}, {"forAllAgents", "boolean"}},
-             {"name", "description", "instructions"}));
-  add("create_agent", "Create a new agent (the owner is always asked and sees its instructions). It gets at most "
-      "your tools; default read, write, edit, grep, find, ls, bash.",
-      {{"type", "object"},
-       {"properties",
-        {{"id", {{"type", "string"}}},
-         {"description", {{"type", "string"}}},
-         {"instructions", {{"type", "string"}, {"description", "its AGENTS.md"}}},
-         {"mode", {{"type", "string"}, {"enum", {"auto", "manual"}}}},
-         {"tools", {{"type", "array"}, {"items", {{"type", "string"}}}}}}},
-       {"required", {"id", "description", "instructions"}}});
-  add("add_source", "Set up an event source (its pine.yaml entry: name, type and the type's fields, e.g. mqtt with "
-      "url and topics, or a folder in your workspace). Only in a conversation with the owner, who confirms anything "
-      "that opens something new. Subscribe to it afterwards.",
-      schema({{"source", "object"}, {"forAllAgents", "boolean"}}, {"source"}));
-  add("request_access", "Ask the owner for access outside the workspace: a path (read or write) or network for the shell.",
-      schema({{"path", "string"}, {"access", "string"}, {"network", "string"}, {"reason", "string"}}, {"reason"}));
+std::vector<ToolSpecText> Run::brokerTools() {
+  std::vector<ToolSpecText> out;
+  for (const auto& row : tooltable::builtinTools())
+    if (tools_.count(row.name) && isBrokerTool(row.name))
+      out.push_back({row.name, row.description, row.parameters.dump()});
   return out;
 }
 
@@ -230,7 +175,8 @@ std::optional<std::string> Run::taintedWriteRefusal(const policy::ToolCall& call
 kj::Promise<GateAnswer> Run::checkTool(std::string tool, std::string argsJson) {
   auto args = nlohmann::json::parse(argsJson, nullptr, false);
   policy::ToolCall call{tool, "", args.is_discarded() ? nlohmann::json(argsJson) : args, false};
-  if (!kWorkerTools.count(tool) || !tools_.count(tool)) {
+  const auto* row = tooltable::findTool(tool);
+  if (row == nullptr || row->side != tooltable::Side::Worker || !tools_.count(tool)) {
     auditDecision(call, "refused", "not in this run's profile");
     return GateAnswer{false, withAskHint("refused: '" + tool + "' is not a tool of this run")};
   }
@@ -293,9 +239,7 @@ kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
     auditDecision(call, "refused", *why);
     return toolError(*why);
   }
-  if (tool == "schedules" && policy::builtinReadsOnly(tool, args)) {
-    v = policy::allowed("listing schedules only reads");
-  } else if (tool == "schedules") {
+  if (tool == "schedules" && !policy::builtinReadsOnly(tool, args)) {
     policy::ScheduleRequest sr;
     std::string target = args.value("for", "conversation");
     sr.target = target == "all"     ? policy::ScheduleTarget::AllAgents
@@ -326,20 +270,34 @@ kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
   });
 }
 
+const std::map<std::string, Run::Handler>& Run::handlers() {
+  // How each broker-side row of the tool table is carried out (tests check the two agree).
+  static const std::map<std::string, Handler> table = {
+      {"publish_event", [](Run& r, const nlohmann::json& a) { return r.publishEvent(a); }},
+      {"send", [](Run& r, const nlohmann::json& a) { return r.send(a); }},
+      {"state_get", [](Run& r, const nlohmann::json& a) -> kj::Promise<ToolAnswer> { return r.stateGet(a); }},
+      {"state_set", [](Run& r, const nlohmann::json& a) { return r.stateSet(a); }},
+      {"delegate", [](Run& r, const nlohmann::json& a) { return r.delegate(a); }},
+      {"subagent", [](Run& r, const nlohmann::json& a) { return r.subagent(a); }},
+      {"subscribe", [](Run& r, const nlohmann::json& a) -> kj::Promise<ToolAnswer> { return r.subscribe(a); }},
+      {"schedules",
+       [](Run& r, const nlohmann::json& a) -> kj::Promise<ToolAnswer> {
+         return policy::builtinReadsOnly("schedules", a) ? kj::Promise<ToolAnswer>(r.schedulesList()) : r.scheduleCreate(a);
+       }},
+      {"request_access", [](Run& r, const nlohmann::json& a) { return r.requestAccess(a); }},
+      {"add_skill", [](Run& r, const nlohmann::json& a) { return r.addSkill(a); }},
+      {"create_agent", [](Run& r, const nlohmann::json& a) { return r.createAgent(a); }},
+      {"add_source", [](Run& r, const nlohmann::json& a) { return r.addSource(a); }},
+  };
+  return table;
+}
+
+bool Run::carriesOut(const std::string& tool) { return handlers().count(tool) > 0; }
+
 kj::Promise<ToolAnswer> Run::carryOut(const std::string& tool, const nlohmann::json& args) {
-  if (tool == "publish_event") return publishEvent(args);
-  if (tool == "send") return send(args);
-  if (tool == "state_get") return stateGet(args);
-  if (tool == "state_set") return stateSet(args);
-  if (tool == "delegate") return delegate(args);
-  if (tool == "subagent") return subagent(args);
-  if (tool == "subscribe") return subscribe(args);
-  if (tool == "schedules") return args.value("action", "list") == "create" ? scheduleCreate(args) : schedulesList();
-  if (tool == "request_access") return requestAccess(args);
-  if (tool == "add_skill") return addSkill(args);
-  if (tool == "create_agent") return createAgent(args);
-  if (tool == "add_source") return addSource(args);
-  return toolError("'" + tool + "' is not a tool of this run");
+  auto it = handlers().find(tool);
+  if (it == handlers().end()) return toolError("'" + tool + "' is not a tool of this run");
+  return it->second(*this, args);
 }
 
 kj::Promise<ToolAnswer> Run::publishEvent(const nlohmann::json& args) {

@@ -7,6 +7,7 @@
 #pragma once
 #include <kj/async.h>
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -24,7 +25,7 @@ class Run final : public RunHost {
   Run(Broker& broker, std::string taskId, RunRequest request, std::shared_ptr<const config::Home> config,
       std::set<std::string> tools);
 
-  std::vector<BrokerToolInfo> brokerTools() override;
+  std::vector<ToolSpecText> brokerTools() override;
   kj::Promise<GateAnswer> checkTool(std::string tool, std::string argsJson) override;
   kj::Promise<ToolAnswer> callTool(std::string tool, std::string argsJson) override;
   kj::Promise<ModelAnswer> model(ModelCallData call, proto::ModelStream::Client sink) override;
@@ -35,10 +36,12 @@ class Run final : public RunHost {
   // Whether the worker's sandbox was built for a tainted conversation (instruction files read-only).
   void setSandboxTainted(bool t) { sandboxTainted_ = t; }
   // The tools the worker runs itself, as handed to it in its task.
-  std::vector<std::string> workerTools() const;
+  std::vector<ToolSpecText> workerTools() const;
   long long tokensIn() const { return tokensIn_; }
   long long tokensOut() const { return tokensOut_; }
   double cost() const { return cost_; }
+  // Whether the broker carries out this tool (a broker-side row of the tool table with its handler).
+  static bool carriesOut(const std::string& tool);
   // Set when the run must stop (budget spent, a model repeating itself): why, in the owner's words.
   const std::string& stopReason() const { return stopReason_; }
 
@@ -52,6 +55,8 @@ class Run final : public RunHost {
   // and git settings its sandbox still leaves writable are refused here. The refusal, or nullopt.
   std::optional<std::string> taintedWriteRefusal(const policy::ToolCall& call, const policy::SessionFacts& facts);
   kj::Promise<ToolAnswer> carryOut(const std::string& tool, const nlohmann::json& args);
+  using Handler = kj::Promise<ToolAnswer> (*)(Run&, const nlohmann::json&);
+  static const std::map<std::string, Handler>& handlers();
   kj::Promise<ToolAnswer> publishEvent(const nlohmann::json& args);
   kj::Promise<ToolAnswer> send(const nlohmann::json& args);
   kj::Promise<ToolAnswer> stateSet(const nlohmann::json& args);

@@ -103,6 +103,12 @@ class DownloadImpl final : public proto::Download::Server {
   RunHost& host_;
 };
 
+void setSpec(proto::ToolSpec::Builder out, const ToolSpecText& spec) {
+  out.setName(spec.name);
+  out.setDescription(spec.description);
+  out.setParameters(spec.parameters);
+}
+
 }  // namespace
 
 void WorkerBroker::settle(WorkerOutcome outcome) {
@@ -123,7 +129,7 @@ kj::Promise<void> WorkerBroker::getTask(GetTaskContext context) {
   t.setHistory(task_.history);
   t.setInstructions(task_.instructions);
   auto wt = t.initWorkerTools(task_.workerTools.size());
-  for (size_t i = 0; i < task_.workerTools.size(); ++i) wt.set(i, task_.workerTools[i]);
+  for (size_t i = 0; i < task_.workerTools.size(); ++i) setSpec(wt[i], task_.workerTools[i]);
   t.setMode(task_.mode);
   t.setProvider(task_.provider);
   t.setModelId(task_.modelId);
@@ -141,9 +147,7 @@ kj::Promise<void> WorkerBroker::getTask(GetTaskContext context) {
     auto infos = host_->brokerTools();
     auto list = results.initTools(infos.size());
     for (size_t i = 0; i < infos.size(); ++i) {
-      list[i].setName(infos[i].name);
-      list[i].setDescription(infos[i].description);
-      list[i].setParameters(infos[i].parameters);
+      setSpec(list[i].initSpec(), infos[i]);
       list[i].setTool(kj::heap<ToolImpl>(*host_, infos[i].name));
     }
     if (host_->mayDownload()) results.setDownload(kj::heap<DownloadImpl>(*host_));

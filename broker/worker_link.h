@@ -20,6 +20,11 @@ struct WorkerOutcome {
   long long tokensIn = 0, tokensOut = 0;  // as the worker counted them (the broker counts its own)
 };
 
+// A row of the tool table as the worker is told of it.
+struct ToolSpecText {
+  std::string name, description, parameters;  // parameters: JSON Schema text
+};
+
 struct TaskForWorker {
   TaskForWorker(std::string id_, std::string agent_, std::string text_, std::string sandbox_)
       : id(std::move(id_)), agent(std::move(agent_)), text(std::move(text_)), sandbox(std::move(sandbox_)) {}
@@ -27,16 +32,13 @@ struct TaskForWorker {
   std::string session = "main", trust = "owner";
   bool tainted = false;
   std::string history = "[]", instructions;
-  std::vector<std::string> workerTools;
+  std::vector<ToolSpecText> workerTools;
   std::string mode = "auto", provider = "script", modelId;
   unsigned maxTokens = 4096, maxSteps = 24, timeoutSec = 1800, shellTimeoutSec = 300;
   std::string folder;
   std::vector<std::string> readRoots, writeRoots;
 };
 
-struct BrokerToolInfo {
-  std::string name, description, parameters;  // parameters: JSON Schema text
-};
 
 struct GateAnswer {
   bool allowed = false;
@@ -78,7 +80,7 @@ struct ModelCallData {
 class RunHost {
  public:
   virtual ~RunHost() = default;
-  virtual std::vector<BrokerToolInfo> brokerTools() = 0;
+  virtual std::vector<ToolSpecText> brokerTools() = 0;
   virtual kj::Promise<GateAnswer> checkTool(std::string tool, std::string argsJson) = 0;
   virtual kj::Promise<ToolAnswer> callTool(std::string tool, std::string argsJson) = 0;
   virtual kj::Promise<ModelAnswer> model(ModelCallData call, proto::ModelStream::Client sink) = 0;

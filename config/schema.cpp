@@ -8,6 +8,7 @@
 #include "broker/schedule/one_shot.h"
 #include "broker/schedule/zone.h"
 #include "common/names.h"
+#include "common/tool_table.h"
 #include "config/secrets.h"
 
 namespace pine::config {
@@ -63,18 +64,24 @@ bool isSessionName(const std::string& n) {
 }
 }  // namespace
 
+// Both lists come from the tool table (common/tool_table.h), the one place a tool is named.
 const std::vector<std::string>& knownTools() {
-  static const std::vector<std::string> tools = {
-      "read",      "write",         "edit",       "grep",           "find",        "ls",
-      "bash",      "download",      "request_access", "state_get",  "state_set",   "publish_event",
-      "send",      "delegate",      "subscribe",  "schedules",      "add_source",  "add_source_type",
-      "add_skill", "add_mcp_server", "create_agent"};
+  static const std::vector<std::string> tools = [] {
+    std::vector<std::string> out;
+    for (const auto& t : tooltable::builtinTools())
+      if (t.configurable) out.push_back(t.name);
+    return out;
+  }();
   return tools;
 }
 
 const std::vector<std::string>& defaultTools() {
-  static const std::vector<std::string> tools = {"read", "write", "edit", "grep", "find", "ls", "bash",
-                                                 "download", "request_access", "state_get", "state_set"};
+  static const std::vector<std::string> tools = [] {
+    std::vector<std::string> out;
+    for (const auto& t : tooltable::builtinTools())
+      if (t.byDefault) out.push_back(t.name);
+    return out;
+  }();
   return tools;
 }
 

@@ -41,7 +41,7 @@ struct Task {
   tainted @6 :Bool;     # the conversation has read outside content
   history @7 :Text;     # the conversation so far: a JSON array of messages
   instructions @8 :Text;  # what pine's home says to the agent (agents/<id>/AGENTS.md, USER.md, skills), not writable by it
-  workerTools @9 :List(Text);  # the tools the worker runs itself (read, write, edit, grep, find, ls, bash)
+  workerTools @9 :List(ToolSpec);  # the tools the worker runs itself, as the model is told of them (the tool table)
   mode @10 :Text;       # the effective mode: manual, auto or bypass
   provider @11 :Text;   # the wire format: openai, anthropic or script
   modelId @12 :Text;
@@ -79,11 +79,15 @@ interface Tool {
   # One call of a tool the broker carries out (publish_event, send, state_get, ...). args: JSON.
 }
 
-struct NamedTool {
+struct ToolSpec {
   name @0 :Text;
   description @1 :Text;
-  parameters @2 :Text;  # JSON Schema
-  tool @3 :Tool;
+  parameters @2 :Text;  # JSON Schema of the arguments; the worker checks its own tools' calls against it
+}
+
+struct NamedTool {
+  spec @0 :ToolSpec;
+  tool @1 :Tool;
 }
 
 struct ModelCall {

@@ -154,16 +154,24 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
   std::map<std::string, proto::Tool::Client> brokerTools;
   std::vector<model::ToolSpec> specs;
   std::set<std::string> workerTools;
-  for (auto name : task.getWorkerTools()) {
-    if (str(name) == "download" && !got.hasDownload()) continue;  // the tool is only as real as its capability
-    workerTools.insert(str(name));
-    auto spec = tools::ToolBox::spec(str(name));
-    specs.push_back({spec.value("name", str(name)), spec.value("description", ""), spec.value("parameters", nlohmann::json::object())});
+  // What the model is told of each tool, and the schemas the worker's own tools check their
+  // arguments against, come from the broker's tool table (getTask), never from the worker.
+  std::map<std::string, nlohmann::json> schemas;
+  auto parsedSchema = [](const capnp::Text::Reader& text) {
+    auto params = nlohmann::json::parse(str(text), nullptr, false);
+    return params.is_object() ? params : nlohmann::json{{"type", "object"}, {"properties", nlohmann::json::object()}};
+  };
+  for (auto spec : task.getWorkerTools()) {
+    std::string name = str(spec.getName());
+    if (name == "download" && !got.hasDownload()) continue;  // the tool is only as real as its capability
+    workerTools.insert(name);
+    schemas[name] = parsedSchema(spec.getParameters());
+    specs.push_back({name, str(spec.getDescription()), schemas[name]});
   }
   for (auto t : got.getTools()) {
-    brokerTools.emplace(str(t.getName()), t.getTool());
-    auto params = nlohmann::json::parse(str(t.getParameters()), nullptr, false);
-    specs.push_back({str(t.getName()), str(t.getDescription()), params.is_discarded() ? nlohmann::json::object() : params});
+    auto spec = t.getSpec();
+    brokerTools.emplace(str(spec.getName()), t.getTool());
+    specs.push_back({str(spec.getName()), str(spec.getDescription()), parsedSchema(spec.getParameters())});
   }
 
   char cwd[4096];
@@ -172,6 +180,7 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
   env.workspace = workspace;
   env.tainted = task.getTainted();
   env.shellTimeoutSec = (int)task.getShellTimeoutSec();
+  env.schemas = schemas;
   if (const char* h = getenv("HOME")) env.home = h;
   if (const char* t = getenv("TMPDIR")) env.tmpdir = t;
   if (got.hasDownload()) env.fetch = fetcherFor(got.getDownload(), ws);

@@ -7,6 +7,7 @@
 #include "broker/policy/profile.h"
 #include "broker/policy/setup_tools.h"
 #include "broker/policy/text.h"
+#include "common/tool_table.h"
 
 namespace pine::policy {
 namespace {
@@ -90,23 +91,29 @@ Verdict decide(const config::Home& home, const config::AgentConfig& agent, const
     return refuse("agent '" + agent.id + "' has no tool " + quoteText(full) + "; add it to 'tools' in its agent.yaml");
   }
 
-  // 2. Setup tools have rules of their own, some of which hold in every mode.
-  if (full == "subscribe") return decideSubscribe(facts);
-  if (full == "create_agent") return decideCreateAgent(agent, facts);
-  if (full == "request_access") return decideRequestAccess(facts);
+  // 2. Tools with rules of their own (the table's `decide`), some of which hold in every mode.
+  const tooltable::Tool* row = mcp ? nullptr : tooltable::findTool(full);
   const std::string taintNote = tainted ? "; note: " + taintWords(facts) : "";
-  if (full == "add_mcp_server")
-    return ask("add_mcp_server asks you in every mode: a new MCP server runs with your rights" + taintNote);
-  if (full == "add_source_type") {
-    if (agent.id != "main") return refuse("only the main agent can add a source type");
-    if (tainted)
-      return refuse("add_source_type is refused because " + taintWords(facts) +
-                    ": a source type is a program; start a clean conversation for it");
-    return ask("add_source_type asks you every time: a source type is a program that runs with pine's rights");
+  if (row != nullptr) {
+    switch (row->decide) {
+      case tooltable::Decide::Rules:
+      case tooltable::Decide::Fetch: break;  // the general rules below (the download rule in 6 + 7)
+      case tooltable::Decide::Subscribe: return decideSubscribe(facts);
+      case tooltable::Decide::CreateAgent: return decideCreateAgent(agent, facts);
+      case tooltable::Decide::RequestAccess: return decideRequestAccess(facts);
+      case tooltable::Decide::AddMcpServer:
+        return ask(full + " asks you in every mode: a new MCP server runs with your rights" + taintNote);
+      case tooltable::Decide::AddSourceType:
+        if (agent.id != "main") return refuse("only the main agent can add a source type");
+        if (tainted)
+          return refuse(full + " is refused because " + taintWords(facts) +
+                        ": a source type is a program; start a clean conversation for it");
+        return ask(full + " asks you every time: a source type is a program that runs with pine's rights");
+      case tooltable::Decide::OwnerConfirms:
+        if (tooltable::readsOnly(*row, call.args)) return allow("listing only reads");
+        return ask(full + " changes pine's configuration; you confirm it" + taintNote);
+    }
   }
-  if (full == "schedules" && builtinReadsOnly(full, call.args)) return allow("listing schedules only reads");
-  if (full == "schedules" || full == "add_skill" || full == "add_source")
-    return ask(full + " changes pine's configuration; you confirm it" + taintNote);
 
   // 3. Bypass: nothing waits.
   if (mode == config::Mode::Bypass) return allow("bypass mode");
@@ -119,7 +126,7 @@ Verdict decide(const config::Home& home, const config::AgentConfig& agent, const
     return ask(describe(call) + " waits for your approval: MCP server '" + server + "' is set to approve: always");
 
   // 5. Reading is free. A read-only claim counts for MCP tools only.
-  if (!mcp && builtinReadsOnly(full, call.args)) return allow("reading only");
+  if (row != nullptr && tooltable::readsOnly(*row, call.args)) return allow("reading only");
   if (mcp && (mcp->readOnly || call.readOnly)) return allow("a read-only tool of MCP server '" + server + "'");
 
   const std::string scope = alwaysScope(call);
@@ -128,7 +135,7 @@ Verdict decide(const config::Home& home, const config::AgentConfig& agent, const
   // 6 + 7. Tainted: sending out and acting on the world wait.
   std::string why;
   bool networkCovers = false;  // network granted while tainted counts as "always" here
-  if (full == "download") {
+  if (row != nullptr && row->decide == tooltable::Decide::Fetch) {
     std::string url = call.args.is_object() && call.args.contains("url") && call.args["url"].is_string()
                           ? call.args["url"].get<std::string>()
                           : std::string{};

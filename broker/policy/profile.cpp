@@ -1,5 +1,7 @@
 #include "broker/policy/profile.h"
 
+#include "common/tool_table.h"
+
 namespace pine::policy {
 
 std::string mcpToolSetName(const std::string& server) { return "mcp__" + server; }
@@ -12,42 +14,44 @@ std::string mcpServerOf(const std::string& tool) {
 }
 
 std::set<std::string> toolsForRun(const config::Home& home, const config::AgentConfig& agent, const RunContext& ctx) {
-  std::set<std::string> owner(agent.tools.begin(), agent.tools.end());
-  if (agent.id != "main") owner.erase("create_agent");
+  using tooltable::Untrusted;
+  std::set<std::string> owner;
+  for (const auto& name : agent.tools) {
+    const auto* row = tooltable::findTool(name);
+    if (row == nullptr || (row->mainOnly && agent.id != "main")) continue;
+    owner.insert(name);
+  }
   if (home.pine.limits.maxSubAgents > 0 && !ctx.subagent) owner.insert("subagent");
   for (const auto& [name, server] : agent.mcpServers) owner.insert(mcpToolSetName(name));
   if (ctx.trust == config::Trust::Owner && !ctx.separateSubscription) return owner;
 
-  // The reduced set never exceeds what an owner run of the same agent has.
-  std::set<std::string> out;
-  auto give = [&](const char* t) {
-    if (owner.count(t)) out.insert(t);
-  };
-  for (const char* t : {"read", "grep", "find", "ls"}) give(t);
+  // The reduced set: the rows every untrusted run has and those its `untrusted` widenings give,
+  // never more than an owner run of the same agent has.
   const auto& u = agent.untrusted;
-  if (u.shell) give("bash");
-  if (u.write) {
-    give("write");
-    give("edit");
-  }
-  if (u.publishEvent) give("publish_event");
-  if (u.stateWrite) {
-    give("state_get");
-    give("state_set");
-  }
-  if (u.delegate) give("delegate");
-  if (u.subAgents) give("subagent");
+  auto widened = [&](Untrusted w) {
+    switch (w) {
+      case Untrusted::Always: return true;
+      case Untrusted::Shell: return u.shell;
+      case Untrusted::Write: return u.write;
+      case Untrusted::PublishEvent: return u.publishEvent;
+      case Untrusted::StateWrite: return u.stateWrite;
+      case Untrusted::Delegate: return u.delegate;
+      case Untrusted::SubAgents: return u.subAgents;
+      case Untrusted::Never: return false;
+    }
+    return false;
+  };
+  std::set<std::string> out;
+  for (const auto& row : tooltable::builtinTools())
+    if (owner.count(row.name) && widened(row.untrusted)) out.insert(row.name);
   if (u.mcp)
     for (const auto& [name, server] : agent.mcpServers) out.insert(mcpToolSetName(name));
   return out;
 }
 
 bool builtinReadsOnly(const std::string& tool, const nlohmann::json& args) {
-  if (tool == "read" || tool == "grep" || tool == "find" || tool == "ls" || tool == "state_get") return true;
-  if (tool != "schedules") return false;
-  if (!args.is_object()) return false;
-  if (!args.contains("action")) return true;
-  return args["action"].is_string() && args["action"].get<std::string>() == "list";
+  const auto* row = tooltable::findTool(tool);
+  return row != nullptr && tooltable::readsOnly(*row, args);
 }
 
 }  // namespace pine::policy

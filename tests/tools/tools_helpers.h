@@ -4,11 +4,13 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "common/tool_table.h"
 #include "worker/tools/tool_box.h"
 
 namespace tools_test {
@@ -34,6 +36,14 @@ inline std::string slurp(const std::string& path) {
 
 inline bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
+// The worker's tools' schemas as the broker hands them out (getTask): from the tool table.
+inline std::map<std::string, json> tableSchemas() {
+  std::map<std::string, json> out;
+  for (const auto& row : pine::tooltable::builtinTools())
+    if (row.side == pine::tooltable::Side::Worker) out[row.name] = row.parameters;
+  return out;
+}
+
 // base/ws (the workspace), base/home, base/tmp, base/outside (no access).
 struct Space {
   std::string base, ws, home, tmp, outside;
@@ -58,6 +68,7 @@ struct Space {
     e.tainted = tainted;
     e.home = home;
     e.tmpdir = tmp;
+    e.schemas = tableSchemas();
     return e;
   }
   ToolBox box(bool tainted = false) const { return ToolBox(env(tainted)); }

@@ -9,19 +9,36 @@
 
 using namespace tools_test;
 
-TEST_CASE("names and specs: eight tools, each with a JSON Schema") {
+TEST_CASE("the worker implements exactly the worker rows of the tool table, each with a strict schema") {
   auto names = ToolBox::names();
-  CHECK(names == std::vector<std::string>{"read", "write", "edit", "grep", "find", "ls", "bash", "download"});
+  std::vector<std::string> rows;
+  for (const auto& row : pine::tooltable::builtinTools())
+    if (row.side == pine::tooltable::Side::Worker) rows.push_back(row.name);
+  CHECK(names == rows);
   for (const auto& n : names) {
-    auto s = ToolBox::spec(n);
+    const auto* row = pine::tooltable::findTool(n);
+    REQUIRE(row != nullptr);
     CAPTURE(n);
-    CHECK(s["name"] == n);
-    CHECK(s["description"].get<std::string>().size() > 20);
-    CHECK(s["parameters"]["type"] == "object");
-    CHECK(s["parameters"]["properties"].is_object());
-    CHECK(s["parameters"]["additionalProperties"] == false);
+    CHECK(row->description.size() > 20);
+    CHECK(row->parameters["type"] == "object");
+    CHECK(row->parameters["properties"].is_object());
+    CHECK(row->parameters["additionalProperties"] == false);
   }
-  CHECK(ToolBox::spec("rm").is_null());
+}
+
+TEST_CASE("a tool the broker did not describe is not offered, even though the worker implements it") {
+  Space s;
+  put(s.ws + "/a.txt", "alpha\n");
+  auto e = s.env();
+  e.schemas.erase("read");
+  ToolBox box(e);
+  auto r = box.run("read", json{{"path", "a.txt"}});
+  CHECK(r.isError);
+  CHECK(has(r.text, "unknown tool 'read'"));
+  CHECK_FALSE(has(r.text, "the tools are: read"));
+  // The twin: with its schema, it runs.
+  auto ok = s.box().run("read", json{{"path", "a.txt"}});
+  CHECK_FALSE(ok.isError);
 }
 
 TEST_CASE("unknown tools and bad arguments are errors that say what to fix") {

@@ -1,7 +1,9 @@
 #include "worker/tools/tool_box.h"
 
+#include <algorithm>
 #include <stdexcept>
 
+#include "common/tool_table.h"
 #include "sandbox/jail/path_jail.h"
 #include "worker/tools/tool_parts.h"
 
@@ -32,14 +34,19 @@ ToolBox::~ToolBox() = default;
 ToolBox::ToolBox(ToolBox&&) noexcept = default;
 ToolBox& ToolBox::operator=(ToolBox&&) noexcept = default;
 
+std::vector<std::string> ToolBox::names() { return {"read", "write", "edit", "grep", "find", "ls", "bash", "download"}; }
+
 ToolResult ToolBox::run(const std::string& name, const nlohmann::json& args) {
   using namespace detail;
-  if (spec(name).is_null()) {
+  const auto names = ToolBox::names();
+  auto schema = env_.schemas.find(name);
+  if (schema == env_.schemas.end() || std::find(names.begin(), names.end(), name) == names.end()) {
     std::string known;
-    for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
+    for (const auto& n : names)
+      if (env_.schemas.count(n)) known += (known.empty() ? "" : ", ") + n;
     return fail("unknown tool '" + stripTerminalControls(name) + "'; the tools are: " + known);
   }
-  if (auto why = checkArgs(name, args)) return fail(*why);
+  if (auto why = tooltable::checkArguments(name, schema->second, args)) return fail(*why);
   // The "path" argument, where given, is judged by the jail's own validator
   // first (empty, NUL), so every path error reads the same.
   if (args.contains("path")) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -43,6 +44,9 @@ struct ToolEnv {
   size_t outputCap = 64 * 1024;                   // bytes of tool output handed back
   std::string home, tmpdir;                       // HOME and TMPDIR of the shell
   Fetcher fetch;                                  // the download tool's fetcher; unset: no download tool
+  // The JSON Schema of each tool's arguments, as the broker's tool table gave them (getTask);
+  // a tool without one is not offered, whatever the worker implements.
+  std::map<std::string, nlohmann::json> schemas;
 };
 
 class ToolBox {
@@ -58,9 +62,8 @@ class ToolBox {
   // Never throws.
   ToolResult run(const std::string& name, const nlohmann::json& args);
 
-  static std::vector<std::string> names();  // read write edit grep find ls bash download
-  // {"name","description","parameters": JSON Schema}; null for an unknown name.
-  static nlohmann::json spec(const std::string& name);
+  // The tools implemented here: read write edit grep find ls bash download.
+  static std::vector<std::string> names();
 
   const ToolEnv& env() const { return env_; }
 

@@ -34,12 +34,7 @@ inline std::string jailMessage(const sandbox::JailError& e) {
   }
 }
 
-// Checks `args` against the tool's JSON Schema from spec(): an object, the
-// required keys present, no unknown keys, each value of its declared type and
-// within its minimum. nullopt when fine, else what to fix.
-std::optional<std::string> checkArgs(const std::string& tool, const Json& args);
-
-// Optional arguments, after checkArgs has vouched for their types.
+// Optional arguments, after the schema check (tooltable::checkArguments) has vouched for their types.
 std::string strArg(const Json& args, const char* key, std::string fallback = "");
 long long intArg(const Json& args, const char* key, long long fallback);
 bool boolArg(const Json& args, const char* key, bool fallback);
