@@ -239,7 +239,7 @@ TEST_CASE("a hand-crafted worker in an untrusted run gets no broker tools and ca
   CAPTURE(owned.dump());
   CHECK(owned["state"] == "done");
   CHECK(line(owned, "trust=") == "trust=owner");
-  CHECK(line(owned, "brokerTools=") == "brokerTools=publish_event,send,state_get,state_set,subagent,subscribe,");
+  CHECK(line(owned, "brokerTools=") == "brokerTools=state_get,state_set,publish_event,send,subagent,subscribe,");
   CHECK(line(owned, "download=") == "download=given");
   CHECK(line(owned, "forge gate-as-download: ") == "forge gate-as-download: refused");
   CHECK(line(owned, "gate bash: ").rfind("gate bash: allowed", 0) == 0);
