@@ -54,8 +54,27 @@ inline constexpr std::array<std::uint16_t, 256> kClass = [] {
 
 inline bool is(char ch, std::uint16_t mask) { return (kClass[static_cast<unsigned char>(ch)] & mask) != 0; }
 
-// Patterned secrets (everything that is not a known value). Appends spans in any order.
-void findPatterns(std::string_view text, std::vector<Span>& out);
+// A private key block's END is looked for within this many bytes of its body, and a
+// block without one runs for at most this long.
+inline constexpr std::size_t kPemWindow = 64 << 10;
+// A quoted value carried past the end of its line (a backslash before the newline, or
+// an open shell quote after --password) runs for at most this many more bytes.
+inline constexpr std::size_t kMaxContinuation = 4 << 10;
+
+struct ScanStop {
+  std::size_t resume;  // the next position to look at
+  bool open;           // a match starts at `resume` that needs text past the view
+};
+
+// Patterned secrets (everything that is not a known value), scanning from `from`.
+// A matcher reads its own line from its start, or from `floor` (which acts as a line
+// start) when the line began before it; nothing before `floor` is read. Appends spans
+// in any order, and with `consumed` the ranges the matches skipped. When `atEnd` is
+// false the view must end just after a '\n', and the scan stops at the first match
+// that needs bytes past the view: everything appended before it is what a scan of any
+// longer text (with the same floor) appends too.
+ScanStop findPatterns(std::string_view text, std::size_t floor, std::size_t from, bool atEnd,
+                      std::vector<Span>& out, std::vector<Span>* consumed = nullptr);
 
 // Values that name or stand in for a secret rather than being one: ${secret:NAME},
 // <token>, $VAR, xxxx, ****, null, YOUR_API_KEY ... They stay as they are.
@@ -71,6 +90,7 @@ struct Redactor::Impl {
   std::vector<std::uint64_t> headBits;     // filter over each form's first 8 bytes
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> byHead;  // longest form first
   std::vector<std::uint32_t> multiline;    // forms containing '\n' (the stream must hold those back)
+  std::size_t longestForm = 0;
   std::vector<Skipped> skipped;
   std::size_t values = 0;
 
@@ -87,3 +107,18 @@ struct Redactor::Impl {
 };
 
 }  // namespace pine::redact
+
+namespace pine::redact::detail {
+
+// The tests reach the stream's cap with small inputs by shrinking its limits (the
+// rule needs maxHold >= 2 * tail and maxHold >= 2 * context).
+struct StreamTesting {
+  static StreamRedactor make(const Redactor& redactor, std::size_t maxHold, std::size_t tail, std::size_t context);
+  // What redact() gives under those limits: the whole text fed at once.
+  static std::string whole(const Redactor& redactor, std::string_view text, std::size_t maxHold, std::size_t tail,
+                           std::size_t context);
+  // Bytes the stream holds (look-behind included).
+  static std::size_t held(const StreamRedactor& stream);
+};
+
+}  // namespace pine::redact::detail

@@ -3,7 +3,10 @@
 // '=' / ':' that may end a key such as password=). A 64 Ki-bit table of those
 // pairs rejects almost every position with one load and one bit test; only the
 // hits run the small matchers below. Each matcher checks the byte before the
-// match, so "task-sk-1", "risk-free" and hashes inside longer words stay.
+// match, so "task-sk-1", "risk-free" and hashes inside longer words stay. Matchers
+// see only their own line unless they are one of the three that may span lines, and
+// those report when the view ends too early: that is what lets StreamRedactor emit
+// text as soon as its redaction is final, and no sooner.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -12,6 +15,17 @@
 
 namespace pine::redact::detail {
 namespace {
+
+// What a matcher that may run past the end of its line reads: the whole view, where
+// the line ends, and whether the view ends where the input does. When it does not and
+// the answer lies past it, the matcher sets `open` and pushes nothing: the caller
+// tries again from the same position once more text has arrived.
+struct Reach {
+  std::string_view all;
+  std::size_t lineStop;  // just past the line's '\n', or all.size()
+  bool atEnd;
+  bool open = false;
+};
 
 enum class Need : std::uint8_t {
   kNone,     // the prefix alone is distinctive
@@ -290,27 +304,45 @@ std::size_t matchSendGrid(std::string_view t, std::size_t i, std::vector<Span>& 
   return e2;
 }
 
-// "-----BEGIN <kind> PRIVATE KEY-----" through the matching END line. Without an
-// END (a truncated paste) the block runs while the bytes look like PEM body.
-std::size_t matchPem(std::string_view t, std::size_t i, std::vector<Span>& out) {
-  if (i + 11 > t.size() || t[i + 2] != '-' || t.compare(i, 11, "-----BEGIN ") != 0) return 0;
-  const std::string_view line = t.substr(i + 11, 80);
-  const std::size_t dashes = line.find("-----");
+// "-----BEGIN <kind> PRIVATE KEY-----" through the matching END line, found within
+// kPemWindow bytes of the body whatever bytes the body holds. Without an END (a
+// truncated paste) the block runs while the bytes look like PEM body, for at most
+// kPemWindow bytes (and to the end of the line it reaches there): no key is that long,
+// and the bound is what lets a stream decide.
+std::size_t matchPem(Reach& r, std::size_t i, std::vector<Span>& out) {
+  const std::string_view line = r.all.substr(0, r.lineStop);
+  if (i + 11 > line.size() || line[i + 2] != '-' || line.compare(i, 11, "-----BEGIN ") != 0) return 0;
+  const std::string_view header = line.substr(i + 11, 80);
+  const std::size_t dashes = header.find("-----");
   if (dashes == std::string_view::npos) return 0;
-  const std::string_view kind = line.substr(0, dashes);
+  const std::string_view kind = header.substr(0, dashes);
   if (kind.find("PRIVATE KEY") == std::string_view::npos || kind.find('\n') != std::string_view::npos) return 0;
+  const std::string_view t = r.all;
+  const std::size_t n = t.size();
   const std::size_t body = i + 11 + dashes + 5;
-  const std::string_view window = t.substr(body, 64 << 10);
-  const std::size_t end = window.find("-----END ");
-  if (end != std::string_view::npos) {
-    const std::size_t close = window.find("-----", end + 9);
-    if (close != std::string_view::npos && close - end < 100) {
-      out.push_back({i, body + close + 5});
-      return body + close + 5;
+  const std::size_t windowEnd = body + kPemWindow;
+  auto more = [&](std::size_t need) { return !r.atEnd && n < need; };  // the answer lies past the view
+  const std::size_t end = t.substr(0, windowEnd).find("-----END ", body);
+  if (end == std::string_view::npos) {
+    if (more(windowEnd)) return r.open = true, 0;
+  } else {
+    // The END line's closing dashes start within 100 bytes of "-----END ".
+    const std::size_t closeLimit = std::min(windowEnd, end + 104);
+    const std::size_t close = t.substr(0, closeLimit).find("-----", end + 9);
+    if (close != std::string_view::npos) {
+      out.push_back({i, close + 5});
+      return close + 5;
     }
+    if (more(closeLimit)) return r.open = true, 0;
   }
+  const std::size_t stop = std::min(n, windowEnd);
   std::size_t e = body;
-  while (e < t.size() && (is(t[e], kB64 | kSpace | kEol | kDash) || t[e] == '\\' || t[e] == ':' || t[e] == ',')) ++e;
+  while (e < stop && (is(t[e], kB64 | kSpace | kEol | kDash) || t[e] == '\\' || t[e] == ':' || t[e] == ',')) ++e;
+  if (e == n && more(windowEnd)) return r.open = true, 0;
+  if (e == windowEnd) {  // still key-like at the bound: the line it reached goes too
+    while (e < n && !is(t[e], kEol)) ++e;
+    if (e == n && !r.atEnd) return r.open = true, 0;
+  }
   out.push_back({i, e});
   return e;
 }
@@ -429,7 +461,30 @@ bool isAuthScheme(std::string_view w) {
   return std::find(std::begin(kSchemes), std::end(kSchemes), lw) != std::end(kSchemes);
 }
 
-std::size_t matchKeyValue(std::string_view t, std::size_t i, std::vector<Span>& out) {
+// Where a quoted value that starts at vs ends: at its closing quote (or, for a value in
+// \"...\" inside a JSON string, at the next \"), or at the end of its line. A backslash
+// before the end of the line carries the value on to the next line (shell and YAML
+// double quotes); past its first line a value runs for at most kMaxContinuation bytes.
+std::size_t quotedEnd(Reach& r, std::size_t vs, char q) {
+  const std::string_view t = r.all;
+  const std::size_t n = t.size();
+  const std::size_t bound = std::min(n, r.lineStop + kMaxContinuation);
+  std::size_t ve = vs;
+  if (q == '\\') {
+    while (ve < bound && !(t[ve] == '\\' && ve + 1 < n && t[ve + 1] == '"') && !is(t[ve], kEol)) {
+      ve += t[ve] == '\\' ? 2 : 1;
+    }
+  } else {
+    while (ve < bound && t[ve] != q && !is(t[ve], kEol)) ve += (t[ve] == '\\' && ve + 1 < n && q != '\'') ? 2 : 1;
+  }
+  // Only a value carried past the end of its line can reach the end of the view.
+  if (ve >= n && !r.atEnd && n < r.lineStop + kMaxContinuation) r.open = true;
+  return std::min(ve, bound);
+}
+
+std::size_t matchKeyValue(Reach& r, std::size_t i, std::vector<Span>& out) {
+  // Everything but a quoted value that goes on past its line is read from the line alone.
+  const std::string_view t = r.all.substr(0, r.lineStop);
   const std::size_t n = t.size();
   const char sep = t[i];
   const char next = i + 1 < n ? t[i + 1] : '\0';
@@ -486,18 +541,15 @@ std::size_t matchKeyValue(std::string_view t, std::size_t i, std::vector<Span>& 
   std::size_t vs = v, ve = v;
   bool quotedValue = false;
   if (t[v] == '"' || t[v] == '\'' || t[v] == '`') {
-    const char q = t[v];
     quotedValue = true;
     vs = v + 1;
-    ve = vs;
-    while (ve < n && t[ve] != q && !is(t[ve], kEol)) ve += (t[ve] == '\\' && ve + 1 < n && q != '\'') ? 2 : 1;
-    ve = std::min(ve, n);
+    ve = quotedEnd(r, vs, t[v]);
+    if (r.open) return 0;
   } else if (t[v] == '\\' && v + 1 < n && t[v + 1] == '"') {  // \"value\" inside a JSON string
     quotedValue = true;
     vs = v + 2;
-    ve = vs;
-    while (ve < n && !(t[ve] == '\\' && ve + 1 < n && t[ve + 1] == '"') && !is(t[ve], kEol)) ve += t[ve] == '\\' ? 2 : 1;
-    ve = std::min(ve, n);
+    ve = quotedEnd(r, vs, '\\');
+    if (r.open) return 0;
   } else if (kind == KeyKind::kAuthorization) {
     while (ve < n && !is(t[ve], kEol) && t[ve] != '"' && t[ve] != '\'' && t[ve] != '`' &&
            !(t[ve] == '\\' && ve + 1 < n && t[ve + 1] == '"')) {
@@ -524,25 +576,27 @@ std::size_t matchKeyValue(std::string_view t, std::size_t i, std::vector<Span>& 
     };
     while (ve < n && !stop(ve)) ++ve;
   }
-  while (ve > vs && is(t[ve - 1], kSpace | kEol)) --ve;
+  // A quoted value may end past its line: read it from the whole view.
+  const std::string_view all = r.all;
+  while (ve > vs && is(all[ve - 1], kSpace | kEol)) --ve;
 
   bool scheme = false;
   if (kind == KeyKind::kAuthorization) {
     // Keep the scheme ("Bearer", "Basic", "token"): only the credential is secret.
     std::size_t w = vs;
-    while (w < ve && (is(t[w], kAlnum | kDash))) ++w;
-    if (w < ve && is(t[w], kSpace) && isAuthScheme(t.substr(vs, w - vs))) {
+    while (w < ve && (is(all[w], kAlnum | kDash))) ++w;
+    if (w < ve && is(all[w], kSpace) && isAuthScheme(all.substr(vs, w - vs))) {
       scheme = true;
       vs = w;
-      while (vs < ve && is(t[vs], kSpace)) ++vs;
+      while (vs < ve && is(all[vs], kSpace)) ++vs;
     } else if (!quotedValue) {
       std::size_t e = vs;
-      while (e < ve && !is(t[e], kSpace)) ++e;
+      while (e < ve && !is(all[e], kSpace)) ++e;
       ve = e;
     }
   }
   if (ve <= vs) return 0;
-  std::string_view value = t.substr(vs, ve - vs);
+  std::string_view value = all.substr(vs, ve - vs);
   if (!quotedValue && mode != Mode::kAssign) {
     // "password: string;" in a type declaration, "token: x," in a flow mapping
     while (!value.empty() && (value.back() == ',' || value.back() == ';')) value.remove_suffix(1);
@@ -668,9 +722,18 @@ std::size_t matchUserPass(std::string_view t, std::size_t v, std::vector<Span>& 
   return e;
 }
 
-// --password VALUE, --api-key VALUE (the '=' form is a key=value)
-std::size_t matchFlag(std::string_view t, std::size_t i, std::vector<Span>& out) {
-  if (i > 0 && !is(t[i - 1], kSpace | kEol) && t[i - 1] != '"' && t[i - 1] != '\'') return 0;
+// A flag or "-u" stands at the start of a word: after a space, a line start (a `\`
+// continuation line of a long command) or an opening quote.
+inline bool flagStart(std::string_view t, std::size_t i) {
+  return i == 0 || is(t[i - 1], kSpace | kEol) || t[i - 1] == '"' || t[i - 1] == '\'';
+}
+
+// --password VALUE, --api-key VALUE (the '=' form is a key=value). A quoted value may
+// span lines (shell quotes do), for at most kMaxContinuation bytes past its first line;
+// a quote that does not close within that covers the rest of the line.
+std::size_t matchFlag(Reach& r, std::size_t i, std::vector<Span>& out) {
+  const std::string_view t = r.all.substr(0, r.lineStop);
+  if (!flagStart(t, i)) return 0;
   const std::size_t f = i + 2;
   const std::size_t e = runEnd(t, f, kAlnum | kUnder | kDash);
   if (e == f || e >= t.size() || t[e] != ' ') return 0;
@@ -679,38 +742,52 @@ std::size_t matchFlag(std::string_view t, std::size_t i, std::vector<Span>& out)
   if (classifyKey(name) == KeyKind::kNone) return 0;
   std::size_t v = e + 1;
   while (v < t.size() && is(t[v], kSpace)) ++v;
-  if (v >= t.size() || t[v] == '-') return 0;
+  if (v >= t.size() || t[v] == '-' || is(t[v], kEol)) return 0;
   std::size_t vs = v, ve;
+  std::string_view all = t;
   if (t[v] == '"' || t[v] == '\'') {
     vs = v + 1;
-    ve = t.find(t[v], vs);
-    if (ve == std::string_view::npos) return 0;
+    all = r.all;
+    const std::size_t bound = r.lineStop + kMaxContinuation;
+    ve = all.substr(0, bound).find(t[v], vs);
+    if (ve == std::string_view::npos) {
+      if (!r.atEnd && all.size() < bound) return r.open = true, 0;
+      ve = vs;
+      while (ve < t.size() && !is(t[ve], kEol)) ++ve;
+      while (ve > vs && is(t[ve - 1], kSpace)) --ve;
+    }
   } else {
     ve = v;
     while (ve < t.size() && !is(t[ve], kSpace | kEol)) ++ve;
   }
-  if (ve <= vs || isPlaceholder(t.substr(vs, ve - vs))) return 0;
+  if (ve <= vs || isPlaceholder(all.substr(vs, ve - vs))) return 0;
   out.push_back({vs, ve});
   return ve;
 }
 
-std::size_t dispatch(std::string_view t, std::size_t i, std::vector<Span>& out) {
+// The matcher for the trigger at t[i], on the line that ends at lineStop. Matchers that
+// take a string_view see only that line, so what they find cannot change when more
+// text arrives after it; the three that may run past the line (a PEM block, a quoted
+// value carried on by a backslash, a quoted flag value) take the Reach and say when
+// they need bytes past the view.
+std::size_t dispatch(Reach& r, std::size_t i, std::vector<Span>& out) {
+  const std::string_view t = r.all.substr(0, r.lineStop);
   const char c = t[i];
-  std::size_t r = 0;
+  std::size_t m = 0;
   switch (c) {
     case '=':
-      return matchKeyValue(t, i, out);
+      return matchKeyValue(r, i, out);
     case ':':
       if (t.compare(i, 3, "://") == 0) return matchUrl(t, i, out);
-      if ((r = matchTelegram(t, i, out))) return r;
-      return matchKeyValue(t, i, out);
+      if ((m = matchTelegram(t, i, out))) return m;
+      return matchKeyValue(r, i, out);
     case '-':
       if (t[i + 1] == 'u') {
-        if (i + 2 < t.size() && t[i + 2] == ' ' && (i == 0 || is(t[i - 1], kSpace))) return matchUserPass(t, i + 3, out);
+        if (i + 2 < t.size() && t[i + 2] == ' ' && flagStart(t, i)) return matchUserPass(t, i + 3, out);
         return 0;
       }
-      if ((r = matchPem(t, i, out))) return r;
-      return matchFlag(t, i, out);
+      if ((m = matchPem(r, i, out)) || r.open) return m;
+      return matchFlag(r, i, out);
     case 'B':
     case 'b':
       return matchScheme(t, i, out);
@@ -723,7 +800,7 @@ std::size_t dispatch(std::string_view t, std::size_t i, std::vector<Span>& out) 
     case 'O':
       return matchDiscord(t, i, out);
     case 'N':
-      if ((r = matchDiscord(t, i, out))) return r;
+      if ((m = matchDiscord(t, i, out))) return m;
       break;
     default:
       break;
@@ -756,30 +833,59 @@ bool isPlaceholder(std::string_view v) {
   return lv.ends_with("_here") || lv.ends_with("-here");
 }
 
-void findPatterns(std::string_view t, std::vector<Span>& out) {
+ScanStop findPatterns(std::string_view t, std::size_t floor, std::size_t from, bool atEnd, std::vector<Span>& out,
+                      std::vector<Span>* consumed) {
   const std::size_t n = t.size();
-  if (n < 2) return;
+  if (from + 1 >= n) return {from, false};  // a trigger is two bytes
   const auto& trig = tables().trigger;
   const unsigned char* s = reinterpret_cast<const unsigned char*>(t.data());
   auto hit = [&](std::size_t i) -> unsigned {
-    const unsigned tokBefore = i > 0 && (kClass[s[i - 1]] & kTok) ? 1 : 0;
+    const unsigned tokBefore = i > floor && (kClass[s[i - 1]] & kTok) ? 1 : 0;
     const unsigned v = s[i] | (s[i + 1] << 8) | (tokBefore << 16);
     return (trig[v >> 6] >> (v & 63)) & 1;
   };
-  auto hitInner = [&](std::size_t i) -> unsigned {  // i > 0
+  auto hitInner = [&](std::size_t i) -> unsigned {  // i > floor
     const unsigned v = s[i] | (s[i + 1] << 8) | ((kClass[s[i - 1]] & kTok) ? 1u << 16 : 0u);
     return (trig[v >> 6] >> (v & 63)) & 1;
   };
-  std::size_t i = 0;
-  if (hit(0)) {
-    const std::size_t next = dispatch(t, 0, out);
-    i = next > 1 ? next : 1;
+  // A matcher sees the text from the start of its line (or from `floor`) on, so what it
+  // finds depends on that line alone, and on the lines after it for the three that
+  // may span lines. Positions only grow: each line's bounds are looked up once.
+  std::size_t lineStart = 0, lineStop = 0;
+  bool open = false;
+  auto run = [&](std::size_t at) -> std::size_t {
+    if (at >= lineStop) {
+      // The line starts after the last '\n' before `at`; none lies before the old line's end.
+      const std::size_t from = std::max(floor, lineStop);
+      const void* prev = at > from ? memrchr(s + from, '\n', at - from) : nullptr;
+      lineStart = prev ? static_cast<std::size_t>(static_cast<const unsigned char*>(prev) - s) + 1 : from;
+      const void* nl = memchr(s + at, '\n', n - at);
+      lineStop = nl ? static_cast<std::size_t>(static_cast<const unsigned char*>(nl) - s) + 1 : n;
+    }
+    Reach reach{t.substr(lineStart), lineStop - lineStart, atEnd};
+    const std::size_t first = out.size();
+    std::size_t next = dispatch(reach, at - lineStart, out);
+    if (reach.open) {
+      open = true;
+      return at;
+    }
+    for (std::size_t k = first; k < out.size(); ++k) out[k] = {out[k].begin + lineStart, out[k].end + lineStart};
+    if (next) next += lineStart;
+    if (consumed && next > at + 1) consumed->push_back({at, next});
+    return next;
+  };
+  std::size_t i = from;
+  if (hit(i)) {
+    const std::size_t next = run(i);
+    if (open) return {i, true};
+    i = next > i + 1 ? next : i + 1;
   } else {
-    i = 1;
+    ++i;
   }
   // Eight positions per step without a branch each; most steps have no hit at all.
   while (i + 9 <= n) {
     unsigned mask = 0;
+#pragma GCC unroll 8
     for (unsigned k = 0; k < 8; ++k) mask |= hitInner(i + k) << k;
     if (mask == 0) [[likely]] {
       i += 8;
@@ -791,7 +897,8 @@ void findPatterns(std::string_view t, std::vector<Span>& out) {
       const std::size_t at = block + static_cast<std::size_t>(__builtin_ctz(mask));
       mask &= mask - 1;
       if (at < i) continue;  // inside a match that was just consumed
-      const std::size_t next = dispatch(t, at, out);
+      const std::size_t next = run(at);
+      if (open) return {at, true};
       i = next > at + 1 ? next : at + 1;
       resume = std::max(resume, i);
     }
@@ -799,9 +906,11 @@ void findPatterns(std::string_view t, std::vector<Span>& out) {
   }
   for (; i + 1 < n; ++i) {
     if (!hit(i)) continue;
-    const std::size_t next = dispatch(t, i, out);
+    const std::size_t next = run(i);
+    if (open) return {i, true};
     if (next > i + 1) i = next - 1;
   }
+  return {i, false};
 }
 
 }  // namespace pine::redact::detail

@@ -157,6 +157,7 @@ Redactor::Redactor(std::vector<std::string> knownSecrets) {
     setBit(impl->headBits, hashHead(head));
     impl->byHead[head].push_back(idx);
     if (f.find('\n') != std::string::npos) impl->multiline.push_back(idx);
+    impl->longestForm = std::max(impl->longestForm, f.size());
   }
   for (auto& [head, list] : impl->byHead) {
     std::sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
@@ -200,7 +201,7 @@ void Redactor::Impl::findKnown(std::string_view text, std::vector<Span>& out) co
 std::vector<Span> Redactor::Impl::findAll(std::string_view text) const {
   std::vector<Span> spans;
   findKnown(text, spans);
-  detail::findPatterns(text, spans);
+  detail::findPatterns(text, 0, 0, true, spans);
   if (spans.size() < 2) return spans;
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;
@@ -238,11 +239,30 @@ std::string Redactor::redact(std::string_view text) const {
   return out;
 }
 
+// A text of kMaxHold bytes or more may hold no line end a stream could release at for
+// that long; it is redacted the way the stream cuts it, so the two agree on it too.
 void Redactor::redactInto(std::string_view text, std::string& out) const {
-  Impl::apply(text, impl_->findAll(text), 0, text.size(), out);
+  if (text.size() < StreamRedactor::kMaxHold) {
+    Impl::apply(text, impl_->findAll(text), 0, text.size(), out);
+    return;
+  }
+  out.clear();
+  out.reserve(text.size());
+  StreamRedactor stream(*this);
+  stream.feedInto(text, out);
+  stream.finishInto(out);
 }
 
-std::vector<Span> Redactor::find(std::string_view text) const { return impl_->findAll(text); }
+std::vector<Span> Redactor::find(std::string_view text) const {
+  if (text.size() < StreamRedactor::kMaxHold) return impl_->findAll(text);
+  std::vector<Span> spans;
+  std::string sink;
+  StreamRedactor stream(*this);
+  stream.collect_ = &spans;
+  stream.feedInto(text, sink);
+  stream.finishInto(sink);
+  return spans;
+}
 
 const std::vector<Redactor::Skipped>& Redactor::skipped() const { return impl_->skipped; }
 

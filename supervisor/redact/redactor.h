@@ -11,6 +11,10 @@
 
 namespace pine::redact {
 
+namespace detail {
+struct StreamTesting;
+}
+
 inline constexpr std::string_view kMarker = "[redacted]";
 // Shorter known values would turn ordinary words into markers.
 inline constexpr std::size_t kMinKnownLength = 8;
@@ -48,10 +52,9 @@ class Redactor {
   // The ranges redact() replaces: sorted, merged, non-overlapping.
   std::vector<Span> find(std::string_view text) const;
 
-  // Copies in to out, redacted. Reads line by line (flushing whenever the input has
-  // nothing more buffered, so `tail -f | pinectl redact` stays live) and holds back
-  // only what a secret split across reads needs: an open PEM block, the start of a
-  // multi-line known value, or the tail of a very long line.
+  // Copies in to out, redacted, through a StreamRedactor. Reads line by line (flushing
+  // whenever the input has nothing more buffered, so `tail -f | pinectl redact` stays
+  // live); a line waits only while a match that may span lines is still open before it.
   void redactStream(std::istream& in, std::ostream& out) const;
 
   const std::vector<Skipped>& skipped() const;
@@ -68,25 +71,71 @@ class Redactor {
 // Chunked input from any source (pipes, sockets): feed() returns the redacted output
 // that is final so far; finish() returns the rest. Concatenated, the results equal
 // redact() of the whole input, however the input was split.
+//
+// That holds by construction: output is released only up to a line end that no match
+// covers and before which every match is decided, i.e. could not change whatever text
+// followed. So a line waits while a match that may span lines is open before it: a
+// private key block until its END line (looked for within 64 KiB, whatever bytes the
+// body holds), a quoted value carried on by a backslash or an open shell quote (at most
+// 4 KiB past its line), the first lines of a multi-line known value, and a line itself
+// until its newline.
+//
+// Memory is bounded: when kMaxHold bytes pass without such a line end (one very long
+// line, or matches chained across every line end), the stream cuts inside the held
+// text, after a space or punctuation in its second half and at least kTail bytes before
+// its end, where no match is torn, and reads on as if a line started there (with
+// kContext bytes of look-behind). A match that covers the whole region where a cut may
+// go (one longer than kTail) is redacted from the cut to the end of its line. redact()
+// follows the same rule for texts of kMaxHold bytes or more, so the two still agree.
 class StreamRedactor {
  public:
   explicit StreamRedactor(const Redactor& redactor);
   std::string feed(std::string_view chunk);
   std::string finish();
 
-  // A line longer than this is cut inside, keeping kTail bytes of look-ahead and
-  // kContext bytes of look-behind so no pattern is torn at the cut.
   static constexpr std::size_t kMaxHold = 1 << 20;
   static constexpr std::size_t kTail = 64 << 10;
   static constexpr std::size_t kContext = 4 << 10;
 
  private:
-  std::string emit(std::size_t cut);
-  std::size_t holdPoint(std::size_t cut) const;
+  friend class Redactor;
+  friend struct detail::StreamTesting;
+  struct Limits {
+    std::size_t maxHold, tail, context;
+  };
+  StreamRedactor(const Redactor& redactor, Limits limits);
+
+  void feedInto(std::string_view chunk, std::string& out);
+  void finishInto(std::string& out);
+  void advance(std::string& out);
+  bool worthDeciding(std::size_t lineEnd) const;
+  void decide(std::size_t lineEnd, std::string& out);
+  std::size_t knownHold(std::string_view view) const;
+  void cut(std::string& out);
+  bool swallow(bool finishing);
+  void emit(std::size_t to, const std::vector<Span>& spans, std::string& out);
+  void startSegment(std::size_t at, std::size_t floor);
+  void trim();
 
   std::shared_ptr<const Redactor::Impl> impl_;
-  std::string pending_;
-  std::size_t done_ = 0;  // bytes at the front of pending_ already emitted (look-behind only)
+  Limits limits_;
+  std::string pending_;           // input from base_ on: look-behind, then what is not out yet
+  std::size_t base_ = 0;          // input offset of pending_[0]
+  std::size_t emitted_ = 0;       // the input before this offset is out
+  std::size_t segment_ = 0;       // where the text was last cut (read as a line start)
+  std::size_t floor_ = 0;         // segment_ less its look-behind
+  std::size_t anchor_ = 0;        // the window of kMaxHold bytes the cut rule looks at starts here
+  std::size_t scanFrom_ = 0;      // the pattern scan resumes here
+  std::size_t knownFrom_ = 0;     // known values that start before this are in spans_ (or out)
+  std::size_t lineEnd_ = 0;       // just past the last '\n' seen inside the window
+  std::size_t seenTo_ = 0;        // '\n' has been looked for up to here
+  std::size_t decidedTo_ = 0;     // the view end of the last decision
+  std::size_t open_ = 0;          // a match from here needs more text (npos: none)
+  std::size_t hold_ = 0;          // a multi-line known value may start here (npos: none)
+  std::vector<Span> spans_;       // final spans not yet out, in input offsets
+  bool carry_ = false;            // a match ran across the last cut: redact on to its line end
+  bool inSpan_ = false;           // the output so far ends inside a span (its marker is out)
+  std::vector<Span>* collect_ = nullptr;  // Redactor::find() on a long text: the spans as output
 };
 
 }  // namespace pine::redact
