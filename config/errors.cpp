@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 namespace pine::config {
 
@@ -26,21 +29,53 @@ std::string formatErrors(std::vector<ConfigError> errors) {
   return out;
 }
 
-std::size_t editDistance(std::string_view a, std::string_view b) {
-  const std::size_t n = a.size(), m = b.size();
-  std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
-  for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= n; ++i) {
-    for (std::size_t j = 1; j <= m; ++j) {
-      std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
+void addError(std::vector<ConfigError>& errors, ConfigError e) {
+  if (errors.size() < kMaxErrors) {
+    errors.push_back(std::move(e));
+  } else if (errors.size() == kMaxErrors) {
+    errors.push_back({std::move(e.file), 0, 0, "",
+                      "more than " + std::to_string(kMaxErrors) + " errors; the rest are not shown",
+                      "fix these and check again"});
   }
-  return d[n][m];
 }
+
+namespace {
+
+// Optimal string alignment distance, or some value above `bound` as soon as every
+// alignment is past it. Three rows, not a table: it runs once per candidate.
+std::size_t osaDistance(std::string_view a, std::string_view b, std::size_t bound) {
+  const std::size_t n = a.size(), m = b.size();
+  if ((n > m ? n - m : m - n) > bound) return bound + 1;
+  std::vector<std::size_t> rows(3 * (m + 1));
+  std::size_t* prev2 = rows.data();
+  std::size_t* prev = prev2 + (m + 1);
+  std::size_t* cur = prev + (m + 1);
+  for (std::size_t j = 0; j <= m; ++j) prev[j] = j;
+  std::size_t prevMin = 0;
+  for (std::size_t i = 1; i <= n; ++i) {
+    cur[0] = i;
+    std::size_t rowMin = cur[0];
+    for (std::size_t j = 1; j <= m; ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      std::size_t d = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d = std::min(d, prev2[j - 2] + 1);
+      cur[j] = d;
+      rowMin = std::min(rowMin, d);
+    }
+    // Every later cell builds on this row or the one before (a transposition), plus zero or more.
+    if (rowMin > bound && prevMin > bound) return bound + 1;
+    prevMin = rowMin;
+    std::size_t* t = prev2;
+    prev2 = prev;
+    prev = cur;
+    cur = t;
+  }
+  return prev[m];
+}
+
+}  // namespace
+
+std::size_t editDistance(std::string_view a, std::string_view b) { return osaDistance(a, b, SIZE_MAX - 1); }
 
 namespace {
 
@@ -56,13 +91,19 @@ std::string fold(std::string_view s) {
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
   if (word.empty() || word.size() > 200) return {};
   const std::string w = fold(word);
+  // No candidate further than this can be accepted below (the limit there is at most
+  // this), so distances past it need not be exact.
+  const std::size_t bound = std::max<std::size_t>(1, w.size() / 3);
+  std::size_t cells = 0;  // an upper bound of the work below: folding only shortens
+  for (const auto& c : candidates)
+    if ((cells += (w.size() + 1) * (c.size() + 1)) > kMaxHintCells) return {};
   std::string best;
   std::size_t bestDistance = SIZE_MAX;
   for (const auto& c : candidates) {
     if (c == word) continue;
     const std::string f = fold(c);
     // Same word in another spelling (case, snake_case) is the likeliest intent of all.
-    std::size_t dist = (f == w) ? 0 : editDistance(w, f) + 1;
+    std::size_t dist = (f == w) ? 0 : osaDistance(w, f, bound) + 1;
     if (dist < bestDistance) {
       bestDistance = dist;
       best = c;

@@ -23,12 +23,23 @@ struct ConfigError {
 // Every error on its own line, sorted by file, line and column.
 std::string formatErrors(std::vector<ConfigError> errors);
 
+// One load collects at most this many errors; past it a note says the rest were left
+// out, and the readers skip the work of finding hints for them. A file with more is
+// not a configuration being edited, and each hint can cost a look at every name.
+inline constexpr std::size_t kMaxErrors = 200;
+// Appends e; at kMaxErrors appends the note instead (once), then nothing.
+void addError(std::vector<ConfigError>& errors, ConfigError e);
+inline bool errorsFull(const std::vector<ConfigError>& errors) { return errors.size() >= kMaxErrors; }
+
 // Edit distance with transpositions (optimal string alignment), case-sensitive.
 std::size_t editDistance(std::string_view a, std::string_view b);
 
 // The nearest candidate when it is close enough to be a typo: same letters
 // ignoring case and '_'/'-' (base_url -> baseUrl), or within a distance of
-// about a third of the word. Empty when nothing is near.
+// about a third of the word. Empty when nothing is near, and when comparing with
+// every candidate would take more than kMaxHintCells steps of edit distance (a
+// guess among so many is no help, and a file may name thousands).
+inline constexpr std::size_t kMaxHintCells = 400000;
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates);
 
 // "did you mean 'x'?" or empty.

@@ -91,10 +91,10 @@ class HomeView {
 std::string pickFile(const HomeView& v, const std::string& base, std::vector<ConfigError>& errors) {
   const bool yaml = v.exists(base + ".yaml"), json = v.exists(base + ".json");
   if (v.exists(base + ".yml"))
-    errors.push_back({v.full(base + ".yml"), 0, 0, "", "pine reads " + base + ".yaml (or " + base + ".json), not .yml",
+    addError(errors, {v.full(base + ".yml"), 0, 0, "", "pine reads " + base + ".yaml (or " + base + ".json), not .yml",
                       "rename it to " + base + ".yaml"});
   if (yaml && json) {
-    errors.push_back({v.full(base + ".json"), 0, 0, "",
+    addError(errors, {v.full(base + ".json"), 0, 0, "",
                       "both " + base + ".yaml and " + base + ".json exist; pine reads one",
                       "pick one: merge what you need into it and delete the other"});
     return {};
@@ -116,7 +116,7 @@ bool readFile(const HomeView& v, const std::string& rel, const std::string& sche
   std::string why;
   auto text = v.read(rel, &why);
   if (!text) {
-    errors.push_back({ctx.file, 0, 0, "", "cannot read: " + why, ""});
+    addError(errors, {ctx.file, 0, 0, "", "cannot read: " + why, ""});
     return false;
   }
   auto root = detail::parseDocument(ctx, *text);
@@ -135,12 +135,14 @@ std::vector<std::string> keysOf(const auto& m) {
 void resolve(const Home& home, const HomeView& view, const std::vector<Ref>& refs, std::vector<ConfigError>& errors,
              bool skipEnv) {
   auto err = [&](const Ref& r, std::string msg, std::string hint) {
-    errors.push_back({r.file, r.pos.line, r.pos.column, r.keyPath, std::move(msg), std::move(hint)});
+    addError(errors, {r.file, r.pos.line, r.pos.column, r.keyPath, std::move(msg), std::move(hint)});
   };
   std::vector<std::string> sourceNames;
   for (auto& s : home.pine.sources) sourceNames.push_back(s.name);
   for (auto& w : home.pine.webhooks) sourceNames.push_back(w.name);
+  const std::set<std::string> sourceSet(sourceNames.begin(), sourceNames.end());
   for (const Ref& r : refs) {
+    if (errors.size() > kMaxErrors) break;  // the note is in; the rest would be dropped with their hints
     switch (r.kind) {
       case Ref::AgentOrAll:
         if (r.name == "*") break;
@@ -159,7 +161,7 @@ void resolve(const Home& home, const HomeView& view, const std::vector<Ref>& ref
           err(r, "no provider '" + r.name + "' in models.yaml", didYouMean(r.name, keysOf(home.models.providers)));
         break;
       case Ref::Source:
-        if (std::find(sourceNames.begin(), sourceNames.end(), r.name) == sourceNames.end())
+        if (!sourceSet.count(r.name))
           err(r, "no source or webhook called '" + r.name + "'", didYouMean(r.name, sourceNames));
         break;
       case Ref::Secret:
@@ -204,7 +206,7 @@ LoadResult loadHome(const std::string& homeDirIn, const LoadOptions& opts) {
   auto& errors = result.errors;
   struct stat st;
   if (stat(homeDir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    errors.push_back({homeDir, 0, 0, "", "pine's home is not a folder (" + std::string(strerror(errno)) + ")", ""});
+    addError(errors, {homeDir, 0, 0, "", "pine's home is not a folder (" + std::string(strerror(errno)) + ")", ""});
     return result;
   }
   HomeView view(homeDir, opts.overlay);
@@ -237,7 +239,7 @@ LoadResult loadHome(const std::string& homeDirIn, const LoadOptions& opts) {
     if (id[0] == '.') continue;  // editor and VCS droppings
     const std::string dir = "agents/" + id;
     if (!isValidAgentId(id)) {
-      errors.push_back({view.full(dir), 0, 0, "",
+      addError(errors, {view.full(dir), 0, 0, "",
                         "'" + id + "' is not a valid agent id (a-z, 0-9, '_' and '-', at most 64, not starting with '-')",
                         "rename the folder"});
       continue;
@@ -245,7 +247,7 @@ LoadResult loadHome(const std::string& homeDirIn, const LoadOptions& opts) {
     std::string rel = pickFile(view, dir + "/agent", errors);
     if (rel.empty()) {
       if (!view.exists(dir + "/agent.yaml") && !view.exists(dir + "/agent.json"))
-        errors.push_back({view.full(dir), 0, 0, "", "agent folder without agent.yaml",
+        addError(errors, {view.full(dir), 0, 0, "", "agent folder without agent.yaml",
                           "create " + dir + "/agent.yaml (an empty file gives the defaults), or move the folder out of agents/"});
       continue;
     }
@@ -272,7 +274,7 @@ LoadResult loadHome(const std::string& homeDirIn, const LoadOptions& opts) {
   // After a file that did not parse, "no such agent/model" would be noise: report the parse error alone.
   for (auto& [id, a] : home.agents)
     if (complete && home.effectiveModel(a).empty())
-      errors.push_back({a.file, 0, 0, "model", "agent '" + id + "' has no model",
+      addError(errors, {a.file, 0, 0, "model", "agent '" + id + "' has no model",
                         "set model: NAME here, or defaults.model in pine.yaml (NAME is a key of models.yaml `models`)"});
 
   if (complete) resolve(home, view, refs, errors, opts.skipEnv);
@@ -320,7 +322,7 @@ std::vector<ConfigError> validateFileText(const std::string& filename, const std
     a.id = dir.substr(dir.find_last_of('/') + 1);
     detail::readAgent(ctx, *root, a);
   } else {
-    errors.push_back({filename, 0, 0, "", "not a configuration file pine knows",
+    addError(errors, {filename, 0, 0, "", "not a configuration file pine knows",
                       "pine.yaml, models.yaml, agents/<id>/agent.yaml (or .json), .env"});
   }
   return errors;

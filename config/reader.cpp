@@ -6,11 +6,12 @@
 #include <cstdlib>
 
 #include "config/secrets.h"
+#include "config/yaml_load.h"
 
 namespace pine::config::detail {
 
 void Ctx::error(Pos p, const std::string& keyPath, std::string message, std::string hint) {
-  if (errors) errors->push_back({file, p.line, p.column, keyPath, std::move(message), std::move(hint)});
+  if (errors) addError(*errors, {file, p.line, p.column, keyPath, std::move(message), std::move(hint)});
 }
 
 void Ctx::ref(Ref::Kind k, const std::string& name, Pos p, const std::string& keyPath) {
@@ -41,34 +42,22 @@ std::string describe(const YAML::Node& n) {
 
 std::optional<YAML::Node> parseDocument(Ctx& ctx, const std::string& text) {
   const bool json = ctx.file.size() >= 5 && ctx.file.compare(ctx.file.size() - 5, 5, ".json") == 0;
-  if (text.size() > (1u << 20)) {
-    ctx.error({}, "", "file is larger than 1 MiB", "configuration files are small; is this the right file?");
-    return std::nullopt;
-  }
-  std::vector<YAML::Node> docs;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(text);
-  } catch (const YAML::ParserException& e) {
-    ctx.error({e.mark.line + 1, e.mark.column + 1}, "", std::string(json ? "malformed JSON: " : "malformed YAML: ") + e.msg);
-    return std::nullopt;
-  } catch (const YAML::Exception& e) {
-    ctx.error({e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0}, "",
-              std::string("cannot parse: ") + e.msg);
-    return std::nullopt;
-  }
-  if (docs.empty() || docs[0].IsNull()) {
-    if (docs.size() > 1) ctx.error(posOf(docs[1], {}), "", "more than one document", "keep one; remove the '---'");
-    return YAML::Node(YAML::NodeType::Map);
-  }
-  if (docs.size() > 1) {
-    ctx.error(posOf(docs[1], {}), "", "more than one document in the file", "keep one; remove the second '---'");
+    // pine's files nest a few levels; 64 is far past any of them.
+    root = loadYaml(text, {.maxBytes = 1u << 20, .maxDepth = 64, .maxNodes = 100000});
+  } catch (const YamlError& e) {
+    // yaml-cpp's own words keep their prefix; pine's checks say what they found.
+    const std::string prefix = e.kind != YamlError::Syntax ? "" : json ? "malformed JSON: " : "malformed YAML: ";
+    ctx.error({e.line, e.column}, "", prefix + e.message, e.hint);
     return std::nullopt;
   }
-  if (!docs[0].IsMap()) {
-    ctx.error(posOf(docs[0], {1, 1}), "", "expected a map of keys at the top of the file, got " + describe(docs[0]));
+  if (root.IsNull()) return YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) {
+    ctx.error(posOf(root, {1, 1}), "", "expected a map of keys at the top of the file, got " + describe(root));
     return std::nullopt;
   }
-  return docs[0];
+  return root;
 }
 
 namespace {
@@ -262,10 +251,10 @@ Map::Map(Ctx& ctx, const YAML::Node& node, std::string path, std::string schema,
       continue;
     }
     const std::string k = it->first.Scalar();
-    auto dup = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == k; });
-    if (dup != entries_.end()) {
+    auto [at, fresh] = index_.emplace(k, entries_.size());
+    if (!fresh) {
       // yaml-cpp keeps both; the file's author meant one of them, and we cannot know which.
-      ctx_.error(kp, pathOf(k), "duplicate key (first on line " + std::to_string(dup->keyPos.line) + ")",
+      ctx_.error(kp, pathOf(k), "duplicate key (first on line " + std::to_string(entries_[at->second].keyPos.line) + ")",
                  "keep one");
       continue;
     }
@@ -276,25 +265,25 @@ Map::Map(Ctx& ctx, const YAML::Node& node, std::string path, std::string schema,
 YAML::Node Map::take(const std::string& key) {
   if (std::find(declared_.begin(), declared_.end(), key) == declared_.end()) declared_.push_back(key);
   if (ctx_.schemaKeys) ctx_.schemaKeys->insert(ctx_.schemaFile + ": " + schemaOf(key));
-  for (auto& e : entries_)
-    if (e.key == key) return e.value;
-  return YAML::Node(YAML::NodeType::Undefined);
+  const Entry* e = find(key);
+  return e ? e->value : YAML::Node(YAML::NodeType::Undefined);
 }
 
-bool Map::has(const std::string& key) const {
-  return std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key; });
+const Map::Entry* Map::find(const std::string& key) const {
+  auto it = index_.find(key);
+  return it == index_.end() ? nullptr : &entries_[it->second];
 }
+
+bool Map::has(const std::string& key) const { return find(key) != nullptr; }
 
 Pos Map::keyPos(const std::string& key) const {
-  for (auto& e : entries_)
-    if (e.key == key) return e.keyPos;
-  return pos_;
+  const Entry* e = find(key);
+  return e ? e->keyPos : pos_;
 }
 
 Pos Map::valuePos(const std::string& key) const {
-  for (auto& e : entries_)
-    if (e.key == key) return posOf(e.value, e.keyPos);
-  return pos_;
+  const Entry* e = find(key);
+  return e ? posOf(e->value, e->keyPos) : pos_;
 }
 
 std::vector<std::pair<std::string, YAML::Node>> Map::entries() const {

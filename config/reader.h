@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,8 @@ struct Ctx {
   void error(Pos p, const std::string& keyPath, std::string message, std::string hint = {});
   void ref(Ref::Kind k, const std::string& name, Pos p, const std::string& keyPath);
   bool isFlagged(Pos p) const { return flagged.count({p.line, p.column}) != 0; }
+  // kMaxErrors reached: further errors are dropped, so their hints need not be found.
+  bool full() const { return errors && errorsFull(*errors); }
 };
 
 Pos posOf(const YAML::Node& n, Pos fallback);
@@ -138,7 +141,10 @@ class Map {
   std::string path_, schema_;
   Pos pos_;
   bool valid_ = false;
+  const Entry* find(const std::string& key) const;
+
   std::vector<Entry> entries_;
+  std::unordered_map<std::string, std::size_t> index_;  // key -> entries_ (a map may hold thousands of keys)
   std::vector<std::string> declared_;
 };
 

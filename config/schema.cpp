@@ -287,16 +287,18 @@ void readSource(Ctx& c, const YAML::Node& n, const std::string& path, const std:
   m.require("name");
   bool typeOk = false;
   std::string typeText;
-  std::vector<std::string> allTypes = kSourceTypes;
-  allTypes.insert(allTypes.end(), registered.begin(), registered.end());
   if (m.str("type", typeText)) {
-    if (std::find(allTypes.begin(), allTypes.end(), typeText) != allTypes.end()) {
+    if (registered.count(typeText) ||
+        std::find(kSourceTypes.begin(), kSourceTypes.end(), typeText) != kSourceTypes.end()) {
       typeOk = true;
       s.type = typeText;
     } else {
       std::string list;
       for (auto& t : kSourceTypes) list += (list.empty() ? "" : ", ") + t;
-      std::string hint = didYouMean(typeText, allTypes);
+      // Built here, on the error path only: copying every registered type for every source was quadratic.
+      std::vector<std::string> allTypes = kSourceTypes;
+      allTypes.insert(allTypes.end(), registered.begin(), registered.end());
+      std::string hint = c.full() ? "" : didYouMean(typeText, allTypes);
       if (hint.empty()) hint = "a new kind of source is a program: register it under sourceTypes";
       c.error(m.valuePos("type"), m.pathOf("type"),
               "unknown source type " + describe(m.take("type")) + "; expected " + list + " or a registered source type",
@@ -675,9 +677,13 @@ bool checkToolPattern(Ctx& c, const std::string& v, Pos p, const std::string& pa
     std::string server = rest.substr(0, rest.find("__"));
     if (server.find_first_of("*?") != std::string::npos) return true;
     if (!servers.count(server)) {
-      std::vector<std::string> names;
-      for (auto& [k, s] : servers) names.push_back(k);
-      c.error(p, path, "no MCP server '" + server + "' in this agent's mcpServers", didYouMean(server, names));
+      std::string hint;
+      if (!c.full()) {  // past kMaxErrors the error is dropped; skip the look at every server
+        std::vector<std::string> names;
+        for (auto& [k, s] : servers) names.push_back(k);
+        hint = didYouMean(server, names);
+      }
+      c.error(p, path, "no MCP server '" + server + "' in this agent's mcpServers", hint);
       return false;
     }
     return true;

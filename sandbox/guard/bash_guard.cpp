@@ -1,8 +1,6 @@
 #include "sandbox/guard/bash_guard.h"
 #include "sandbox/guard/text.h"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -11,6 +9,8 @@
 #include <vector>
 
 #include "sandbox/guard/guard_paths.h"
+#include "sandbox/guard/guard_remote.h"
+#include "sandbox/guard/guard_system.h"
 #include "sandbox/guard/guard_tables.h"
 #include "sandbox/guard/shell_lexer.h"
 
@@ -27,6 +27,81 @@ struct Blocked {
 
 constexpr int kMaxDepth = 12;
 constexpr size_t kMaxFields = 4096;
+// Work the guard does for one command, counted in evaluation steps shared by
+// every nested check: wrappers within wrappers fan out (each suffix of an
+// unknown wrapper is a candidate), and the guard refuses rather than hangs.
+constexpr long kMaxSteps = 10000;
+// Expansion within expansion (${a:-${b:-...}}, $(echo $(echo ...))) is a
+// recursive call per level.
+constexpr int kMaxExpansionDepth = 32;
+// Text an expansion may produce; a variable's value longer than kMaxValue is
+// forgotten (treated as computed at run time) so that doubling it cannot grow.
+constexpr size_t kMaxText = size_t(1) << 20;
+constexpr size_t kMaxValue = size_t(1) << 16;
+// Pattern operators (${x#pat}, ${x//pat/rep}) on longer values are not evaluated.
+constexpr size_t kMaxPatternSubject = 4096;
+// Brace groups in one word ({a,b}{c,d}...): each is a level of recursion.
+constexpr int kMaxBraceGroups = 64;
+// Commands inside commands (a wrapper's candidates, find -exec, env -C, ...),
+// counted across nested shells: each is a recursive call with a large frame.
+constexpr int kMaxCommandDepth = 64;
+// Wrappers unwrapped one after the other in one command (nice timeout env ... cmd).
+constexpr int kMaxHops = 64;
+
+// Marks, in the value of a search-path variable, the value it inherited
+// (PATH=$PATH:x): that part is not the command's to judge.
+constexpr char kInherited = '\x03';
+
+// What a file that this command wrote holds, as far as the guard can tell.
+struct FileNote {
+  bool known = false;  // the text is exactly what the command wrote (echo, printf, here-document)
+  std::string text;
+  std::string program;  // or: a copy of this system program (cp /bin/bash /tmp/x makes /tmp/x bash)
+};
+
+// What every check of one command shares, nested ones included: the work
+// done so far, and the files written (a file outlives the subshell that wrote it).
+struct Shared {
+  long steps = 0;
+  int expansionDepth = 0;
+  int commandDepth = 0;
+  std::map<std::string, FileNote> files;  // by normalised path (classifyPath's display)
+  std::set<std::string> remotes;          // git remotes this command pointed at a URL
+  void spend(size_t units = 1) {
+    steps += static_cast<long>(std::min<size_t>(units, kMaxSteps));
+    if (steps > kMaxSteps) block("too complex to check");
+  }
+};
+
+// Counts one level of a recursion and refuses past the limit.
+class DepthGuard {
+ public:
+  DepthGuard(int& depth, int limit) : depth_(depth) {
+    if (++depth_ > limit) {
+      --depth_;
+      block("nested too deeply to check");
+    }
+  }
+  ~DepthGuard() { --depth_; }
+  DepthGuard(const DepthGuard&) = delete;
+  DepthGuard& operator=(const DepthGuard&) = delete;
+
+ private:
+  int& depth_;
+};
+
+// A decimal number of at most 9 digits (so that sums of two cannot overflow), optionally negative.
+bool smallInt(std::string_view t, long& out) {
+  size_t k = !t.empty() && t[0] == '-' ? 1 : 0;
+  if (k == t.size() || t.size() - k > 9) return false;
+  long v = 0;
+  for (size_t j = k; j < t.size(); ++j) {
+    if (!std::isdigit(static_cast<unsigned char>(t[j]))) return false;
+    v = v * 10 + (t[j] - '0');
+  }
+  out = k ? -v : v;
+  return true;
+}
 
 bool isOption(std::string_view s) { return s.size() > 1 && s[0] == '-'; }
 bool isName(std::string_view s) {
@@ -60,10 +135,18 @@ std::string replaceAll(const std::string& s, const std::string& from, const std:
   return out + s.substr(k);
 }
 
-// The program a word names: /usr/bin/curl, ./curl and curl.exe are all curl.
+// The program a word names: /usr/bin/curl, ./curl and curl.exe are all curl,
+// and so are grm, gtar, gxargs (GNU tools as Homebrew installs them) rm, tar, xargs.
 std::string progName(const std::string& text) {
   std::string base = text.substr(text.rfind('/') == std::string::npos ? 0 : text.rfind('/') + 1);
   if (endsWith(lower(base), ".exe")) base.resize(base.size() - 4);
+  static const std::set<std::string> gnu = {
+      "rm",   "cp",     "mv",    "ln",       "chmod",  "chown",   "chgrp", "dd",      "tee",    "touch",
+      "mkdir", "install", "shred", "truncate", "timeout", "nice",   "nohup", "env",     "stdbuf", "xargs",
+      "find", "sed",    "tar",   "cat",      "base64", "base32",  "basenc", "rmdir",  "unlink", "head",
+      "tail", "echo",   "printf", "split",   "sort",   "realpath", "readlink", "date",  "kill",   "mktemp"};
+  std::string l = lower(base);
+  if (l.size() > 2 && l[0] == 'g' && gnu.count(l.substr(1))) return l.substr(1);
   return base;
 }
 
@@ -122,6 +205,15 @@ struct State {
   int depth = 0;
 };
 
+// What the guard remembers of an assignment: the value, unless it was computed
+// at run time or is too long to keep (then it is unknown, like a computed one).
+void setVar(State& st, const std::string& name, const std::string& value, bool dynamic) {
+  if (dynamic || value.size() > kMaxValue || value.find(kInherited) != std::string::npos)
+    st.vars.erase(name);
+  else
+    st.vars[name] = value;
+}
+
 struct Ctx {
   bool pipeIn = false;
   std::vector<Field> upstream;  // the command feeding this one through a pipe
@@ -130,9 +222,11 @@ struct Ctx {
 
 class Checker {
  public:
+  explicit Checker(Shared& shared) : shared_(shared) {}
   void script(std::string_view src, State& st);
 
  private:
+  Shared& shared_;
   std::vector<Field> lastFinal_;
   bool lastEnvDump_ = false;
 
@@ -152,6 +246,14 @@ class Checker {
   void finalCommand(const std::string& name, const std::vector<Field>& args, const Ctx& ctx, const Stdin& in,
                     State& st);
   void envAssignment(const std::string& name, const Field& value, const State& st);
+  // Files written, and run, in the same command (payloads decoded, written, then run).
+  std::optional<std::string> knownOutput(const std::vector<Field>& args, const Stdin& in) const;
+  void noteWrite(const Field& path, const std::optional<std::string>& text, bool append, const State& st) const;
+  void noteCopy(const Field& from, const Field& to, bool move, const State& st) const;
+  enum class RunAs { Shell, Exec, Interpreter };
+  void runFile(const Field& path, RunAs how, const State& st);
+  void searchPath(const std::string& name, const Field& value, const State& st) const;
+  void optionsValue(const std::string& name, const Field& value, const State& st) const;
   void programValue(const std::string& name, const Field& value, const State& st);
   void codeString(const Field& code, const State& st, const std::string& what);
   void stdinCode(const std::string& prog, const Ctx& ctx, const Stdin& in, const State& st);
@@ -175,6 +277,11 @@ class Checker {
   void writers(const std::string& name, const std::vector<Field>& args, const State& st) const;
   void credentialTools(const std::string& name, const std::vector<Field>& args) const;
   void docker(const std::vector<Field>& args, const State& st) const;
+  void innerCommands(const std::string& lname, const std::vector<Field>& args, const Ctx& ctx, const Stdin& in,
+                     State& st);
+  void shellBuiltins(const std::string& lname, const std::vector<Field>& args, State& st);
+  void fileEffects(const std::string& lname, const std::vector<Field>& args, const Ctx& ctx, const Stdin& in,
+                   const State& st) const;
 };
 
 // ===========================================================================
@@ -217,7 +324,10 @@ std::optional<std::string> Checker::param(const WordPart& p, State& st, std::vec
     bool useValue = v && (!v->empty() || op == "-" || op == "=");
     if (useValue) return v;
     if (argDynamic) return std::nullopt;
-    if (op == ":=" || op == "=") st.vars[p.text] = *argValue;
+    if (op == ":=" || op == "=") {
+      envAssignment(p.text, literalField(*argValue), st);  // ${LD_PRELOAD:=x} assigns too
+      setVar(st, p.text, *argValue, false);
+    }
     return argValue;
   }
   if (op == ":+" || op == "+") {
@@ -228,9 +338,10 @@ std::optional<std::string> Checker::param(const WordPart& p, State& st, std::vec
   if (!v || argDynamic) return std::nullopt;
   std::string s = *v;
   std::string a = argValue.value_or("");
-  auto matches = [](const std::string& pat, const std::string& text) {
-    return fnmatch(pat.c_str(), text.c_str(), 0) == 0;
-  };
+  auto matches = [](const std::string& pat, const std::string& text) { return shellPatternMatch(pat, text); };
+  bool patternOp = op == "#" || op == "##" || op == "%" || op == "%%" || op == "/" || op == "//" || op == "/#" ||
+                   op == "/%";
+  if (patternOp && s.size() > kMaxPatternSubject) return std::nullopt;
   if (op == "#" || op == "##") {
     if (op == "#") {
       for (size_t k = 0; k <= s.size(); ++k)
@@ -292,13 +403,7 @@ std::optional<std::string> Checker::param(const WordPart& p, State& st, std::vec
     // ${x:offset} and ${x:offset:length} with literal numbers.
     auto parseInt = [](std::string t, long& out) {
       t.erase(std::remove_if(t.begin(), t.end(), [](char c) { return c == ' ' || c == '(' || c == ')'; }), t.end());
-      if (t.empty()) return false;
-      size_t k = t[0] == '-' ? 1 : 0;
-      if (k == t.size()) return false;
-      for (size_t j = k; j < t.size(); ++j)
-        if (!std::isdigit(static_cast<unsigned char>(t[j]))) return false;
-      out = std::stol(t);
-      return true;
+      return smallInt(t, out);
     };
     size_t colon = a.find(':');
     long off = 0, len = static_cast<long>(s.size());
@@ -319,6 +424,7 @@ std::optional<std::string> Checker::param(const WordPart& p, State& st, std::vec
 
 // $(...) whose output the guard can know: which/command -v NAME, echo/printf of literals, pwd.
 std::optional<std::string> Checker::staticSub(const std::string& text, const State& st) {
+  shared_.spend();
   Script sc;
   try {
     sc = parseScript(text);
@@ -372,6 +478,7 @@ std::optional<std::string> Checker::staticSub(const std::string& text, const Sta
 }
 
 void Checker::addPart(Chars& c, const WordPart& p, State& st, std::vector<std::string>& subs, bool forceQuoted) {
+  DepthGuard depth(shared_.expansionDepth, kMaxExpansionDepth);
   bool quoted = p.quoted || forceQuoted;
   unsigned char expAttr = quoted ? 1 : 2;
   switch (p.kind) {
@@ -413,11 +520,13 @@ void Checker::addPart(Chars& c, const WordPart& p, State& st, std::vector<std::s
       break;
     }
   }
+  if (c.s.size() > kMaxText) block("expands to more text than the guard checks");
 }
 
 // Brace expansion over unquoted literal text: a{b,c}d, {1..3}, nested.
-void braceExpand(const Chars& in, std::vector<Chars>& out) {
+void braceExpand(const Chars& in, std::vector<Chars>& out, int groups = 0) {
   if (out.size() > kMaxFields) block("brace expansion too large to check");
+  if (groups > kMaxBraceGroups) block("brace expansion too large to check");
   const std::string& s = in.s;
   for (size_t open = 0; open < s.size(); ++open) {
     if (s[open] != '{' || in.a[open] != 0) continue;
@@ -465,8 +574,8 @@ void braceExpand(const Chars& in, std::vector<Chars>& out) {
         return k < t.size() && std::all_of(t.begin() + static_cast<long>(k), t.end(),
                                            [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
       };
-      if (isNum(x) && isNum(y) && x.size() < 9 && y.size() < 9) {
-        long a = std::stol(x), b = std::stol(y);
+      long a = 0, b = 0;
+      if (isNum(x) && isNum(y) && smallInt(x, a) && smallInt(y, b)) {
         if (std::labs(b - a) > 512) block("brace expansion too large to check");
         for (long v = a;; v += (b >= a ? 1 : -1)) {
           Chars c;
@@ -491,7 +600,7 @@ void braceExpand(const Chars& in, std::vector<Chars>& out) {
       whole.a.insert(whole.a.end(), alt.a.begin(), alt.a.end());
       whole.s += post.s;
       whole.a.insert(whole.a.end(), post.a.begin(), post.a.end());
-      braceExpand(whole, out);
+      braceExpand(whole, out, groups + 1);
     }
     return;
   }
@@ -555,7 +664,7 @@ Field Checker::expandJoined(const Word& w, State& st, std::vector<std::string>& 
 void Checker::nested(const std::string& src, const State& st) {
   State copy = st;
   copy.depth = st.depth + 1;
-  Checker inner;
+  Checker inner(shared_);
   inner.script(src, copy);
 }
 
@@ -565,6 +674,7 @@ void Checker::codeString(const Field& code, const State& st, const std::string& 
 }
 
 void Checker::script(std::string_view src, State& st) {
+  shared_.spend();
   if (st.depth > kMaxDepth) block("nested too deeply to check");
   for (char c : src) {
     unsigned char u = static_cast<unsigned char>(c);
@@ -629,11 +739,142 @@ void Checker::script(std::string_view src, State& st) {
 void Checker::programValue(const std::string& name, const Field& value, const State& st) {
   if (value.dynamic) block("sets " + name + " to a program computed at run time");
   if (value.text.find_first_of(";|&$`<>()\n") != std::string::npos) block("sets " + name + " to a shell command");
-  std::string prog = lower(progName(value.text.substr(0, value.text.find(' '))));
+  std::string first = value.text.substr(0, value.text.find(' '));
+  std::string prog = lower(progName(first));
   if (isShellName(prog) || prog == "eval" || prog == "env" || prog == "xargs" ||
       (interpreterSpec(prog) && interpreterSpec(prog)->stdinCode))
     block("sets " + name + " to run " + prog);
+  // A program in tmp, the home folder or outside the workspace: something planted
+  // there that the guard cannot see (programs of the system and the workspace's own are fine).
+  if (first.find('/') != std::string::npos) {
+    Where w = where(first, st).where;
+    if (w == Where::Tmp || w == Where::Home || w == Where::HomeRoot || w == Where::Outside || w == Where::Device)
+      block("sets " + name + " to a program outside the workspace (" + first + ")");
+  }
   codeString(value, st, name);
+}
+
+// PATH=..., PYTHONPATH=...: every entry must be a place the guard can name and
+// that does not let a planted program shadow a real one (tmp, outside the
+// workspace, computed at run time; for PATH also the current folder).
+void Checker::searchPath(const std::string& name, const Field& value, const State& st) const {
+  size_t b = 0;
+  const std::string& t = value.text;
+  bool afterInherited = false;
+  while (b <= t.size()) {
+    size_t e = t.find(':', b);
+    if (e == std::string::npos) e = t.size();
+    std::string entry = t.substr(b, e - b);
+    b = e + 1;
+    if (entry == std::string(1, kInherited)) {
+      afterInherited = true;
+      continue;
+    }
+    // PATH=$PATH:dir: the inherited system folders come first, so an appended
+    // folder cannot shadow a program the guard judged by name. (Module paths
+    // are searched before the standard library whatever their place.)
+    if (name == "PATH" && afterInherited) continue;
+    if (entry.empty()) {
+      if (name == "PATH") block("sets PATH with an empty entry (the current folder first)");
+      continue;
+    }
+    if (entry.find(kDynamic) != std::string::npos || entry.find(kInherited) != std::string::npos)
+      block("sets " + name + " to a folder computed at run time");
+    PathInfo p = where(entry, st);
+    const auto& c = p.comps;
+    bool tmpItself = p.where == Where::System &&
+                     ((c.size() == 1 && c[0] == "tmp") || (c.size() == 2 && c[0] == "var" && c[1] == "tmp") ||
+                      (c.size() == 2 && c[0] == "dev" && c[1] == "shm") ||
+                      (c.size() == 2 && c[0] == "private" && c[1] == "tmp"));
+    if (p.where == Where::Tmp || tmpItself || p.where == Where::Outside || p.where == Where::Device ||
+        p.where == Where::Root || p.where == Where::Dynamic)
+      block("sets " + name + " to a folder where other programs can be planted (" + p.display + ")");
+    if (name == "PATH" && p.where == Where::WorkspaceRoot) block("sets PATH to the current folder");
+  }
+}
+
+// NODE_OPTIONS, TAR_OPTIONS, MAKEFLAGS, ...: harmless unless an option in them
+// loads code or runs a program.
+void Checker::optionsValue(const std::string& name, const Field& value, const State& st) const {
+  std::string v = lower(value.text);
+  auto refuse = [&](const std::string& what) { block("sets " + name + " (" + what + ")"); };
+  std::vector<std::string> tokens;
+  for (size_t b = 0; b < v.size();) {
+    size_t e = v.find_first_of(" \t\n", b);
+    if (e == std::string::npos) e = v.size();
+    if (e > b) tokens.push_back(v.substr(b, e - b));
+    b = e + 1;
+  }
+  // A computed value glued to an option (-j$(nproc)) is a value; a computed
+  // word on its own could be any option.
+  for (const auto& t : tokens)
+    if (t[0] == kDynamic) refuse("options computed at run time");
+  if (name == "NODE_OPTIONS" || lower(name) == "npm_config_node_options") {
+    for (const auto& t : tokens) {
+      std::string key = t.substr(0, t.find('='));
+      static const std::set<std::string> bad = {"-r", "--require", "--import", "--loader", "--experimental-loader",
+                                                "-e", "--eval", "-p", "--print", "--env-file", "--env-file-if-exists",
+                                                "--experimental-policy", "--openssl-config", "--inspect",
+                                                "--inspect-brk", "--inspect-wait", "--experimental-permission"};
+      if (bad.count(key) || (t.size() > 2 && t[0] == '-' && t[1] == 'r') || startsWith(key, "--inspect"))
+        refuse("makes node load code");
+    }
+    return;
+  }
+  if (endsWith(name, "_OPTS") || endsWith(name, "JAVA_OPTIONS") || name == "JAVA_TOOL_OPTIONS") {
+    for (const char* bad : {"agent", "onoutofmemory", "onerror", "-xbootclasspath", "-djava.security.manager",
+                            "-djava.system.class.loader", "-djava.library.path", "jdk.attach", "@"})
+      if (v.find(bad) != std::string::npos) refuse("makes the JVM load code");
+    return;
+  }
+  if (name == "TAR_OPTIONS") {
+    std::vector<Field> words = {literalField("tar")};
+    size_t b = 0;
+    while (b < value.text.size()) {
+      size_t e = value.text.find(' ', b);
+      if (e == std::string::npos) e = value.text.size();
+      if (e > b) words.push_back(literalField(value.text.substr(b, e - b)));
+      b = e + 1;
+    }
+    writers("tar", words, st);
+    return;
+  }
+  if (name == "ZIPOPT" || name == "UNZIP" || name == "BZIP2" || name == "GZIP" || name == "XZ_OPT" ||
+      name == "ZSTD_CLEVEL") {
+    if (v.find("-tt") != std::string::npos || v.find("unzip-command") != std::string::npos)
+      refuse("makes zip run a program");
+    return;
+  }
+  if (name == "MAKEFLAGS" || name == "MFLAGS" || name == "GNUMAKEFLAGS") {
+    if (v.find("eval") != std::string::npos || v.find("shell") != std::string::npos || v.find('$') != std::string::npos ||
+        v.find("-f") != std::string::npos || v.find("file") != std::string::npos || v.find('=') != std::string::npos)
+      refuse("makes make read or run other code");
+    return;
+  }
+  if (name == "GOFLAGS") {
+    if (v.find("toolexec") != std::string::npos || v.find("-exec") != std::string::npos ||
+        v.find("vettool") != std::string::npos || v.find("overlay") != std::string::npos ||
+        v.find("modfile") != std::string::npos || v.find("insecure") != std::string::npos)
+      refuse("makes go run another program");
+    return;
+  }
+  if (name == "RUSTFLAGS" || name == "CARGO_ENCODED_RUSTFLAGS" || name == "RUSTDOCFLAGS") {
+    if (v.find("linker") != std::string::npos || v.find("plugin") != std::string::npos ||
+        v.find("-z") != std::string::npos || v.find("runtool") != std::string::npos ||
+        v.find("test-builder") != std::string::npos)
+      refuse("makes rustc run another program");
+    return;
+  }
+  if (name == "LESS" || name == "MORE") {
+    if (v.find('!') != std::string::npos || v.find('|') != std::string::npos || v.find('+') != std::string::npos)
+      refuse("gives the pager a command");
+    return;
+  }
+  if (name == "PYTHONWARNINGS") {
+    // action:message:category:module:line; a category names a class python imports.
+    if (v.find(':') != std::string::npos && v.find('.') != std::string::npos) refuse("makes python import a module");
+    return;
+  }
 }
 
 void Checker::envAssignment(const std::string& name, const Field& value, const State& st) {
@@ -642,34 +883,185 @@ void Checker::envAssignment(const std::string& name, const Field& value, const S
     if (name == "GIT_PAGER" || name == "GIT_EDITOR" || name == "GIT_SEQUENCE_EDITOR") return programValue(name, value, st);
     block("sets " + name + " (a git escape hatch)");
   }
-  if (startsWith(name, "LD_") || startsWith(name, "DYLD_"))
-    block("sets " + name + " (loads code into every program)");
-  if (name == "BASH_ENV" || name == "ENV" || name == "PROMPT_COMMAND" || name == "SHELLOPTS" ||
-      name == "BASHOPTS" || name == "PS0" || name == "PS4" || startsWith(name, "BASH_FUNC_"))
-    block("sets " + name + " (runs code when a shell starts)");
-  if (name == "PERL5OPT" || name == "PERL5DB" || name == "RUBYOPT" || name == "PYTHONSTARTUP" ||
-      name == "PYTHONINSPECT" || name == "NODE_OPTIONS" || name == "JAVA_TOOL_OPTIONS" ||
-      name == "_JAVA_OPTIONS" || name == "JDK_JAVA_OPTIONS" || name == "ZDOTDIR") {
-    std::string v = lower(value.text);
-    bool harmless = name == "NODE_OPTIONS" && v.find("-r") == std::string::npos &&
-                    v.find("--require") == std::string::npos && v.find("--import") == std::string::npos &&
-                    v.find("loader") == std::string::npos && v.find("-e") == std::string::npos &&
-                    v.find("-p") == std::string::npos && !value.dynamic;
-    bool javaHarmless = endsWith(name, "JAVA_OPTIONS") || name == "JAVA_TOOL_OPTIONS";
-    if (javaHarmless)
-      javaHarmless = v.find("agent") == std::string::npos && v.find("onoutofmemory") == std::string::npos &&
-                     v.find("onerror") == std::string::npos && !value.dynamic;
-    if (!harmless && !javaHarmless) block("sets " + name + " (makes an interpreter load code)");
-  }
-  if (name == "PAGER" || name == "MANPAGER" || name == "EDITOR" || name == "VISUAL" || name == "SYSTEMD_PAGER" ||
-      name == "BROWSER" || name == "SSH_ASKPASS" || name == "SUDO_ASKPASS" || name == "LESSOPEN" ||
-      name == "LESSCLOSE" || name == "GIT_SSH") {
-    Field v = value;
-    while (!v.text.empty() && v.text[0] == '|') v.text.erase(0, 1);
-    programValue(name, v, st);
+  switch (envRisk(name)) {
+    case EnvRisk::None: break;
+    case EnvRisk::Code:
+      if (name == "PYTHONBREAKPOINT" && value.text == "0") break;
+      block("sets " + name + " (makes programs load or run code)");
+    case EnvRisk::Config:
+      if (name == "HOME" && value.text == "~") break;
+      block("sets " + name + " (points programs at configuration the guard cannot see)");
+    case EnvRisk::Index: block("sets " + name + " (points a package manager at another index or proxy)");
+    case EnvRisk::Program: {
+      Field v = value;
+      while (!v.text.empty() && v.text[0] == '|') v.text.erase(0, 1);  // LESSOPEN='|cmd %s'
+      programValue(name, v, st);
+      break;
+    }
+    case EnvRisk::PathList: searchPath(name, value, st); break;
+    case EnvRisk::Options: optionsValue(name, value, st); break;
   }
   if (name == "PS1" && (value.text.find("$(") != std::string::npos || value.text.find('`') != std::string::npos))
     block("sets PS1 with a command in it");
+}
+
+// Words assigning a search path refer to its old value as $NAME; that part is
+// the inherited value, marked so that searchPath does not count it as computed.
+Word markInheritedSearchPath(const Word& w) {
+  if (w.parts.empty() || w.parts[0].kind != Kind::Literal) return w;
+  const std::string& t = w.parts[0].text;
+  size_t eq = t.find('=');
+  if (eq == std::string::npos || eq == 0) return w;
+  std::string name = t.substr(0, eq);
+  if (!name.empty() && name.back() == '+') name.pop_back();
+  if (envRisk(name) != EnvRisk::PathList && envRisk(name) != EnvRisk::Options) return w;
+  Word out = w;
+  if (t[eq - 1] == '+') {  // PATH+=:x appends to the inherited value
+    out.parts[0].text.insert(eq + 1, 1, kInherited);
+  }
+  for (auto& p : out.parts)
+    if (p.kind == Kind::Param && p.text == name && (p.op.empty() || p.op == ":-" || p.op == "-" || p.op == ":+")) {
+      p.kind = Kind::Literal;
+      p.text = std::string(1, kInherited);
+      p.op.clear();
+      p.arg.clear();
+    }
+  return out;
+}
+
+// What a command writes to its standard output, when the guard knows it
+// exactly: echo and printf of literal text, cat of a here-document, `:`.
+std::optional<std::string> Checker::knownOutput(const std::vector<Field>& args, const Stdin& in) const {
+  if (args.empty() || anyDynamic(args, 0)) return std::nullopt;
+  std::string name = lower(progName(args[0].text));
+  if (name == "echo") {
+    size_t k = 1;
+    bool escapes = false;
+    while (k < args.size() && args[k].text.size() > 1 && args[k].text[0] == '-' &&
+           args[k].text.find_first_not_of("neE", 1) == std::string::npos) {
+      if (args[k].text.find('e') != std::string::npos) escapes = true;
+      ++k;
+    }
+    std::string out = joinFields(args, k);
+    if (escapes && out.find('\\') != std::string::npos) return std::nullopt;
+    return out + "\n";
+  }
+  if (name == "printf") {
+    if (args.size() != 2) return std::nullopt;
+    const std::string& f = args[1].text;
+    std::string out;
+    for (size_t k = 0; k < f.size(); ++k) {
+      if (f[k] == '%') return std::nullopt;
+      if (f[k] != '\\') {
+        out += f[k];
+        continue;
+      }
+      if (k + 1 >= f.size()) return std::nullopt;
+      char e = f[++k];
+      if (e == 'n')
+        out += '\n';
+      else if (e == 't')
+        out += '\t';
+      else if (e == '\\')
+        out += '\\';
+      else
+        return std::nullopt;  // \x.., \0.., \u....: encoded text
+    }
+    return out;
+  }
+  if (name == "cat" && (args.size() == 1 || (args.size() == 2 && args[1].text == "-")) &&
+      in.kind == StdinKind::Text && !in.dynamic)
+    return in.text;
+  if (name == ":" || name == "true") return std::string();
+  return std::nullopt;
+}
+
+void Checker::noteWrite(const Field& path, const std::optional<std::string>& text, bool append,
+                        const State& st) const {
+  if (path.dynamic) return;
+  PathInfo p = where(path.text, st);
+  if (p.display.empty() || p.where == Where::Dynamic || p.where == Where::DevSafe || p.where == Where::Device) return;
+  auto& files = shared_.files;
+  auto it = files.find(p.display);
+  if (append && it != files.end()) {
+    if (!it->second.known || !text)
+      it->second = FileNote{};
+    else
+      it->second.text += *text;
+    return;
+  }
+  // Appending known text to a file this command did not write: the file's
+  // earlier content is the workspace's, the new part is what counts.
+  FileNote note;
+  note.known = text.has_value();
+  if (text) note.text = *text;
+  files[p.display] = std::move(note);
+}
+
+// cp, mv, ln, install: the copy holds what the original holds.
+void Checker::noteCopy(const Field& from, const Field& to, bool move, const State& st) const {
+  if (to.dynamic) return;
+  PathInfo dst = where(to.text, st);
+  if (dst.display.empty() || dst.where == Where::Dynamic) return;
+  auto& files = shared_.files;
+  PathInfo src = where(from.text, st);
+  std::string base = src.display.substr(src.display.rfind('/') == std::string::npos ? 0 : src.display.rfind('/') + 1);
+  std::vector<std::string> targets = {dst.display, dst.display + "/" + base};  // into a folder, or as the name
+  if (from.dynamic || src.where == Where::DevSafe || src.where == Where::Dynamic || src.where == Where::Device) {
+    for (const auto& t : targets) files[t] = FileNote{};
+    return;
+  }
+  auto it = files.find(src.display);
+  if (it == files.end()) {
+    for (const auto& t : targets) files.erase(t);
+    // A copy of a system program is that program under another name.
+    if (src.where == Where::System && !src.comps.empty()) {
+      FileNote copy;
+      copy.known = true;
+      copy.program = progName(src.comps.back());
+      for (const auto& t : targets) files[t] = copy;
+    }
+    return;
+  }
+  FileNote note = it->second;
+  if (move) files.erase(it);
+  for (const auto& t : targets) files[t] = note;
+}
+
+// A file run as a program or script: one this command wrote is checked as
+// what it holds. Text computed at run time (decoded, converted, fetched) is
+// refused; known text is checked as shell code unless it is a script for
+// another interpreter (then it is like any script in the workspace).
+void Checker::runFile(const Field& path, RunAs how, const State& st) {
+  if (path.dynamic) return;
+  PathInfo p = where(path.text, st);
+  auto it = shared_.files.find(p.display);
+  if (p.display.empty() || it == shared_.files.end()) return;
+  FileNote note = it->second;
+  if (!note.known)
+    block("runs " + p.display + ", which this command wrote from text computed at run time (decoded, converted or fetched)");
+  if (!note.program.empty()) return;  // a copied program: finalCommand judges it by that name
+  if (how == RunAs::Interpreter) return;
+  if (how == RunAs::Exec && startsWith(note.text, "#!")) {
+    std::string line = note.text.substr(2, note.text.find('\n') == std::string::npos ? std::string::npos
+                                                                                       : note.text.find('\n') - 2);
+    std::vector<std::string> words;
+    size_t b = 0;
+    while (b < line.size()) {
+      size_t e = line.find_first_of(" \t", b);
+      if (e == std::string::npos) e = line.size();
+      if (e > b) words.push_back(line.substr(b, e - b));
+      b = e + 1;
+    }
+    size_t k = 0;
+    if (!words.empty() && lower(progName(words[0])) == "env") {
+      k = 1;
+      while (k < words.size() && (isOption(words[k]) || words[k].find('=') != std::string::npos)) ++k;
+    }
+    std::string interp = k < words.size() ? lower(progName(words[k])) : "";
+    if (!isShellName(interp)) return;
+  }
+  nested(note.text, st);
 }
 
 void Checker::command(const Command& cmd, const Ctx& ctx, State& st) {
@@ -685,7 +1077,7 @@ void Checker::command(const Command& cmd, const Ctx& ctx, State& st) {
   size_t w = 0;
   std::vector<std::pair<std::string, Field>> assigns;
   for (; w < cmd.words.size(); ++w) {
-    const Word& word = cmd.words[w];
+    const Word word = markInheritedSearchPath(cmd.words[w]);
     if (word.parts.empty() || word.parts[0].kind != Kind::Literal || word.parts[0].quoted) break;
     const std::string& t = word.parts[0].text;
     size_t eq = t.find('=');
@@ -704,10 +1096,35 @@ void Checker::command(const Command& cmd, const Ctx& ctx, State& st) {
   }
   std::vector<Field> fields;
   for (; w < cmd.words.size(); ++w)
-    for (auto& f : expand(cmd.words[w], st, subs)) fields.push_back(std::move(f));
+    for (auto& f : expand(markInheritedSearchPath(cmd.words[w]), st, subs)) fields.push_back(std::move(f));
+  // Text shaped to run a command when bash evaluates it as arithmetic
+  // (a[$(cmd)] in a value later used in $(( )), [[ -eq ]], let, declare -i).
+  auto arithmeticInjection = [](const std::string& t) {
+    for (const char* open : {"[$(", "[`"}) {
+      size_t k = t.find(open);
+      if (k != std::string::npos && t.find(open[1] == '$' ? ")" : "`", k + 3) != std::string::npos &&
+          t.find(']', k + 2) != std::string::npos)
+        return true;
+    }
+    return false;
+  };
+  for (const auto& [name, value] : assigns)
+    if (arithmeticInjection(value.text)) block("assigns text that runs a command when evaluated as arithmetic");
+  // ... and the commands that evaluate their arguments as arithmetic.
+  static const std::set<std::string> arithmetic = {"let", "[[", "((", "test", "[", "declare", "typeset", "local",
+                                                   "readonly", "export", "printf"};
+  if (!fields.empty() && arithmetic.count(fields[0].text))
+    for (size_t k = 1; k < fields.size(); ++k)
+      if (arithmeticInjection(fields[k].text)) block("passes text that runs a command when evaluated as arithmetic");
 
   Stdin in;
   if (ctx.pipeIn) in.kind = StdinKind::Pipe;
+  struct Output {
+    Field target;
+    bool append;
+    bool stderrOnly;
+  };
+  std::vector<Output> outputs;
   for (const auto& r : cmd.redirects) {
     if (r.op == "<<" || r.op == "<<-") {
       in.kind = StdinKind::Text;
@@ -742,30 +1159,117 @@ void Checker::command(const Command& cmd, const Ctx& ctx, State& st) {
       if (p.where == Where::Device) block("writes to a device (" + p.display + "): destructive");
       if (auto why = writeReason(p)) block("shell redirection " + *why);
       if (auto why = credentialReason(p)) block("shell redirection writes a credentials file (" + p.display + ")");
+      if (r.op != "<>") outputs.push_back({t, r.op == ">>" || r.op == "&>>", r.fd == 2});
     }
     if (r.op == "<" || r.op == "<>" || r.op == "<&") {
       if (auto why = credentialReason(where(t.text, st))) block(*why);
-      if (r.op == "<") {
+      if (r.op == "<" && t.dynamic) {
+        // < <(...) or < "$f": text computed at run time, as if written here unseen.
+        in.kind = StdinKind::Text;
+        in.text = std::string(1, kDynamic);
+        in.dynamic = true;
+      } else if (r.op == "<") {
         in.kind = StdinKind::File;
         in.text = t.text;
       }
     }
   }
   for (const auto& s : subs) nested(s, st);
+  // Remember what went into each file, for a later command that runs it.
+  for (const auto& o : outputs)
+    noteWrite(o.target, o.stderrOnly ? std::nullopt : knownOutput(fields, in), o.append, st);
 
   for (const auto& [name, value] : assigns) envAssignment(name, value, st);
   if (fields.empty()) {
-    for (const auto& [name, value] : assigns) {
-      if (value.dynamic)
-        st.vars.erase(name);
-      else
-        st.vars[name] = value.text;
-    }
+    for (const auto& [name, value] : assigns) setVar(st, name, value.text, value.dynamic);
     return;
   }
   dispatch(std::move(fields), ctx, in, st);
 }
 
+
+// Programs that run the rest of their arguments as a command after options or
+// a value (an architecture, a version, a lock, a cgroup) the guard does not
+// model. Privilege tools (sudo, chroot, nsenter, ...) are not here: the
+// system rules refuse them whatever they run.
+bool wrapsCommand(const std::string& n) {
+  static const std::set<std::string> wrappers = {
+      "firejail", "valgrind", "proot", "bwrap", "screen", "dtach", "abduco", "mise", "asdf", "direnv", "rtx",
+      "devbox", "flatpak-spawn", "uvx", "pipx", "bundle", "conda", "mamba", "micromamba", "corepack", "numactl",
+      "prlimit", "setarch", "systemd-inhibit", "ssh-agent", "dbus-launch", "faketime", "cgexec", "perf",
+      "heaptrack", "rr", "xcrun", "arch", "sandbox-exec", "rbenv", "pyenv", "nodenv", "goenv", "jenv", "rustup",
+      "stack", "cabal", "opam", "nvm", "volta", "fnm", "nq", "tsp", "pueue", "lckdo", "chpst", "softlimit",
+      "daemonize", "cpulimit", "trickle", "zellij", "kitty", "alacritty", "wezterm", "foot", "xterm", "uxterm",
+      "gnome-terminal", "konsole", "x-terminal-emulator", "terminator", "tilix", "urxvt", "lxterminal",
+      "mate-terminal", "xfce4-terminal", "qterminal", "terminology", "sem", "bear", "intercept-build",
+      "scan-build", "ccache", "sccache", "distcc", "icecc", "memusage", "logsave", "catchsegv", "pv-exec"};
+  return wrappers.count(n) > 0;
+}
+
+// Tools that run a command with secrets from a vault or file in its environment.
+std::optional<std::string> secretInjector(const std::string& n, const std::vector<Field>& args) {
+  static const std::set<std::string> always = {"dotenv", "envchain", "summon", "envkey-source"};
+  if (always.count(n)) return n;
+  std::string verb;
+  for (size_t k = 1; k < args.size(); ++k)
+    if (!isOption(args[k].text)) {
+      verb = args[k].text;
+      break;
+    }
+  static const std::set<std::string> runVerbs = {"run", "exec", "exec-env", "exec-file"};
+  static const std::set<std::string> vaults = {"dotenvx", "aws-vault", "doppler", "op", "sops", "chamber",
+                                               "infisical", "teller", "berglas", "vals", "secrethub", "varlock",
+                                               "phase", "bws"};
+  if (vaults.count(n) && runVerbs.count(verb)) return n + " " + verb;
+  return std::nullopt;
+}
+
+// cd, and the wrappers that run a command in another folder (env -C, cmake -E
+// chdir, direnv exec, find -execdir): relative paths of that command are there.
+void changeDir(State& st, const Field& dir) {
+  if (dir.dynamic || dir.text == "-") {
+    st.cwdKnown = false;
+    return;
+  }
+  const std::string& target = dir.text;
+  PathInfo p = classifyPath(target, st.cwd, st.cwdKnown);
+  if (p.where == Where::Dynamic || !st.cwdKnown) {
+    st.cwdKnown = p.where != Where::Dynamic && (target[0] == '/' || target[0] == '~');
+    if (st.cwdKnown) st.cwd = p.display == "." ? "" : p.display;
+    return;
+  }
+  st.cwd = p.display == "." ? "" : p.display;
+  st.vars.erase("PWD");
+}
+
+// The value of a short option that may sit in a cluster (-qc CMD, -qcCMD), or
+// of a long one (--command CMD, --command=CMD); nullopt when it is not given.
+std::optional<Field> clusterValue(const std::vector<Field>& a, char letter, std::initializer_list<const char*> longs) {
+  for (size_t k = 1; k < a.size(); ++k) {
+    const std::string& t = a[k].text;
+    if (t == "--") break;
+    for (const char* l : longs) {
+      std::string ls(l);
+      if (t == ls) return k + 1 < a.size() ? a[k + 1] : Field{};
+      if (startsWith(t, ls + "=")) {
+        Field f = a[k];
+        f.text = t.substr(ls.size() + 1);
+        return f;
+      }
+    }
+    if (t.size() > 1 && t[0] == '-' && t[1] != '-') {
+      size_t at = t.find(letter, 1);
+      if (at == std::string::npos) continue;
+      if (at + 1 < t.size()) {
+        Field f = a[k];
+        f.text = t.substr(at + 1);
+        return f;
+      }
+      return k + 1 < a.size() ? a[k + 1] : Field{};
+    }
+  }
+  return std::nullopt;
+}
 
 // Skips options of a wrapper: valueOpts take the next word (or an attached value).
 size_t skipOptions(const std::vector<Field>& a, size_t i, std::string_view valueShort,
@@ -789,7 +1293,9 @@ size_t skipOptions(const std::vector<Field>& a, size_t i, std::string_view value
     }
     i += skipNext ? 2 : 1;
   }
-  return i;
+  // An option that takes a value may be the last word: its value is missing,
+  // and there is no command after it. Never one past the end.
+  return std::min(i, a.size());
 }
 
 void Checker::runCandidates(const std::vector<Field>& args, size_t from, const Ctx& ctx, const Stdin& in,
@@ -798,14 +1304,22 @@ void Checker::runCandidates(const std::vector<Field>& args, size_t from, const C
   // be the command is checked.
   for (size_t k = from; k < args.size(); ++k) {
     if (isOption(args[k].text)) continue;
+    shared_.spend();
     State copy = st;
+    // One word with spaces or operators is a command line the wrapper hands to
+    // a shell (sem 'cmd', xterm -e 'cmd', screen -X stuff 'cmd').
+    if (args[k].text.find_first_of(" \t\n;|&`$<>()") != std::string::npos) codeString(args[k], copy, "the command");
     dispatch(std::vector<Field>(args.begin() + static_cast<long>(k), args.end()), ctx, in, copy);
   }
 }
 
 void Checker::dispatch(std::vector<Field> args, const Ctx& ctx, const Stdin& in, State& st) {
+  DepthGuard depth(shared_.commandDepth, kMaxCommandDepth);
   bool aliasDone = false;
-  for (int hop = 0; hop < 64; ++hop) {
+  int hop = 0;
+  for (; hop < kMaxHops; ++hop) {
+    // A hop copies and scans the words: a long command costs more of the budget.
+    shared_.spend(1 + args.size() / 4);
     if (args.empty()) return;
     const Field& f0 = args[0];
     if (f0.dynamic) block("the command name is computed at run time");
@@ -830,6 +1344,11 @@ void Checker::dispatch(std::vector<Field> args, const Ctx& ctx, const Stdin& in,
       if (name == "}" && --st.bodyDepth == 0) st.inFunction.clear();
       if (!st.inFunction.empty() && name == st.inFunction) block("a function that calls itself (fork bomb)");
     }
+    if ((name == "for" || name == "select") && args.size() >= 2 && isName(args[1].text)) {
+      // for NAME in ...: an assignment of a value the guard does not follow.
+      envAssignment(args[1].text, Field{std::string(1, kDynamic), true, false}, st);
+      st.vars.erase(args[1].text);
+    }
     if (name == "}" || name == "fi" || name == "done" || name == "esac" || name == "for" || name == "select" ||
         name == "case" || name == "in")
       return;
@@ -853,7 +1372,18 @@ void Checker::dispatch(std::vector<Field> args, const Ctx& ctx, const Stdin& in,
       aliasDone = true;
       std::string text = st.aliases[name];
       for (size_t k = 1; k < args.size(); ++k) text += " " + shellQuote(args[k].text);
-      return nested(text, st);
+      // bash does not expand an alias inside its own expansion (alias ls='ls -la').
+      State copy = st;
+      copy.aliases.erase(name);
+      return nested(text, copy);
+    }
+    {
+      // Every program on the way (npx, uvx, npm exec, the final one) may fetch code from elsewhere.
+      std::vector<std::string> texts;
+      texts.reserve(args.size());
+      texts.push_back(lname);
+      for (size_t k = 1; k < args.size(); ++k) texts.push_back(args[k].text);
+      if (auto why = remoteSource(lname, texts)) block(*why);
     }
     size_t i = 1;
     if (lname == "time") {
@@ -864,7 +1394,8 @@ void Checker::dispatch(std::vector<Field> args, const Ctx& ctx, const Stdin& in,
       i = skipOptions(args, 1, "");
     } else if (lname == "builtin" || lname == "nohup" || lname == "unbuffer" || lname == "eatmydata" ||
                lname == "fakeroot" || lname == "catchsegv" || lname == "dbus-run-session" || lname == "nocache" ||
-               lname == "chronic" || lname == "rlwrap" || lname == "then") {
+               lname == "chronic" || lname == "rlwrap" || lname == "then" || lname == "ifne" ||
+               lname == "linux32" || lname == "linux64" || lname == "i386" || lname == "grc") {
       i = skipOptions(args, 1, "");
     } else if (lname == "exec") {
       i = skipOptions(args, 1, "a");
@@ -889,35 +1420,28 @@ void Checker::dispatch(std::vector<Field> args, const Ctx& ctx, const Stdin& in,
       i = skipOptions(args, 1, "tw");
     } else if (lname == "xvfb-run") {
       i = skipOptions(args, 1, "nsfpe", {"--server-num", "--server-args", "--auth-file", "--error-file"});
-    } else if (lname == "firejail" || lname == "valgrind" || lname == "systemd-run" || lname == "unshare" ||
-               lname == "nsenter" || lname == "proot" || lname == "bwrap" || lname == "chroot" || lname == "sg" ||
-               lname == "screen" || lname == "dtach" || lname == "abduco" || lname == "mise" || lname == "asdf" ||
-               lname == "direnv" || lname == "rtx" || lname == "devbox" || lname == "flatpak-spawn" ||
-               lname == "uvx" || lname == "pipx" || lname == "bundle" || lname == "conda" || lname == "mamba" ||
-               lname == "micromamba" || lname == "corepack" || lname == "pkexec" || lname == "dotenv") {
-      if (lname == "dotenv") block("loads a secrets file into the environment (dotenv)");
+    } else if (lname == "direnv" && args.size() >= 4 && args[1].text == "exec") {
+      State there = st;
+      changeDir(there, args[2]);
+      return dispatch(std::vector<Field>(args.begin() + 3, args.end()), ctx, in, there);
+    } else if (lname == "ip" && args.size() >= 5 && (args[1].text == "netns" || args[1].text == "vrf") &&
+               args[2].text == "exec") {
+      i = 4;  // ip netns exec NAME CMD
+    } else if (wrapsCommand(lname)) {
+      // Programs that run the rest of their arguments as a command, after options
+      // (and sometimes a value) the guard does not model: every suffix is checked,
+      // and the wrapper's own verb (cabal upload) like any program's.
+      publish(name, std::vector<Field>(args.begin(), args.begin() + static_cast<long>(std::min<size_t>(args.size(), 3))));
       return runCandidates(args, 1, ctx, in, st);
-    } else if (lname == "sudo" || lname == "doas") {
-      i = skipOptions(args, 1, "ughpCDrtUTa", {"--user", "--group", "--host", "--prompt", "--close-from",
-                                                "--chdir", "--role", "--type", "--other-user", "--command-timeout"});
-      bool shellFlag = false;
-      for (size_t k = 1; k < i; ++k)
-        if (isOption(args[k].text) && !startsWith(args[k].text, "--") &&
-            args[k].text.find_first_of("is") != std::string::npos)
-          shellFlag = true;
-      while (i < args.size() && args[i].text.find('=') != std::string::npos && isName(args[i].text.substr(0, args[i].text.find('=')))) {
-        std::string n = args[i].text.substr(0, args[i].text.find('='));
-        envAssignment(n, literalField(args[i].text.substr(n.size() + 1)), st);
-        ++i;
-      }
-      if (i >= args.size() && shellFlag) block("opens a root shell");
-      if (i < args.size() && (lower(progName(args[i].text)) == "su")) block("opens a root shell");
+    } else if (auto injector = secretInjector(lname, args)) {
+      block("loads secrets into the environment (" + *injector + ")");
     } else if (lname == "su" || lname == "runuser" || lname == "login") {
       for (size_t k = 1; k + 1 < args.size(); ++k)
         if (args[k].text == "-c" || args[k].text == "--command") codeString(args[k + 1], st, lname + " -c");
       block("switches to another user (" + lname + ")");
-    } else if (lname == "env") {
+    } else if (lname == "env" || lname == "cross-env" || lname == "cross-env-shell") {
       i = 1;
+      std::optional<Field> chdir;
       while (i < args.size()) {
         const std::string& t = args[i].text;
         if (t == "--") {
@@ -935,7 +1459,18 @@ void Checker::dispatch(std::vector<Field> args, const Ctx& ctx, const Stdin& in,
           all.dynamic = code.dynamic || anyDynamic(args, rest);
           return codeString(all, st, "env -S");
         }
-        if (t == "-u" || t == "--unset" || t == "-C" || t == "--chdir") {
+        if (t == "-C" || t == "--chdir" || startsWith(t, "--chdir=") || (startsWith(t, "-C") && t.size() > 2)) {
+          if (t == "-C" || t == "--chdir") {
+            if (i + 1 < args.size()) chdir = args[i + 1];
+            i += 2;
+          } else {
+            chdir = literalField(t.substr(startsWith(t, "--") ? 8 : 2));
+            chdir->dynamic = args[i].dynamic;
+            ++i;
+          }
+          continue;
+        }
+        if (t == "-u" || t == "--unset") {
           i += 2;
           continue;
         }
@@ -952,9 +1487,19 @@ void Checker::dispatch(std::vector<Field> args, const Ctx& ctx, const Stdin& in,
         }
         break;
       }
+      if (lname == "cross-env-shell") {  // the rest is one shell command
+        Field code = literalField(joinFields(args, i));
+        code.dynamic = anyDynamic(args, i);
+        return codeString(code, st, lname);
+      }
       if (i >= args.size()) {
         lastEnvDump_ = true;
         return;
+      }
+      if (chdir) {
+        State there = st;
+        changeDir(there, *chdir);
+        return dispatch(std::vector<Field>(args.begin() + static_cast<long>(i), args.end()), ctx, in, there);
       }
     } else if (lname == "xargs") {
       i = skipOptions(args, 1, "adEILnPs",
@@ -986,6 +1531,13 @@ void Checker::dispatch(std::vector<Field> args, const Ctx& ctx, const Stdin& in,
         } else if (up == "find" || up == "ls" || up == "fd" || up == "du") {
           for (size_t k = 1; k < ctx.upstream.size() && !isOption(ctx.upstream[k].text); ++k)
             input.push_back(literalField(ctx.upstream[k].text + "/x"));
+          // Listing the current folder: every name in it, like ./*.
+          if (input.empty()) input.push_back(literalField("./*"));
+        } else if (up == "git" && ctx.upstream.size() >= 2 &&
+                   (ctx.upstream[1].text == "ls-files" || ctx.upstream[1].text == "diff" ||
+                    ctx.upstream[1].text == "grep" || ctx.upstream[1].text == "status")) {
+          // Paths of the repository: all of them (ls-files), or some (diff, status, grep).
+          input.push_back(literalField(ctx.upstream[1].text == "ls-files" && ctx.upstream.size() == 2 ? "./*" : "./x"));
         }
       }
       if (in.kind == StdinKind::Text && !in.dynamic) {
@@ -998,11 +1550,16 @@ void Checker::dispatch(std::vector<Field> args, const Ctx& ctx, const Stdin& in,
           b = e + 1;
         }
       }
-      if (input.empty()) input.push_back(literalField("{}"));
+      // Input the guard cannot read (a file, a pipe from a program) is text computed at run time.
+      if (input.empty()) input.push_back(Field{std::string(1, kDynamic), true, false});
       std::vector<Field> next(args.begin() + static_cast<long>(i), args.end());
       if (next.empty()) next.push_back(literalField("echo"));
       if (!replace.empty()) {
-        for (auto& f : next) f.text = replaceAll(f.text, replace, input[0].text);
+        for (auto& f : next) {
+          if (f.text.find(replace) == std::string::npos) continue;
+          f.text = replaceAll(f.text, replace, input[0].text);
+          f.dynamic = f.dynamic || input[0].dynamic;
+        }
       } else {
         next.insert(next.end(), input.begin(), input.end());
       }
@@ -1038,15 +1595,17 @@ void Checker::dispatch(std::vector<Field> args, const Ctx& ctx, const Stdin& in,
         return codeString(code, st, "watch");
       }
     } else if (lname == "flock") {
+      if (auto code = clusterValue(args, 'c', {"--command"})) return codeString(*code, st, "flock -c");
       i = skipOptions(args, 1, "wEc", {"--timeout", "--conflict-exit-code", "--command"});
-      for (size_t k = 1; k + 1 < args.size(); ++k)
-        if (args[k].text == "-c" || args[k].text == "--command") return codeString(args[k + 1], st, "flock -c");
       if (i < args.size()) ++i;  // the lock file
     } else if (lname == "script") {
-      for (size_t k = 1; k + 1 < args.size(); ++k)
-        if (args[k].text == "-c" || args[k].text == "--command") return codeString(args[k + 1], st, "script -c");
+      if (auto code = clusterValue(args, 'c', {"--command"})) return codeString(*code, st, "script -c");
       return;
     } else if (lname == "strace" || lname == "ltrace") {
+      for (size_t k = 1; k < args.size(); ++k)
+        if (args[k].text == "-p" || startsWith(args[k].text, "--attach") ||
+            (startsWith(args[k].text, "-p") && args[k].text.size() > 2 && std::isdigit(static_cast<unsigned char>(args[k].text[2]))))
+          block(lname + " attaches to another process");
       for (size_t k = 1; k + 1 < args.size(); ++k)
         if (args[k].text == "-E") {
           std::string kv = args[k + 1].text;
@@ -1061,8 +1620,7 @@ void Checker::dispatch(std::vector<Field> args, const Ctx& ctx, const Stdin& in,
         if (args[k].text == "--preload" || args[k].text == "--audit") block("the loader preloads code");
       i = skipOptions(args, 1, "", {"--library-path", "--argv0", "--inhibit-rpath"});
     } else if (lname == "npx" || lname == "bunx" || lname == "pnpx") {
-      for (size_t k = 1; k + 1 < args.size(); ++k)
-        if (args[k].text == "-c" || args[k].text == "--call") return codeString(args[k + 1], st, lname + " -c");
+      if (auto code = clusterValue(args, 'c', {"--call"})) return codeString(*code, st, lname + " -c");
       i = skipOptions(args, 1, "p", {"--package"});
     } else if ((lname == "npm" || lname == "pnpm" || lname == "yarn" || lname == "bun") && args.size() >= 2) {
       // npm exec / pnpm dlx / yarn dlx / bun x: the rest is a command.
@@ -1089,15 +1647,193 @@ void Checker::dispatch(std::vector<Field> args, const Ctx& ctx, const Stdin& in,
           return dispatch(std::vector<Field>(args.begin() + static_cast<long>(k) + 1, args.end()), ctx, in, st);
       }
       break;
-    } else if (lname == "tmux") {
+    } else if (lname == "tmux" || lname == "byobu" || lname == "pee" || lname == "mispipe") {
+      // Each argument is a shell command (tmux new-session 'cmd', send-keys, pee 'cmd1' 'cmd2').
       for (size_t k = 1; k < args.size(); ++k)
-        if (!isOption(args[k].text)) codeString(args[k], st, "tmux");
+        if (!isOption(args[k].text)) codeString(args[k], st, lname);
+      return;
+    } else if (lname == "hyperfine") {
+      // Benchmarks shell commands: the positional ones and --prepare/--setup/--cleanup/--conclude.
+      for (size_t k = 1; k < args.size(); ++k) {
+        const std::string& t = args[k].text;
+        std::string key = t.substr(0, t.find('='));
+        bool attached = t.find('=') != std::string::npos && startsWith(t, "--");
+        if (key == "-p" || key == "--prepare" || key == "-s" || key == "--setup" || key == "-c" || key == "--cleanup" ||
+            key == "--conclude") {
+          if (attached) codeString(literalField(t.substr(t.find('=') + 1)), st, "hyperfine " + key);
+          else if (k + 1 < args.size()) codeString(args[++k], st, "hyperfine " + key);
+          continue;
+        }
+        if (key == "-S" || key == "--shell") {
+          Field v = attached ? literalField(t.substr(t.find('=') + 1)) : (k + 1 < args.size() ? args[++k] : Field{});
+          if (v.text != "none") programValue("hyperfine --shell", v, st);
+          continue;
+        }
+        if (key == "-P" || key == "--parameter-scan") {
+          k += 3;
+          continue;
+        }
+        if (key == "-L" || key == "--parameter-list") {
+          k += 2;
+          continue;
+        }
+        if (isOption(t)) {
+          static const char* valued[] = {"-w", "--warmup", "-m", "--min-runs", "-M", "--max-runs", "-r", "--runs",
+                                         "-u", "--time-unit", "--style", "-n", "--command-name", "--export-json",
+                                         "--export-csv", "--export-markdown", "--export-asciidoc",
+                                         "--export-orgmode", "--output", "--input", "-D", "--parameter-step-size",
+                                         "--sort", "--reference"};
+          for (const char* v : valued)
+            if (t == v) {
+              ++k;
+              break;
+            }
+          continue;
+        }
+        codeString(args[k], st, "hyperfine");
+      }
+      return;
+    } else if (lname == "concurrently") {
+      // Each positional argument is a shell command, or npm:script (a package.json script).
+      static const char* valued[] = {"-n", "--names", "-c", "--prefix-colors", "-p", "--prefix", "-s", "--success",
+                                     "-l", "--prefix-length", "-t", "--timestamp-format", "--restart-tries",
+                                     "--restart-after", "-m", "--max-processes", "--names-separator",
+                                     "--default-input-target", "--kill-signal", "--passthrough-arguments"};
+      for (size_t k = 1; k < args.size(); ++k) {
+        const std::string& t = args[k].text;
+        if (isOption(t)) {
+          for (const char* v : valued)
+            if (t == v) {
+              ++k;
+              break;
+            }
+          continue;
+        }
+        if (startsWith(t, "npm:") || startsWith(t, "yarn:") || startsWith(t, "pnpm:") || startsWith(t, "bun:") ||
+            startsWith(t, "deno:"))
+          continue;
+        codeString(args[k], st, "concurrently");
+      }
+      return;
+    } else if (lname == "watchexec") {
+      // Runs the rest through a shell on every change; -E sets its environment.
+      for (size_t k = 1; k + 1 < args.size(); ++k)
+        if (args[k].text == "-E" || args[k].text == "--env") {
+          const std::string& kv = args[k + 1].text;
+          if (kv.find('=') != std::string::npos)
+            envAssignment(kv.substr(0, kv.find('=')), literalField(kv.substr(kv.find('=') + 1)), st);
+        }
+      i = skipOptions(args, 1, "ewifsdEp", {"--exts", "--watch", "--ignore", "--filter", "--signal", "--debounce",
+                                             "--env", "--shell", "--workdir", "--project-origin", "--on-busy-update",
+                                             "--stop-signal", "--stop-timeout", "--delay-run", "--poll",
+                                             "--emit-events-to", "--filter-file", "--ignore-file", "--filter-prog",
+                                             "--color", "--timings", "--wrap-process"});
+      Field code = literalField(joinFields(args, i));
+      code.dynamic = anyDynamic(args, i);
+      return codeString(code, st, "watchexec");
+    } else if (lname == "nodemon") {
+      for (size_t k = 1; k < args.size(); ++k) {
+        const std::string& t = args[k].text;
+        if ((t == "-x" || t == "--exec") && k + 1 < args.size()) codeString(args[k + 1], st, "nodemon --exec");
+        if (startsWith(t, "--exec=")) codeString(literalField(t.substr(7)), st, "nodemon --exec");
+      }
+      return;
+    } else if (lname == "entr") {
+      i = skipOptions(args, 1, "");
+      for (size_t k = 1; k < i; ++k)
+        if (args[k].text.size() > 1 && args[k].text[0] == '-' && args[k].text.find('s') != std::string::npos)
+          return i < args.size() ? codeString(args[i], st, "entr -s") : void();
+    } else if (lname == "fd" || lname == "fdfind") {
+      // fd ... -x/-X CMD ARGS [;]: the command runs for the files found.
+      for (size_t k = 1; k < args.size(); ++k) {
+        const std::string& t = args[k].text;
+        if (t != "-x" && t != "--exec" && t != "-X" && t != "--exec-batch") continue;
+        std::vector<Field> cmd;
+        for (size_t j = k + 1; j < args.size() && args[j].text != ";"; ++j) {
+          Field f = args[j];
+          for (const char* ph : {"{//}", "{/.}", "{/}", "{.}", "{}"}) f.text = replaceAll(f.text, ph, "x");
+          cmd.push_back(f);
+        }
+        if (cmd.empty()) block("fd " + t + " without a command");
+        State copy = st;
+        dispatch(cmd, ctx, Stdin{}, copy);
+      }
+      break;
+    } else if (lname == "cmake" && args.size() >= 3 && args[1].text == "-E" &&
+               (args[2].text == "env" || args[2].text == "chdir" || args[2].text == "time")) {
+      // cmake -E env NAME=VALUE... CMD, cmake -E chdir DIR CMD, cmake -E time CMD.
+      i = 3;
+      if (args[2].text == "chdir") {
+        if (args.size() < 5) break;
+        State there = st;
+        changeDir(there, args[3]);
+        return dispatch(std::vector<Field>(args.begin() + 4, args.end()), ctx, in, there);
+      } else if (args[2].text == "env") {
+        while (i < args.size()) {
+          const std::string& t = args[i].text;
+          if (startsWith(t, "--unset=") || t == "--modify" || startsWith(t, "--modify=")) {
+            i += t == "--modify" ? 2 : 1;
+            continue;
+          }
+          if (t == "--") {
+            ++i;
+            break;
+          }
+          size_t eq = t.find('=');
+          if (eq == std::string::npos || eq == 0 || !isName(t.substr(0, eq))) break;
+          envAssignment(t.substr(0, eq), args[i].dynamic ? Field{t.substr(eq + 1), true, false}
+                                                          : literalField(t.substr(eq + 1)), st);
+          ++i;
+        }
+      }
+    } else if (lname == "coreutils") {
+      // The multi-call binary: coreutils --coreutils-prog=rm -rf x.
+      if (args.size() >= 2 && startsWith(args[1].text, "--coreutils-prog=")) {
+        args[1].text = args[1].text.substr(17);
+        i = 1;
+      } else {
+        break;
+      }
+    } else if (lname == "fzf" || lname == "sk") {
+      // --preview CMD and --bind KEY:execute(CMD), become(...), reload(...): shell commands.
+      for (size_t k = 1; k < args.size(); ++k) {
+        const std::string& t = args[k].text;
+        std::string key = t.substr(0, t.find('='));
+        Field v;
+        if (t.find('=') != std::string::npos && startsWith(t, "--")) {
+          v = args[k];
+          v.text = t.substr(t.find('=') + 1);
+        } else if (k + 1 < args.size()) {
+          v = args[k + 1];
+        }
+        if (key == "--preview" || key == "--with-shell") codeString(v, st, "fzf " + key);
+        if (key == "--bind" || key == "--listen" || key == "--listen-unsafe") {
+          if (key != "--bind") block("fzf " + key + " accepts actions over the network");
+          std::string b = lower(v.text);
+          for (const char* action : {"execute", "become", "reload", "transform", "preview", "print"}) {
+            size_t at = b.find(action);
+            while (at != std::string::npos) {
+              size_t open = v.text.find_first_of("([{<", at);
+              size_t close = open == std::string::npos ? std::string::npos
+                                                       : v.text.find_first_of(")]}>", open + 1);
+              if (open == std::string::npos || close == std::string::npos)
+                block("fzf --bind with a command the guard cannot read");
+              Field code = v;
+              code.text = v.text.substr(open + 1, close - open - 1);
+              if (std::string(action) != "print") codeString(code, st, std::string("fzf ") + action);
+              at = b.find(action, close);
+            }
+          }
+        }
+      }
       return;
     } else {
       break;
     }
     args.erase(args.begin(), args.begin() + static_cast<long>(std::min(i, args.size())));
   }
+  // Wrappers still unwrapping after kMaxHops: what they finally run was not reached.
+  if (hop >= kMaxHops) block("nested too deeply to check");
   if (args.empty()) return;
   lastFinal_ = args;
   finalCommand(progName(args[0].text), args, ctx, in, st);
@@ -1147,6 +1883,7 @@ void Checker::stdinCode(const std::string& prog, const Ctx& ctx, const Stdin& in
   if (in.kind == StdinKind::File && (startsWith(in.text, "/dev/stdin") || startsWith(in.text, "/dev/fd/") ||
                                      startsWith(in.text, "/proc/self/fd") || in.text.find("/dev/tcp/") != std::string::npos))
     block(prog + " reads code from an inherited stream");
+  if (in.kind == StdinKind::File && shellProg) runFile(literalField(in.text), RunAs::Shell, st);
   if (in.kind == StdinKind::Text) {
     if (!shellProg) block("feeds inline code to " + prog + " on stdin");
     Field code = literalField(in.text);
@@ -1206,6 +1943,9 @@ void Checker::shell(const std::string& name, const std::vector<Field>& args, con
     }
     if ((t[0] == '-' || t[0] == '+') && t.size() > 1) {
       for (size_t k = 1; k < t.size(); ++k) {
+        // -p: privileged mode keeps a setuid program's effective user (the GTFOBins escalation).
+        if (t[k] == 'p' && t[0] == '-' && isShellName(lower(name)) && lower(name) != "fish")
+          block(name + " -p keeps elevated privileges (privilege escalation)");
         if (t[k] == 'c') hasC = true;
         if (t[k] == 's') readStdin = true;
         if (t[k] == 'C' && lower(name) == "fish" && i + 1 < args.size()) codeString(args[i + 1], st, name + " -C");
@@ -1226,9 +1966,12 @@ void Checker::shell(const std::string& name, const std::vector<Field>& args, con
   if (i >= args.size() || readStdin) return stdinCode(name, ctx, in, st);
   const Field& file = args[i];
   if (file.dynamic) block(name + " runs a script computed at run time");
-  if (startsWith(file.text, "/dev/stdin") || startsWith(file.text, "/dev/fd/") || startsWith(file.text, "/proc/self/fd"))
+  if (file.text == "/dev/stdin" || file.text == "/dev/fd/0" || file.text == "/proc/self/fd/0")
     return stdinCode(name, ctx, in, st);
+  if (startsWith(file.text, "/dev/fd/") || startsWith(file.text, "/proc/self/fd") || startsWith(file.text, "/proc/"))
+    block(name + " reads code from an inherited stream (" + file.text + ")");
   if (file.text.find("://") != std::string::npos) block(name + " runs a script from the network");
+  runFile(file, RunAs::Shell, st);
 }
 
 void Checker::interpreter(const std::string& name, const Interpreter& spec, const std::vector<Field>& args,
@@ -1300,6 +2043,7 @@ void Checker::interpreter(const std::string& name, const Interpreter& spec, cons
   }
   const Field& s = args[*script];
   std::string sl = lower(s.text);
+  runFile(s, RunAs::Interpreter, st);
   if (spec.subcommandEval && inList(spec.evalSubcommands, sl)) block("inline code passed to " + name + " " + s.text);
   if (!spec.stdinCode) return;
   if (s.dynamic) block(name + " runs code produced at run time");
@@ -1341,9 +2085,15 @@ void Checker::git(const std::vector<Field>& args, const Ctx& ctx, const Stdin& i
     ++i;
   }
   if (i >= args.size()) return;
-  std::string sub = args[i].text;
+  // Subcommands in any case: on a case-insensitive file system git-CLONE finds git-clone.
+  std::string sub = lower(args[i].text);
   std::vector<Field> rest(args.begin() + static_cast<long>(i) + 1, args.end());
   if (auto why = gitBlockedSubcommand(sub)) block("git " + sub + ": " + *why);
+  {
+    std::vector<std::string> restTexts;
+    for (const auto& f : rest) restTexts.push_back(f.text);
+    if (auto why = gitRemote(sub, restTexts, shared_.remotes)) block("git " + *why);
+  }
   for (size_t k = 0; k < rest.size(); ++k) {
     const std::string& t = rest[k].text;
     if (startsWith(t, "ext::") || startsWith(t, "fd::") || t.find("ext::") != std::string::npos)
@@ -1435,6 +2185,57 @@ void Checker::git(const std::vector<Field>& args, const Ctx& ctx, const Stdin& i
   }
 }
 
+// Whether an awk program starts a command: system(...), or a pipe (print | cmd,
+// cmd | getline, |& coprocess). Strings and regular expressions are skipped,
+// so /a|b/ and "x|y" are not pipes; || is a logical or.
+std::optional<std::string> awkRunsCommand(const std::string& p) {
+  char prev = '\0';  // the last significant character outside strings and regexes
+  for (size_t k = 0; k < p.size(); ++k) {
+    char c = p[k];
+    if (c == '\\') {
+      ++k;
+      continue;
+    }
+    if (c == '#') {  // a comment to the end of the line
+      while (k < p.size() && p[k] != '\n') ++k;
+      continue;
+    }
+    if (c == '"') {
+      for (++k; k < p.size() && p[k] != '"'; ++k)
+        if (p[k] == '\\') ++k;
+      prev = '"';
+      continue;
+    }
+    if (c == '/' && (prev == '\0' || std::string_view("(,~!=&|{};:?[\n+-*%<>^").find(prev) != std::string_view::npos)) {
+      for (++k; k < p.size() && p[k] != '/' && p[k] != '\n'; ++k)
+        if (p[k] == '\\') ++k;
+      prev = '/';
+      continue;
+    }
+    if (c == '|') {
+      if (k + 1 < p.size() && p[k + 1] == '|') {
+        ++k;
+        prev = '|';
+        continue;
+      }
+      if (k + 1 < p.size() && p[k + 1] == '&') return std::string("runs a coprocess (|&)");
+      return std::string("pipes to or from a command (|)");
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '@') {
+      size_t b = k;
+      while (k + 1 < p.size() && (std::isalnum(static_cast<unsigned char>(p[k + 1])) || p[k + 1] == '_')) ++k;
+      std::string word = p.substr(b, k - b + 1);
+      size_t next = p.find_first_not_of(" \t", k + 1);
+      if (word == "system" && next != std::string::npos && p[next] == '(') return std::string("runs a command (system)");
+      if (word == "@load") return std::string("loads a native extension (@load)");
+      prev = 'a';
+      continue;
+    }
+    if (c != ' ' && c != '\t') prev = c;
+  }
+  return std::nullopt;
+}
+
 void Checker::awk(const std::vector<Field>& args, const State& st) {
   std::vector<std::string> programs;
   bool fromFile = false;
@@ -1477,11 +2278,7 @@ void Checker::awk(const std::vector<Field>& args, const State& st) {
     std::string compact;
     for (char c : p)
       if (c != ' ' && c != '\t' && c != '\n') compact += c;
-    if (compact.find("system(") != std::string::npos) block("awk program runs a command (system)");
-    if (compact.find("|getline") != std::string::npos) block("awk program runs a command (| getline)");
-    if (compact.find("|&") != std::string::npos) block("awk program runs a coprocess (|&)");
-    if (compact.find("|\"") != std::string::npos || compact.find("|cmd") != std::string::npos)
-      block("awk program pipes into a command");
+    if (auto why = awkRunsCommand(p)) block("awk program " + *why);
     if (compact.find("/inet") != std::string::npos) block("awk program opens a network connection");
     // Strings in the program that name files: credential reads and protected writes.
     for (size_t k = 0; k < p.size(); ++k) {
@@ -1514,6 +2311,10 @@ void Checker::sed(const std::vector<Field>& args, const State& st) {
       continue;
     }
     if (t == "-f" || t == "--file") {
+      // A sed script can run commands (e, s///e): one computed at run time cannot be read.
+      if (i + 1 < args.size() && (args[i + 1].dynamic || startsWith(args[i + 1].text, "/dev/") ||
+                                  startsWith(args[i + 1].text, "/proc/")))
+        block("sed runs a script computed at run time");
       ++i;
       haveExpr = true;
       continue;
@@ -1633,12 +2434,39 @@ void Checker::find(const std::vector<Field>& args, const Ctx& ctx, State& st) {
       }
       if (k >= args.size()) block("find " + t + " without its terminating ';' or '+'");
       State copy = st;
+      if (t == "-execdir" || t == "-okdir") changeDir(copy, starts[0]);  // runs where each file was found
       dispatch(cmd, ctx, Stdin{}, copy);
       i = k;
       continue;
     }
     if (t == "-delete")
       for (const auto& s : starts) checkDelete(s, false, st);
+    if ((t == "-name" || t == "-iname" || t == "-path" || t == "-ipath" || t == "-regex" || t == "-iregex" ||
+         t == "-wholename") && i + 1 < args.size()) {
+      // Searching the system or a home folder for key and secret files is collecting credentials.
+      std::string pat = lower(args[i + 1].text);
+      bool outside = std::any_of(starts.begin(), starts.end(), [&](const Field& s) {
+        Where w = where(s.text, st).where;
+        return w == Where::Root || w == Where::System || w == Where::Home || w == Where::HomeRoot ||
+               w == Where::Outside || w == Where::Dynamic;
+      });
+      static const char* secrets[] = {".pem", ".key", ".p12", ".pfx", ".kdbx", ".jks", ".keystore", "id_rsa",
+                                      "id_ed25519", "id_ecdsa", "id_dsa", ".env", "credential", "secret", "passw",
+                                      "token", ".keychain", ".ovpn", "wallet", ".gpg", ".asc", ".netrc", "shadow"};
+      if (outside)
+        for (const char* sname : secrets)
+          if (pat.find(sname) != std::string::npos) block("find searches outside the workspace for key or secret files");
+    }
+    if ((t == "-perm") && i + 1 < args.size()) {
+      // Looking for setuid/setgid programs is the first step of a privilege escalation.
+      std::string m = args[i + 1].text;
+      std::string digits = m;
+      while (!digits.empty() && (digits[0] == '-' || digits[0] == '/' || digits[0] == '+')) digits.erase(0, 1);
+      bool numeric = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '7'; });
+      if ((numeric && digits.size() >= 4 && ((digits[digits.size() - 4] - '0') & 6)) ||
+          (!numeric && m.find('s') != std::string::npos))
+        block("find -perm looks for setuid or setgid programs (privilege escalation)");
+    }
     if ((t == "-fprint" || t == "-fprint0" || t == "-fprintf" || t == "-fls") && i + 1 < args.size())
       checkWrite(args[i + 1], st);
   }
@@ -1663,6 +2491,34 @@ void Checker::publish(const std::string& name, const std::vector<Field>& args) c
           args[k].text.find("push=true") != std::string::npos)
         reason(name + " build --push");
   }
+}
+
+// chmod/install modes that set the setuid or setgid bit: 4755, 2755, u+s, g=s.
+void privilegeMode(const std::string& mode, const std::string& what) {
+  if (!mode.empty() && std::all_of(mode.begin(), mode.end(), [](char c) { return c >= '0' && c <= '7'; })) {
+    if (mode.size() >= 4 && ((mode[mode.size() - 4] - '0') & 6)) block(what + " sets the setuid or setgid bit (" + mode + ")");
+    return;
+  }
+  size_t b = 0;
+  while (b <= mode.size()) {
+    size_t e = mode.find(',', b);
+    if (e == std::string::npos) e = mode.size();
+    std::string clause = mode.substr(b, e - b);
+    b = e + 1;
+    size_t op = clause.find_first_of("+=");
+    if (op != std::string::npos && clause.find('s', op) != std::string::npos)
+      block(what + " sets the setuid or setgid bit (" + mode + ")");
+  }
+}
+
+// chown root / chown :wheel / chgrp sudo: handing a file to a privileged owner or group.
+void privilegeOwner(const std::string& spec, const std::string& what) {
+  std::string user = what == "chgrp" ? "" : spec.substr(0, spec.find_first_of(":."));
+  std::string group = what == "chgrp" ? spec : (spec.find_first_of(":.") == std::string::npos ? "" : spec.substr(spec.find_first_of(":.") + 1));
+  static const std::set<std::string> privileged = {"root", "0", "wheel", "sudo", "admin", "adm", "shadow", "disk",
+                                                   "docker", "lxd", "kmem", "sys", "daemon", "_developer"};
+  if (lower(user) == "root" || user == "0" || (!group.empty() && privileged.count(lower(group))))
+    block(what + " gives the file to a privileged owner or group (" + spec + ")");
 }
 
 void Checker::destructive(const std::string& name, const std::vector<Field>& args, const State& st) const {
@@ -1701,13 +2557,34 @@ void Checker::destructive(const std::string& name, const std::vector<Field>& arg
     for (const auto& f : positional(from)) checkDelete(f, recursive, st);
     return;
   }
-  if (lname == "chmod" || lname == "chown" || lname == "chgrp" || lname == "chattr" || lname == "setfacl") {
+  if (lname == "chmod" || lname == "chown" || lname == "chgrp" || lname == "chattr" || lname == "setfacl" ||
+      lname == "chflags") {
     bool recursive = hasFlag('R', 0, "--recursive");
     auto pos = positional(1);
     bool reference = false;
     for (const auto& a : args) reference = reference || startsWith(a.text, "--reference");
     size_t skip = reference ? 0 : 1;
-    if (lname == "chmod" && !pos.empty() && pos[0].text.size() > 1 && pos[0].text[0] == '-') skip = 1;
+    // chmod -x file: "-x" is the mode, which positional() took for an option.
+    if (lname == "chmod" && !reference)
+      for (size_t k = 1; k < args.size(); ++k)
+        if (args[k].text.size() > 1 && args[k].text[0] == '-' && args[k].text.find_first_not_of("rwxXst", 1) == std::string::npos) {
+          pos.insert(pos.begin(), args[k]);
+          break;
+        }
+    if (!reference && !pos.empty()) {
+      if (lname == "chmod") privilegeMode(pos[0].text, "chmod");
+      if (lname == "chown" || lname == "chgrp") privilegeOwner(pos[0].text, lname);
+    }
+    // --reference=FILE copies a mode or owner the guard cannot see: only from the workspace.
+    for (size_t k = 1; k < args.size(); ++k) {
+      const std::string& t = args[k].text;
+      if (!startsWith(t, "--reference")) continue;
+      Field ref = t.find('=') != std::string::npos ? literalField(t.substr(t.find('=') + 1))
+                                                   : (k + 1 < args.size() ? args[k + 1] : Field{});
+      Where w = where(ref.text, st).where;
+      if (ref.dynamic || !(w == Where::Workspace || w == Where::WorkspaceRoot))
+        block(lname + " --reference copies the mode or owner of a file outside the workspace");
+    }
     for (size_t k = skip; k < pos.size(); ++k) {
       PathInfo p = where(pos[k].text, st);
       if (auto why = destructiveReason(p, recursive)) block("destructive: " + lname + " " + *why);
@@ -1777,9 +2654,27 @@ void Checker::writers(const std::string& name, const std::vector<Field>& args, c
   }
   if (lname == "cp" || lname == "mv" || lname == "install" || lname == "ln" || lname == "rsync" || lname == "scp" ||
       lname == "ditto" || lname == "link") {
-    if (target) return checkWrite(*target, st);
+    bool move = lname == "mv";
+    if (move)
+      for (size_t k = 0; k + 1 < pos.size() || (target && k < pos.size()); ++k)
+        if (!where(pos[k].text, st).comps.empty() && where(pos[k].text, st).comps.back() == ".git")
+          block("moves a repository's .git aside (" + pos[k].text + ")");
+    if (lname == "install")
+      for (size_t k = 1; k + 1 < args.size(); ++k) {
+        if (args[k].text == "-m" || args[k].text == "--mode") privilegeMode(args[k + 1].text, "install");
+        if (args[k].text == "-o" || args[k].text == "--owner") privilegeOwner(args[k + 1].text, "install");
+        if (args[k].text == "-g" || args[k].text == "--group") privilegeOwner(":" + args[k + 1].text, "install");
+      }
+    if (target) {
+      checkWrite(*target, st);
+      for (const auto& p : pos) noteCopy(p, *target, move, st);
+      return;
+    }
     if (lname == "install" && pos.size() == 1) return checkWrite(pos[0], st);
-    if (pos.size() >= 2) checkWrite(pos.back(), st);
+    if (pos.size() >= 2) {
+      checkWrite(pos.back(), st);
+      for (size_t k = 0; k + 1 < pos.size(); ++k) noteCopy(pos[k], pos.back(), move, st);
+    }
     return;
   }
   if (lname == "tee" || lname == "touch" || lname == "truncate" || lname == "mkdir" || lname == "mkfifo" ||
@@ -1791,9 +2686,44 @@ void Checker::writers(const std::string& name, const std::vector<Field>& args, c
     for (size_t k = 1; k < args.size(); ++k) {
       const std::string& t = args[k].text;
       static const char* exec[] = {"--checkpoint-action", "--to-command", "--use-compress-program", "--rsh-command",
-                                   "--info-script", "--new-volume-script", "--rmt-command", "-I", "-F"};
-      for (const char* e : exec)
-        if (t == e || startsWith(t, std::string(e) + "=")) block("tar " + std::string(e) + " runs a program");
+                                   "--info-script", "--new-volume-script", "--rmt-command", "--compress-program"};
+      // GNU tar takes any unambiguous prefix of a long option (--to-com=, --use-comp=).
+      std::string key = t.substr(0, t.find('='));
+      // A compressor by name (tar -I zstd, --use-compress-program=pigz) is ordinary; any other program is not.
+      auto compressor = [&](const std::string& value) {
+        static const std::set<std::string> known = {"gzip", "pigz", "bzip2", "pbzip2", "lbzip2", "xz", "pixz",
+                                                    "zstd", "pzstd", "lz4", "lzip", "plzip", "lzop", "brotli",
+                                                    "compress", "lzma", "unzstd", "gunzip", "bunzip2", "unxz"};
+        std::string first = value.substr(0, value.find(' '));
+        if (!known.count(lower(progName(first))) || value.find_first_of(";|&$`<>()\n") != std::string::npos)
+          block("tar runs a program as its compressor (" + value + ")");
+      };
+      if (startsWith(key, "--") && key.size() >= 4) {
+        for (const char* e : exec) {
+          if (!startsWith(e, key)) continue;
+          bool compress = std::string(e) == "--use-compress-program" || std::string(e) == "--compress-program";
+          if (!compress) block("tar " + std::string(e) + " runs a program");
+          if (t.find('=') != std::string::npos)
+            compressor(t.substr(t.find('=') + 1));
+          else if (k + 1 < args.size())
+            compressor(args[k + 1].text);
+          else
+            block("tar " + std::string(e) + " without its program");
+        }
+      }
+      // -I PROG / -F SCRIPT, alone, in a cluster (-xvIzstd) or in the old style (tar xIf ...).
+      bool cluster = t.size() > 1 && t[0] == '-' && t[1] != '-';
+      bool oldStyle = k == 1 && !t.empty() && t[0] != '-' && t.find_first_of("ctxruAd") != std::string::npos &&
+                      t.find('/') == std::string::npos && t.find('.') == std::string::npos;
+      if (oldStyle && t.find_first_of("IF") != std::string::npos) block("tar -I/-F runs a program");
+      if (cluster) {
+        size_t at = t.find_first_of("IF");
+        if (at != std::string::npos) {
+          if (t[at] == 'F') block("tar -F runs a script");
+          std::string value = at + 1 < t.size() ? t.substr(at + 1) : (k + 1 < args.size() ? args[k + 1].text : "");
+          compressor(value);
+        }
+      }
       if (t == "-P" || t == "--absolute-names") block("tar --absolute-names writes outside the workspace");
       if ((t == "-C" || t == "--directory") && k + 1 < args.size()) checkWrite(args[k + 1], st);
       if (startsWith(t, "--directory=")) checkWrite(literalField(t.substr(12)), st);
@@ -1806,6 +2736,23 @@ void Checker::writers(const std::string& name, const std::vector<Field>& args, c
       if (startsWith(args[k].text, "-o") && args[k].text.size() > 2 && lname != "unzip")
         checkWrite(literalField(args[k].text.substr(2)), st);
     }
+    return;
+  }
+  // macOS property lists: PlistBuddy -c 'Set ...' FILE and plutil -replace/-insert/-remove/-convert FILE.
+  if ((lname == "plistbuddy" || lname == "plutil") && !pos.empty()) {
+    bool change = false;
+    for (size_t k = 1; k < args.size(); ++k) {
+      std::string t = lower(args[k].text);
+      if (lname == "plutil" && (t == "-replace" || t == "-insert" || t == "-remove" || t == "-convert" ||
+                                t == "-create" || t == "-append"))
+        change = true;
+      if (lname == "plistbuddy" && t == "-c" && k + 1 < args.size()) {
+        std::string c = lower(args[k + 1].text);
+        for (const char* verb : {"set", "add", "delete", "merge", "import", "clear", "copy", "save"})
+          if (startsWith(c, verb)) change = true;
+      }
+    }
+    if (change) checkWrite(pos.back(), st);
     return;
   }
   if (lname == "zip") {
@@ -1835,6 +2782,13 @@ void Checker::docker(const std::vector<Field>& args, const State& st) const {
   for (size_t k = 1; k < args.size(); ++k) {
     const std::string& t = args[k].text;
     if (t == "--privileged") block("docker --privileged gives the container the host");
+    std::string key = t.substr(0, t.find('='));
+    std::string val = t.find('=') != std::string::npos ? t.substr(t.find('=') + 1) : (k + 1 < args.size() ? args[k + 1].text : "");
+    if (key == "--cap-add" && !val.empty()) block("docker --cap-add gives the container host privileges (" + val + ")");
+    if (key == "--security-opt" && lower(val).find("unconfined") != std::string::npos)
+      block("docker --security-opt turns off the container's confinement");
+    if (key == "--device" || key == "--device-cgroup-rule") block("docker gives the container a host device");
+    if ((key == "--uts" || key == "--cgroupns") && val == "host") block("docker shares the host's namespaces");
     if (t == "--pid=host" || t == "--net=host" || t == "--network=host" || t == "--ipc=host" || t == "--userns=host" ||
         ((t == "--pid" || t == "--net" || t == "--network" || t == "--ipc") && k + 1 < args.size() &&
          args[k + 1].text == "host"))
@@ -1855,6 +2809,275 @@ void Checker::docker(const std::vector<Field>& args, const State& st) const {
     if (p.where == Where::Root || p.where == Where::System || p.where == Where::Home || p.where == Where::HomeRoot ||
         p.where == Where::Outside || p.where == Where::Device)
       block("docker mounts a host path outside the workspace (" + p.display + ")");
+  }
+}
+
+// Programs that run another program or a command given in an option, an
+// argument, their standard input or a configuration value: the inner command
+// is checked as a command when it can be read, and refused when it cannot.
+void Checker::innerCommands(const std::string& lname, const std::vector<Field>& args, const Ctx& ctx,
+                            const Stdin& in, State& st) {
+  auto valueOf = [&](size_t& k, std::initializer_list<const char*> opts) -> std::optional<Field> {
+    const std::string& t = args[k].text;
+    for (const char* o : opts) {
+      std::string ov(o);
+      if (t == ov && k + 1 < args.size()) return args[++k];
+      if (startsWith(t, ov + "=")) {
+        Field f = args[k];
+        f.text = t.substr(ov.size() + 1);
+        return f;
+      }
+      if (ov.size() == 2 && ov[0] == '-' && ov[1] != '-' && startsWith(t, ov) && t.size() > 2 && !startsWith(t, "--")) {
+        Field f = args[k];
+        f.text = t.substr(2);
+        return f;
+      }
+    }
+    return std::nullopt;
+  };
+  // Pagers: less +!cmd, more/most the same; man -P/--pager, -H/--html (a browser); --pager of many tools.
+  if (lname == "less" || lname == "more" || lname == "most" || lname == "pg") {
+    for (size_t k = 1; k < args.size(); ++k) {
+      const std::string& t = args[k].text;
+      if ((t[0] == '+' || startsWith(t, "--cmd")) && (t.find('!') != std::string::npos || t.find('|') != std::string::npos))
+        block(lname + " runs a shell command (" + t + ")");
+      if (startsWith(t, "--lesskey") || t == "-k") block(lname + " reads key bindings that can run commands");
+    }
+  }
+  static const std::set<std::string> pagerOpt = {"man", "bat", "batcat", "mysql", "mariadb", "mycli", "pgcli",
+                                                 "git-delta", "delta", "journalctl", "psql", "sqlcmd", "usql",
+                                                 "ag", "ack", "nano", "rnano"};
+  if (pagerOpt.count(lname)) {
+    for (size_t k = 1; k < args.size(); ++k) {
+      if (auto v = valueOf(k, lname == "man"    ? std::initializer_list<const char*>{"-P", "--pager", "-H", "--html"}
+                              : lname == "nano" || lname == "rnano" ? std::initializer_list<const char*>{"-s", "--speller"}
+                              : lname == "ack"  ? std::initializer_list<const char*>{"--pager", "--filter"}
+                                                : std::initializer_list<const char*>{"--pager"}))
+        programValue(lname + " " + args[k].text.substr(0, args[k].text.find('=')), *v, st);
+    }
+  }
+  // ripgrep --pre PROGRAM runs it for every file searched.
+  if (lname == "rg" || lname == "ripgrep" || lname == "ugrep") {
+    for (size_t k = 1; k < args.size(); ++k)
+      if (auto v = valueOf(k, {"--pre"})) programValue(lname + " --pre", *v, st);
+  }
+  // go build -toolexec / go run|test -exec / go vet -vettool: a program run on every step.
+  if (lname == "go") {
+    for (size_t k = 1; k < args.size(); ++k)
+      if (auto v = valueOf(k, {"-toolexec", "--toolexec", "-exec", "--exec", "-vettool", "--vettool"}))
+        codeString(*v, st, "go " + args[k].text);
+  }
+  // meson test --wrapper / --wrap and ctest: a program in front of every test.
+  if (lname == "meson" || lname == "ctest") {
+    for (size_t k = 1; k < args.size(); ++k)
+      if (auto v = valueOf(k, {"--wrapper", "--wrap", "--test-command", "--gdb-path"})) codeString(*v, st, lname + " wrapper");
+  }
+  // package.json scripts are shell commands npm runs later (npm install runs postinstall).
+  if (lname == "npm" || lname == "pnpm" || lname == "yarn" || lname == "bun") {
+    for (size_t k = 1; k + 1 < args.size(); ++k) {
+      if (args[k].text == "pkg" && args[k + 1].text == "set")
+        for (size_t j = k + 2; j < args.size(); ++j) {
+          const std::string& kv = args[j].text;
+          size_t eq = kv.find('=');
+          if (eq != std::string::npos && startsWith(lower(kv), "scripts.")) {
+            Field code = args[j];
+            code.text = kv.substr(eq + 1);
+            codeString(code, st, lname + " pkg set " + kv.substr(0, eq));
+          }
+        }
+      if (args[k].text == "set-script" && k + 2 < args.size()) codeString(args[k + 2], st, lname + " set-script");
+    }
+  }
+  if (lname == "npm" || lname == "pnpm" || lname == "yarn") {
+    for (size_t k = 1; k < args.size(); ++k)
+      if (auto v = valueOf(k, {"--script-shell", "--shell", "--node-options", "--userconfig", "--globalconfig"})) {
+        std::string opt = args[k].text.substr(0, args[k].text.find('='));
+        if (v->text == args[k].text) opt = args[k - 1].text;
+        block(lname + " " + opt + " changes the program or configuration it runs scripts with");
+      }
+  }
+  if (lname == "hg") {
+    for (size_t k = 1; k < args.size(); ++k) {
+      if (auto v = valueOf(k, {"--config"})) {
+        std::string key = lower(v->text.substr(0, v->text.find('=')));
+        if (!(startsWith(key, "ui.username") || startsWith(key, "ui.color") || startsWith(key, "ui.quiet") ||
+              startsWith(key, "ui.verbose") || startsWith(key, "ui.interactive") || startsWith(key, "color.")))
+          block("hg --config " + key + " can make hg run a program");
+      }
+      if (auto v = valueOf(k, {"-p", "--program", "-o", "--option"})) block("hg extdiff runs a program (" + v->text + ")");
+    }
+  }
+  if (lname == "svn") {
+    for (size_t k = 1; k < args.size(); ++k) {
+      if (auto v = valueOf(k, {"--diff-cmd", "--diff3-cmd", "--editor-cmd"})) programValue("svn " + args[k].text, *v, st);
+      if (auto v = valueOf(k, {"--config-option", "--config-dir"}))
+        block("svn " + args[k].text + " can name programs svn runs");
+    }
+  }
+  // Editors given commands: kakoune -e/-E; ex/ed and vim in ex mode reading commands from stdin.
+  if ((lname == "kak") && std::any_of(args.begin(), args.end(), [](const Field& f) { return f.text == "-e" || f.text == "-E"; }))
+    block("inline editor command passed to kak");
+  bool exMode = lname == "ex" || lname == "exim" || lname == "ed" || lname == "red";
+  if (lname == "vim" || lname == "vi" || lname == "nvim" || lname == "view")
+    for (size_t k = 1; k < args.size(); ++k)
+      if (args[k].text == "-e" || args[k].text == "-E" || args[k].text == "-es" || args[k].text == "-Es" ||
+          args[k].text == "-s" || args[k].text == "--headless")
+        exMode = true;
+  if (exMode && (in.kind == StdinKind::Pipe || in.kind == StdinKind::Text)) {
+    if (in.kind == StdinKind::Pipe || in.dynamic || in.text.find('!') != std::string::npos ||
+        lname.find("vi") != std::string::npos || lname == "ex" || lname == "nvim")
+      block(lname + " reads editor commands from stdin, which can run shell commands");
+  }
+  // run-parts runs every program in a folder: whatever was put there.
+  if (lname == "run-parts" &&
+      !std::any_of(args.begin(), args.end(), [](const Field& f) { return f.text == "--test" || f.text == "--list"; }))
+    block("run-parts runs every program in a folder");
+  // python -m MODULE: modules whose arguments are code.
+  if (lname == "timeit") block("python -m timeit runs inline code");
+  if (lname == "pdb" &&
+      std::any_of(args.begin(), args.end(), [](const Field& f) { return f.text == "-c" || startsWith(f.text, "--command"); }))
+    block("python -m " + lname + " -c runs debugger commands");
+  // Debuggers and tracers attached to a running process: other programs' memory.
+  static const std::set<std::string> tracers = {"gdb", "lldb", "strace", "ltrace", "perf", "py-spy", "rbspy",
+                                                "gcore", "pstack", "reptyr", "bpftrace", "uftrace"};
+  if (tracers.count(lname)) {
+    for (size_t k = 1; k < args.size(); ++k) {
+      const std::string& t = args[k].text;
+      if (t == "-p" || startsWith(t, "--pid") || t == "--attach-pid" || t == "--attach-name" ||
+          (lname == "lldb" && t == "-n") ||
+          t == "--waitfor" || t == "--wait-for" || (startsWith(t, "-p") && t.size() > 2 && std::isdigit(static_cast<unsigned char>(t[2]))) ||
+          (lname == "gdb" && (t == "attach" || t == "--attach")))
+        block(lname + " attaches to another process");
+      if ((lname == "gcore" || lname == "pstack" || lname == "reptyr") && !isOption(t))
+        block(lname + " attaches to another process");
+    }
+  }
+  // Databases with shell escapes: sqlite3 .shell/.system/.once |cmd, psql \! and \o |cmd, COPY ... PROGRAM.
+  if (lname == "sqlite3" || lname == "psql" || lname == "mysql" || lname == "mariadb" || lname == "duckdb") {
+    auto dangerous = [](const std::string& text) {
+      std::string l = lower(text);
+      size_t b = 0;
+      while (b <= l.size()) {
+        size_t e = l.find('\n', b);
+        if (e == std::string::npos) e = l.size();
+        std::string line = l.substr(b, e - b);
+        b = e + 1;
+        size_t f = line.find_first_not_of(" \t");
+        if (f == std::string::npos) continue;
+        line = line.substr(f);
+        if (line[0] == '.' && line.find('|') != std::string::npos) return true;
+        if (line[0] == '\\' && (line.find('|') != std::string::npos || startsWith(line, "\\!") ||
+                                startsWith(line, "\\setenv") || startsWith(line, "\\copy")))
+          return true;
+        if (startsWith(line, ".load") || startsWith(line, ".shell") || startsWith(line, ".system") ||
+            startsWith(line, ".sh ") || line == ".sh")
+          return true;
+      }
+      return l.find("program '") != std::string::npos || l.find("program \"") != std::string::npos ||
+             l.find("load_extension") != std::string::npos || l.find("sys_exec") != std::string::npos ||
+             l.find("\\!") != std::string::npos || startsWith(l, "system ") || l.find("\nsystem ") != std::string::npos;
+    };
+    for (size_t k = 1; k < args.size(); ++k)
+      if (dangerous(args[k].text)) block(lname + " runs a shell command");
+    if (in.kind == StdinKind::Text && (in.dynamic || dangerous(in.text))) block(lname + " runs a shell command");
+    if (in.kind == StdinKind::Pipe && !ctx.upstream.empty()) {
+      // Commands echoed or printed into it: read them (a dump piped from a program is data).
+      std::string up = lower(progName(ctx.upstream[0].text));
+      if (up == "echo" || up == "printf") {
+        auto text = knownOutput(ctx.upstream, Stdin{});
+        if (!text || dangerous(*text)) block(lname + " runs a shell command");
+      }
+    }
+  }
+  // make NAME=VALUE: exported to every recipe, and $(shell ...) runs at parse time.
+  if (lname == "make" || lname == "gmake" || lname == "bmake") {
+    for (size_t k = 1; k < args.size(); ++k) {
+      const std::string& t = args[k].text;
+      if (isOption(t)) {
+        if (t == "-f" || t == "-C" || t == "-I" || t == "-o" || t == "-W" || t == "--file" || t == "--directory")
+          ++k;
+        continue;
+      }
+      size_t eq = t.find('=');
+      if (eq == std::string::npos || eq == 0) continue;
+      std::string n = t.substr(0, eq);
+      if (!n.empty() && (n.back() == ':' || n.back() == '+' || n.back() == '?')) n.pop_back();
+      if (!isName(n)) continue;
+      std::string v = t.substr(eq + 1);
+      if (v.find("$(") != std::string::npos || v.find("${") != std::string::npos || v.find('`') != std::string::npos ||
+          v.find_first_of(";|&<>\n") != std::string::npos || args[k].dynamic)
+        block("make " + n + "= carries shell code into the recipes");
+      envAssignment(n, literalField(v), st);
+    }
+  }
+}
+
+// Builtins that change what later names mean or run earlier commands again.
+void Checker::shellBuiltins(const std::string& lname, const std::vector<Field>& args, State& st) {
+  auto has = [&](const char* opt) {
+    return std::any_of(args.begin() + 1, args.end(), [&](const Field& f) {
+      return f.text == opt || (f.text.size() > 1 && f.text[0] == '-' && f.text[1] != '-' &&
+                               f.text.find(opt[1]) != std::string::npos && std::string_view(opt).size() == 2);
+    });
+  };
+  if (lname == "enable" && has("-f")) block("enable -f loads a shared object into the shell");
+  if (lname == "hash" && has("-p")) block("hash -p makes a command name run another program");
+  if (lname == "fc" && !has("-l")) block("fc runs earlier commands again or through an editor");
+  if ((lname == "compgen" || lname == "complete") && has("-C")) block(lname + " -C runs a command");
+  (void)st;
+}
+
+// What a command leaves in files it names (tee, decoders' -o, dd of=, sed -i),
+// for a later command in the same script that runs one of them.
+void Checker::fileEffects(const std::string& lname, const std::vector<Field>& args, const Ctx& ctx,
+                          const Stdin& in, const State& st) const {
+  std::optional<std::string> upstream;
+  if (in.kind == StdinKind::Text && !in.dynamic) upstream = in.text;
+  if (in.kind == StdinKind::Pipe && !ctx.upstream.empty()) upstream = knownOutput(ctx.upstream, Stdin{});
+  if (lname == "tee" || lname == "sponge") {
+    bool append = false;
+    for (size_t k = 1; k < args.size(); ++k) {
+      const std::string& t = args[k].text;
+      if (t == "-a" || t == "--append") append = true;
+      if (isOption(t)) continue;
+      noteWrite(args[k], lname == "tee" ? upstream : std::nullopt, append, st);
+    }
+    return;
+  }
+  static const std::set<std::string> producers = {
+      "base64", "base32", "basenc", "xxd", "openssl", "uudecode", "gpg", "gpg2", "gzip", "gunzip", "bzip2",
+      "bunzip2", "xz", "unxz", "zstd", "unzstd", "lz4", "brotli", "iconv", "certutil", "b64", "uudeview",
+      "lzma", "unlzma", "7z", "7za", "zcat", "cpio", "pax", "ar", "objcopy", "rev", "tr", "dd", "sed", "gsed",
+      "perl", "awk", "gawk", "python3", "python", "node", "jq", "yq", "envsubst", "m4", "cc", "gcc", "clang"};
+  if (!producers.count(lname)) return;
+  for (size_t k = 1; k < args.size(); ++k) {
+    const std::string& t = args[k].text;
+    if ((t == "-o" || t == "--output" || t == "-out" || t == "--outfile" || t == "--output-file" || t == "-O") &&
+        k + 1 < args.size() && lname != "gcc" && lname != "cc" && lname != "clang")
+      noteWrite(args[k + 1], std::nullopt, false, st);
+    for (const char* prefix : {"--output=", "-out=", "of="})
+      if (startsWith(t, prefix) && (std::string(prefix) != "of=" || lname == "dd"))
+        noteWrite(literalField(t.substr(std::string(prefix).size())), std::nullopt, false, st);
+  }
+  // xxd -r IN OUT writes OUT; sed -i rewrites a file this command wrote.
+  if (lname == "xxd") {
+    std::vector<Field> pos;
+    for (size_t k = 1; k < args.size(); ++k)
+      if (!isOption(args[k].text)) pos.push_back(args[k]);
+    if (pos.size() >= 2) noteWrite(pos[1], std::nullopt, false, st);
+  }
+  if (lname == "sed" || lname == "gsed" || lname == "perl") {
+    bool inPlace = std::any_of(args.begin() + 1, args.end(), [](const Field& f) {
+      return startsWith(f.text, "--in-place") || (f.text.size() > 1 && f.text[0] == '-' && f.text[1] != '-' &&
+                                                  f.text.find('i') != std::string::npos);
+    });
+    if (inPlace)
+      for (size_t k = 1; k < args.size(); ++k) {
+        if (isOption(args[k].text) || args[k].dynamic) continue;
+        PathInfo p = where(args[k].text, st);
+        auto it = shared_.files.find(p.display);
+        if (it != shared_.files.end()) it->second = FileNote{};
+      }
   }
 }
 
@@ -1887,6 +3110,21 @@ void Checker::finalCommand(const std::string& name, const std::vector<Field>& ar
   std::vector<std::string> texts;
   for (const auto& a : args) texts.push_back(a.text);
   if (auto why = networkTool(lname, texts)) block("network tool: " + *why);
+  texts[0] = lname;
+  if (auto why = systemChange(lname, texts)) block(*why);
+  // ./x, /tmp/x, bin/x: a file run as a program (checked if this command wrote it).
+  if (args[0].text.find('/') != std::string::npos) {
+    runFile(args[0], RunAs::Exec, st);
+    auto it = shared_.files.find(where(args[0].text, st).display);
+    if (it != shared_.files.end() && !it->second.program.empty() && lower(it->second.program) != lname) {
+      std::vector<Field> same = args;  // cp /bin/bash /tmp/x; /tmp/x -p is bash -p
+      same[0] = literalField(it->second.program);
+      return dispatch(same, ctx, in, st);
+    }
+  }
+  innerCommands(lname, args, ctx, in, st);
+  shellBuiltins(lname, args, st);
+  fileEffects(lname, args, ctx, in, st);
   if (isShellName(lname)) return shell(name, args, ctx, in, st);
   if (lname == "eval") {
     Field code = literalField(joinFields(args, 1));
@@ -1900,6 +3138,7 @@ void Checker::finalCommand(const std::string& name, const std::vector<Field>& ar
     if (startsWith(f.text, "/dev/stdin") || startsWith(f.text, "/dev/fd/") || startsWith(f.text, "/proc/self/fd"))
       block("sources code from stdin");
     if (f.text.find("://") != std::string::npos) block("sources code from the network");
+    runFile(f, RunAs::Shell, st);
     return;
   }
   if (lname == "trap") {
@@ -1926,16 +3165,43 @@ void Checker::finalCommand(const std::string& name, const std::vector<Field>& ar
       Field v = literalField(args[k].text.substr(eq + 1));
       v.dynamic = args[k].dynamic;
       envAssignment(n, v, st);
-      if (v.dynamic)
-        st.vars.erase(n);
-      else
-        st.vars[n] = v.text;
+      setVar(st, n, v.text, v.dynamic);
     }
     return;
   }
-  if (lname == "unset" || lname == "read" || lname == "mapfile" || lname == "readarray" || lname == "getopts") {
+  if (lname == "unset") {
     for (size_t k = 1; k < args.size(); ++k)
       if (!isOption(args[k].text)) st.vars.erase(args[k].text);
+    return;
+  }
+  if (lname == "read" || lname == "mapfile" || lname == "readarray" || lname == "getopts") {
+    // Variables set to what the command reads: values the guard does not know.
+    std::vector<std::string> targets;
+    for (size_t k = 1; k < args.size(); ++k) {
+      const std::string& t = args[k].text;
+      if (lname == "read" && (t == "-d" || t == "-i" || t == "-n" || t == "-N" || t == "-p" || t == "-t" || t == "-u")) {
+        ++k;
+        continue;
+      }
+      if (lname != "read" && lname != "getopts" &&
+          (t == "-d" || t == "-n" || t == "-O" || t == "-s" || t == "-u" || t == "-c")) {
+        ++k;
+        continue;
+      }
+      if (t == "-C" && lname != "read" && lname != "getopts") block(lname + " -C runs a callback command");
+      if (t == "-a" && k + 1 < args.size()) {
+        targets.push_back(args[++k].text);
+        continue;
+      }
+      if (isOption(t)) continue;
+      targets.push_back(t);
+    }
+    if (lname == "getopts" && !targets.empty()) targets.erase(targets.begin());  // the option string
+    for (const auto& t : targets) {
+      if (!isName(t)) continue;
+      envAssignment(t, Field{std::string(1, kDynamic), true, false}, st);
+      st.vars.erase(t);
+    }
     return;
   }
   if (lname == "cd" || lname == "pushd" || lname == "popd") {
@@ -1945,20 +3211,15 @@ void Checker::finalCommand(const std::string& name, const std::vector<Field>& ar
       st.cwdKnown = false;
       return;
     }
-    std::string target = k < args.size() ? args[k].text : lookup("HOME", st).value_or("~");
-    PathInfo p = where(target, st);
-    if (p.where == Where::Dynamic || !st.cwdKnown) {
-      st.cwdKnown = p.where != Where::Dynamic && (target[0] == '/' || target[0] == '~');
-      if (st.cwdKnown) st.cwd = p.display == "." ? "" : p.display;
-      return;
-    }
-    st.cwd = p.display == "." ? "" : p.display;
-    st.vars.erase("PWD");
+    changeDir(st, k < args.size() ? args[k] : literalField(lookup("HOME", st).value_or("~")));
     return;
   }
   if (lname == "printf") {
     for (size_t k = 1; k + 1 < args.size(); ++k)
-      if (args[k].text == "-v") st.vars.erase(args[k + 1].text);
+      if (args[k].text == "-v") {
+        if (isName(args[k + 1].text)) envAssignment(args[k + 1].text, Field{std::string(1, kDynamic), true, false}, st);
+        st.vars.erase(args[k + 1].text);
+      }
     return;
   }
   if (printsOnly) return;
@@ -2009,9 +3270,34 @@ void Checker::finalCommand(const std::string& name, const std::vector<Field>& ar
   destructive(name, args, st);
   writers(name, args, st);
   credentialTools(name, args);
-  if (lname == "docker" || lname == "podman" || lname == "nerdctl") docker(args, st);
-  if (auto why = persistence(lname, args.size() > 1 ? args[1].text : "", args.size()))
-    block(*why);
+  if (lname == "docker" || lname == "podman" || lname == "nerdctl") {
+    docker(args, st);
+    // docker run IMAGE CMD / exec CONTAINER CMD: the command runs with the container's network and mounts.
+    for (size_t k = 1; k < args.size(); ++k) {
+      if (isOption(args[k].text)) continue;
+      const std::string& sub = args[k].text;
+      size_t from = k + 1;
+      if ((sub == "compose" || sub == "container") && k + 1 < args.size()) {
+        for (from = k + 1; from < args.size() && isOption(args[from].text); ++from) {
+        }
+        if (from >= args.size() || !(args[from].text == "run" || args[from].text == "exec" || args[from].text == "create"))
+          break;
+        ++from;
+      } else if (!(sub == "run" || sub == "exec" || sub == "create")) {
+        break;
+      }
+      runCandidates(args, from, ctx, Stdin{}, st);
+      break;
+    }
+  }
+  if ((lname == "kubectl" || lname == "oc") && args.size() > 2 && (args[1].text == "exec" || args[1].text == "run" ||
+                                                                    args[1].text == "debug")) {
+    for (size_t k = 2; k < args.size(); ++k)
+      if (args[k].text == "--") {
+        dispatch(std::vector<Field>(args.begin() + static_cast<long>(k) + 1, args.end()), ctx, Stdin{}, st);
+        break;
+      }
+  }
   if (lname == "make" || lname == "gmake" || lname == "just" || lname == "task" || lname == "mage" ||
       lname == "rake" || lname == "invoke") {
     for (size_t k = 1; k < args.size(); ++k) {
@@ -2023,6 +3309,12 @@ void Checker::finalCommand(const std::string& name, const std::vector<Field>& ar
           (args[k + 1].text == "-" || startsWith(args[k + 1].text, "/dev/stdin")) &&
           (in.kind == StdinKind::Pipe || in.kind == StdinKind::Text))
         block("feeds a makefile on stdin");
+      // A makefile computed at run time (-f <(...)) or one this command wrote from computed text.
+      if (lname == "make" && (t == "-f" || t == "--file" || t == "--makefile") && k + 1 < args.size()) {
+        const Field& f = args[k + 1];
+        if (f.dynamic || startsWith(f.text, "/dev/fd/") || startsWith(f.text, "/proc/")) block("make reads a makefile computed at run time");
+        runFile(f, RunAs::Interpreter, st);
+      }
       if (lname == "make" && startsWith(t, "SHELL=")) block("make SHELL= replaces the shell");
     }
   }
@@ -2030,20 +3322,31 @@ void Checker::finalCommand(const std::string& name, const std::vector<Field>& ar
 
 }  // namespace
 
-Verdict checkBashCommand(std::string_view command) {
-  State st;
-  Checker checker;
+// Never throws: whatever goes wrong inside is a refusal with a reason (fail closed).
+Verdict checkBashCommand(std::string_view command) noexcept {
   try {
-    checker.script(command, st);
-  } catch (const Blocked& b) {
-    std::string reason = b.reason;
-    for (char& c : reason)
-      if (c == '\n' || c == '\r' || c == kDynamic) c = ' ';
-    return Verdict{false, reason};
-  } catch (const std::exception& e) {
-    return Verdict{false, std::string("cannot check: ") + e.what()};
+    State st;
+    Shared shared;
+    Checker checker(shared);
+    try {
+      checker.script(command, st);
+    } catch (const Blocked& b) {
+      std::string reason = b.reason;
+      for (char& c : reason)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+      if (reason.empty()) reason = "refused";
+      return Verdict{false, reason};
+    } catch (const std::exception& e) {
+      return Verdict{false, std::string("cannot check: ") + e.what()};
+    } catch (...) {
+      return Verdict{false, "cannot check: internal error"};
+    }
+    return Verdict{true, ""};
+  } catch (...) {
+    // Even building the verdict failed (out of memory): still a refusal. The
+    // reason is short enough to need no allocation.
+    return Verdict{false, "cannot check"};
   }
-  return Verdict{true, ""};
 }
 
 }  // namespace pine::guard

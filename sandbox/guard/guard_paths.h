@@ -29,7 +29,9 @@ enum class Where {
 struct PathInfo {
   Where where = Where::Workspace;
   std::string display;             // normalised text for messages (~/x, /x, x)
-  std::vector<std::string> comps;  // normalised components (home: after the home dir)
+  // Normalised components (home: after the home dir; /private/etc as etc),
+  // folded (name_fold.h) so that rules compare them with lower-case names.
+  std::vector<std::string> comps;
 };
 
 // cwd: "" for the workspace, else a normalised "~/x", "/x" or "x" the script cd'ed to.
@@ -37,9 +39,12 @@ PathInfo classifyPath(std::string_view path, std::string_view cwd, bool cwdKnown
 
 // Why deleting (recursive: a whole tree) the path would be destructive.
 std::optional<std::string> destructiveReason(const PathInfo& p, bool recursive);
-// Why a shell must not write the path (outside the workspace or a protected file).
+// Why a shell must not write the path (outside the workspace or a protected
+// name: .git's hooks and config at any depth, .git itself, .env, .pine, agent
+// instruction files), compared case-insensitively as macOS and the jail do.
 std::optional<std::string> writeReason(const PathInfo& p);
-// Why reading the path is a credential read.
+// Why reading the path is a credential read (or reads another application's
+// private data: mail, messages, browsers, the macOS privacy database).
 std::optional<std::string> credentialReason(const PathInfo& p);
 
 }  // namespace pine::guard

@@ -168,6 +168,13 @@ std::optional<std::string> networkTool(const std::string& name, const std::vecto
   std::string lname = lower(name);
   if (tools.count(lname) || (name == "GET" || name == "POST" || name == "HEAD")) return name;
   auto arg = [&](size_t k) { return k < args.size() ? args[k] : std::string(); };
+  static const std::set<std::string> browsers = {
+      "firefox", "google-chrome", "google-chrome-stable", "chrome", "chromium", "chromium-browser", "brave",
+      "brave-browser", "microsoft-edge", "safari", "opera", "vivaldi", "epiphany", "qutebrowser", "links2", "surf"};
+  if (browsers.count(lname))
+    for (size_t k = 1; k < args.size(); ++k)
+      if (args[k].find("://") != std::string::npos || startsWith(lower(args[k]), "www."))
+        return name + " (opens an address in a browser)";
   if (lname == "rsync") {
     for (size_t k = 1; k < args.size(); ++k) {
       const std::string& a = args[k];
@@ -337,12 +344,76 @@ std::optional<std::string> credentialCommand(const std::string& name, const std:
   return std::nullopt;
 }
 
-std::optional<std::string> persistence(const std::string& name, const std::string& first, size_t argc) {
-  if (name == "crontab" && !(first == "-l" && argc == 2)) return "edits the crontab (persistence)";
-  if (name == "at" || name == "batch") return "schedules a command (persistence)";
-  if (name == "launchctl" && (first == "load" || first == "bootstrap" || first == "submit" || first == "enable"))
-    return "loads a launch agent (persistence)";
-  return std::nullopt;
+EnvRisk envRisk(const std::string& name) {
+  static const std::set<std::string> code = {
+      "BASH_ENV", "ENV", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "PS0", "PS4", "PERL5OPT", "PERL5DB",
+      "PERLDB_OPTS", "RUBYOPT", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONHOME", "PYTHONBREAKPOINT", "ZDOTDIR",
+      "GCONV_PATH", "PHPRC", "PHP_INI_SCAN_DIR", "OPENSSL_CONF", "OPENSSL_ENGINES", "OPENSSL_MODULES",
+      "DOTNET_STARTUP_HOOKS", "CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER", "CORECLR_PROFILER_PATH",
+      "COR_ENABLE_PROFILING", "COR_PROFILER", "COR_PROFILER_PATH", "R_PROFILE", "R_PROFILE_USER", "R_ENVIRON",
+      "R_ENVIRON_USER", "NODE_REPL_EXTERNAL_MODULE", "MAKEFILES", "VIMINIT", "EXINIT", "GVIMINIT", "MYVIMRC",
+      "IPYTHONDIR", "JUPYTER_CONFIG_DIR", "PYTHONUSERBASE", "BUNDLE_GEMFILE", "GEMRC", "ELECTRON_RUN_AS_NODE",
+      "JAVA_HOME_OVERRIDE", "LD", "PERL5SHELL", "LUA_INIT"};
+  if (code.count(name) || startsWith(name, "LD_") || startsWith(name, "DYLD_") || startsWith(name, "BASH_FUNC_") ||
+      startsWith(name, "LUA_INIT"))
+    return EnvRisk::Code;
+  static const std::set<std::string> config = {
+      "HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "KUBECONFIG",
+      "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "DOCKER_CONFIG", "CARGO_HOME", "GRADLE_USER_HOME",
+      "PIP_CONFIG_FILE", "CLOUDSDK_CONFIG", "CURL_HOME", "WGETRC", "BUNDLE_USER_CONFIG", "BUNDLE_APP_CONFIG",
+      "YARN_RC_FILENAME", "COMPOSER_HOME", "MAVEN_CONFIG", "RUSTUP_HOME", "GNUPGHOME", "PASSWORD_STORE_DIR"};
+  if (config.count(name)) return EnvRisk::Config;
+  static const std::set<std::string> index = {
+      "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_TRUSTED_HOST", "UV_INDEX_URL",
+      "UV_EXTRA_INDEX_URL", "UV_INDEX", "UV_DEFAULT_INDEX", "UV_FIND_LINKS", "YARN_REGISTRY",
+      "YARN_NPM_REGISTRY_SERVER", "BUN_CONFIG_REGISTRY", "GOPROXY", "GONOSUMDB", "GONOSUMCHECK", "GOINSECURE",
+      "GOSUMDB", "GOPRIVATE", "GONOPROXY", "GOVCS", "GOTOOLCHAIN", "PDM_PYPI_URL", "HOMEBREW_BOTTLE_DOMAIN",
+      "HOMEBREW_API_DOMAIN", "HOMEBREW_ARTIFACT_DOMAIN", "HOMEBREW_BREW_GIT_REMOTE", "HOMEBREW_CORE_GIT_REMOTE",
+      "RUSTUP_DIST_SERVER", "RUSTUP_UPDATE_ROOT", "CONDA_CHANNELS", "NUGET_PACKAGES_SOURCE", "GEM_SOURCE",
+      // Which servers programs trust, and which proxy carries their traffic.
+      "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS",
+      "NODE_TLS_REJECT_UNAUTHORIZED", "PYTHONHTTPSVERIFY", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy",
+      "http_proxy", "all_proxy", "FTP_PROXY", "ftp_proxy", "SOCKS_PROXY", "socks_proxy"};
+  if (index.count(name) || startsWith(name, "CARGO_REGISTRIES_") || startsWith(name, "POETRY_REPOSITORIES_") ||
+      startsWith(name, "BUNDLE_MIRROR__") || startsWith(name, "PIP_INDEX"))
+    return EnvRisk::Index;
+  static const std::set<std::string> program = {
+      "PAGER", "MANPAGER", "EDITOR", "VISUAL", "SYSTEMD_PAGER", "SYSTEMD_EDITOR", "BROWSER", "SSH_ASKPASS",
+      "SUDO_ASKPASS", "LESSOPEN", "LESSCLOSE", "SHELL", "CONFIG_SHELL", "TERMINAL", "FCEDIT", "SVN_EDITOR",
+      "HGEDITOR", "KUBE_EDITOR", "GH_EDITOR", "GH_PAGER", "GH_BROWSER", "BAT_PAGER", "DELTA_PAGER", "PSQL_PAGER",
+      "PSQL_EDITOR", "CC", "CXX", "CPP", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "FC", "F77", "RUSTC",
+      "RUSTDOC", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC_LINKER", "CARGO_BUILD_RUSTC",
+      "CARGO_BUILD_RUSTC_WRAPPER", "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTDOC",
+      "CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "PKG_CONFIG", "CCACHE_PREFIX", "GIT_SSH"};
+  if (program.count(name) ||
+      (startsWith(name, "CARGO_TARGET_") && (endsWith(name, "_RUNNER") || endsWith(name, "_LINKER"))))
+    return EnvRisk::Program;
+  static const std::set<std::string> paths = {
+      "PATH", "PYTHONPATH", "NODE_PATH", "PERL5LIB", "PERLLIB", "RUBYLIB", "CLASSPATH", "LUA_PATH", "LUA_CPATH",
+      "TCLLIBPATH", "EMACSLOADPATH", "GEM_PATH", "GEM_HOME", "JULIA_LOAD_PATH", "JULIA_DEPOT_PATH", "R_LIBS",
+      "R_LIBS_USER", "R_LIBS_SITE", "PSModulePath", "GUILE_LOAD_PATH", "OCAMLPATH", "GOPATH"};
+  if (paths.count(name)) return EnvRisk::PathList;
+  static const std::set<std::string> options = {
+      "NODE_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "JAVA_OPTS", "MAVEN_OPTS",
+      "GRADLE_OPTS", "SBT_OPTS", "ANT_OPTS", "CATALINA_OPTS", "KOTLIN_OPTS", "TAR_OPTIONS", "MAKEFLAGS", "MFLAGS",
+      "GNUMAKEFLAGS", "GOFLAGS", "LESS", "MORE", "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "RUSTDOCFLAGS",
+      "PYTHONWARNINGS", "ZIPOPT", "UNZIP", "BZIP2", "GZIP", "XZ_OPT", "ZSTD_CLEVEL"};
+  if (options.count(name)) return EnvRisk::Options;
+  // npm reads npm_config_<key> in any case, - and _ alike.
+  std::string l = lower(name);
+  if (startsWith(l, "npm_config_")) {
+    std::string key = l.substr(11);
+    for (char& c : key)
+      if (c == '-') c = '_';
+    if (key == "script_shell" || key == "shell" || key == "git" || key == "editor" || key == "browser")
+      return EnvRisk::Program;
+    if (key == "registry" || endsWith(key, ":registry") || endsWith(key, "_registry")) return EnvRisk::Index;
+    if (key == "node_options") return EnvRisk::Options;
+    if (key == "userconfig" || key == "globalconfig" || key == "onload_script" || key == "init_module" ||
+        key == "prefix" || key == "cache")
+      return EnvRisk::Config;
+  }
+  return EnvRisk::None;
 }
 
 bool writesOutputOption(const std::string& name) {
@@ -391,7 +462,11 @@ bool gitSafeConfigKey(const std::string& key) {
                                "merge.ff",        "diff.renames",    "diff.algorithm",   "diff.colormoved",
                                "diff.noprefix",   "diff.mnemonicprefix", "safe.directory", "gc.auto",
                                "help.autocorrect", "branch.autosetupmerge", "branch.autosetuprebase",
-                               "protocol.version", "feature.manyfiles", "index.version"};
+                               "protocol.version", "feature.manyfiles", "index.version", "core.autocrlf",
+                               "core.eol", "core.filemode", "core.ignorecase", "core.quotepath", "core.safecrlf",
+                               "core.whitespace", "core.precomposeunicode", "core.longpaths", "core.symlinks",
+                               "core.abbrev", "fetch.parallel",
+                               "rerere.enabled", "blame.ignorerevsfile", "format.signoff", "am.threeway"};
   for (const char* s : safe) {
     std::string e(s);
     if (e.back() == '.' ? startsWith(key, e) : key == e) return true;

@@ -38,7 +38,17 @@ std::optional<std::string> publishVerb(const std::string& name, const std::strin
 std::optional<std::string> destructiveProgram(const std::string& name, const std::string& firstArg);
 std::optional<std::string> credentialCommand(const std::string& name, const std::vector<std::string>& positional,
                                              const std::vector<std::string>& all);
-std::optional<std::string> persistence(const std::string& name, const std::string& firstArg, size_t argc);
+// What setting an environment variable lets the programs that inherit it do.
+enum class EnvRisk {
+  None,
+  Code,      // loads or runs code in every program of a kind (LD_PRELOAD, BASH_ENV, PERL5OPT, ...)
+  Config,    // points programs at configuration the guard cannot see (HOME, KUBECONFIG, CARGO_HOME, ...)
+  Index,     // points a package manager at another index or proxy (PIP_INDEX_URL, GOPROXY, ...)
+  Program,   // names a program another one starts (PAGER, EDITOR, CC, RUSTC_WRAPPER, ...)
+  PathList,  // a search path for programs or modules (PATH, PYTHONPATH, NODE_PATH, ...)
+  Options,   // options a program reads: harmless unless they load code (NODE_OPTIONS, TAR_OPTIONS, ...)
+};
+EnvRisk envRisk(const std::string& name);
 bool writesOutputOption(const std::string& name);
 
 bool isSecretName(const std::string& variable);

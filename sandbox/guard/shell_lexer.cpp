@@ -7,6 +7,13 @@ namespace {
 
 using Kind = WordPart::Kind;
 
+// Deeper $( ... ) / <( ... ) nesting than this is refused rather than followed:
+// each level is a recursive call, and no real command comes near it.
+constexpr int kMaxLexerNesting = 48;
+// The largest descriptor number read in front of a redirection (bash refuses
+// larger ones too); longer digit runs would overflow an int.
+constexpr int kMaxFd = 1 << 20;
+
 bool isBlank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 bool isMeta(char c) {
   return isBlank(c) || c == '\n' || c == ';' || c == '&' || c == '|' || c == '(' || c == ')' || c == '<' ||
@@ -61,7 +68,9 @@ struct PendingHeredoc {
 
 class Lexer {
  public:
-  Lexer(std::string_view s, size_t pos) : s_(s), i_(pos) {}
+  Lexer(std::string_view s, size_t pos, int nesting = 0) : s_(s), i_(pos), nesting_(nesting) {
+    if (nesting_ > kMaxLexerNesting) throw ParseError("substitutions nested too deeply");
+  }
   size_t pos() const { return i_; }
 
   // Reads commands until the end, or (nested) until the ")" closing a $( or <(.
@@ -219,7 +228,12 @@ class Lexer {
           s_.substr(i_, 2) == "&>") {
         Redirect r;
         if (ioNumber) {
-          r.fd = std::stoi(std::string(s_.substr(i_, digits - i_)));
+          long fd = 0;
+          for (size_t k = i_; k < digits; ++k) {
+            fd = fd * 10 + (s_[k] - '0');
+            if (fd > kMaxFd) throw ParseError("file descriptor number too large in a redirection");
+          }
+          r.fd = static_cast<int>(fd);
           i_ = digits;
         }
         static const char* ops[] = {"<<<", "<<-", "&>>", "<<", "<>", "<&", ">>", ">|", ">&", "&>", "<", ">"};
@@ -360,6 +374,7 @@ class Lexer {
  private:
   std::string_view s_;
   size_t i_;
+  int nesting_;
 
   static std::string literalText(const Word& w) {
     std::string out;
@@ -409,7 +424,7 @@ class Lexer {
   // The script text inside $( ... ) or <( ... ): i_ is just after the "(".
   std::string nestedScriptText() {
     size_t start = i_;
-    Lexer inner(s_, i_);
+    Lexer inner(s_, i_, nesting_ + 1);
     inner.script(true);
     i_ = inner.pos();
     return std::string(s_.substr(start, i_ - 1 - start));
@@ -490,7 +505,7 @@ class Lexer {
         continue;
       }
       if (c == '$' && k + 1 < s_.size() && s_[k + 1] == '(') {
-        Lexer inner(s_, k + 2);
+        Lexer inner(s_, k + 2, nesting_ + 1);
         inner.script(true);
         k = inner.pos();
         continue;

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <utility>
 
 namespace pine::sandbox {
 namespace {
@@ -42,18 +43,30 @@ bool globMatch(std::string_view pat, std::string_view s) {
   return p == pat.size();
 }
 
-// Can pattern parts [pi..] match path parts starting at [si..]? `subtree`
-// lets the match end before the path does.
-bool matchFrom(const std::vector<std::string>& pat, size_t pi, const std::vector<std::string>& path,
-               size_t si, bool subtree) {
-  if (pi == pat.size()) return subtree || si == path.size();
-  if (pat[pi] == "**") {
-    for (size_t k = si; k <= path.size(); ++k)
-      if (matchFrom(pat, pi + 1, path, k, subtree)) return true;
-    return false;
+// Does the pattern match path parts starting at some start in [0, path.size())?
+// `subtree` lets a match end before the path does. Dynamic programming over
+// (pattern part, path part), one row per pattern part from the last: row[si] says
+// whether pattern parts [pi..] match path parts [si..]. A "**" row is
+// row[si] = next[si] || row[si + 1] (it takes no part, or one more), so each cell
+// is computed once: O(parts * path parts) glob calls, however many "**" there are
+// (trying every split of every "**" in turn was exponential in their number).
+bool matchesBelow(const std::vector<std::string>& pat, const std::vector<std::string>& path, bool subtree) {
+  const size_t n = path.size();
+  std::vector<char> next(n + 1), row(n + 1);
+  for (size_t si = 0; si <= n; ++si) next[si] = subtree || si == n;  // no pattern left
+  for (size_t pi = pat.size(); pi-- > 0;) {
+    if (pat[pi] == "**") {
+      row[n] = next[n];
+      for (size_t si = n; si-- > 0;) row[si] = next[si] || row[si + 1];
+    } else {
+      row[n] = false;
+      for (size_t si = 0; si < n; ++si) row[si] = next[si + 1] && globMatch(pat[pi], path[si]);
+    }
+    std::swap(row, next);
   }
-  if (si == path.size() || !globMatch(pat[pi], path[si])) return false;
-  return matchFrom(pat, pi + 1, path, si + 1, subtree);
+  for (size_t start = 0; start < n; ++start)
+    if (next[start]) return true;
+  return false;
 }
 
 std::string normaliseOrRaw(const std::string& c) {
@@ -156,8 +169,7 @@ const NameRule* NameRules::refusing(std::string_view relPath, bool write) const 
   for (size_t r = 0; r < rules_.size(); ++r) {
     const auto& rule = rules_[r];
     if (!(write ? rule.denyWrite : rule.denyRead)) continue;
-    for (size_t start = 0; start < path.size(); ++start)
-      if (matchFrom(compiled_[r], 0, path, start, rule.subtree)) return &rule;
+    if (matchesBelow(compiled_[r], path, rule.subtree)) return &rule;
   }
   return nullptr;
 }

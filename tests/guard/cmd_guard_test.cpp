@@ -26,3 +26,14 @@ TEST_CASE("guard bash --json: commands with newlines, and bad lines keep their p
         "block: invalid JSON line\n"
         "allow\n");
 }
+
+TEST_CASE("guard bash: the reproducers that crashed it get one answer each") {
+  // xargs -E, sudo -u and watch -n read past the end of their arguments; 11111111111< threw out_of_range.
+  std::istringstream in("xargs -E\necho a | xargs -I\nsudo -u\nwatch -n\n11111111111<\n1111111111111>;\n");
+  std::ostringstream out;
+  CHECK(pine::cmdGuardBash(in, out, false) == 0);
+  CHECK(out.str() ==
+        "allow\nallow\nblock: runs as another user or with more privilege (sudo)\nallow\n"
+        "block: cannot parse: file descriptor number too large in a redirection\n"
+        "block: cannot parse: file descriptor number too large in a redirection\n");
+}

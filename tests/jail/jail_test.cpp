@@ -150,6 +150,39 @@ TEST_CASE("names match after NFKC, case folding and ignorable removal") {
   CHECK_THROWS_AS(NameRules({{"\xff", true, false, true, ""}}), std::invalid_argument);
 }
 
+// Trying every split of every "**" in turn took time exponential in their number: this
+// pattern against this path would not have answered in years. Now one table of
+// (pattern part, path part) answers it.
+TEST_CASE("name rules: many '**' against a deep path still answer, with the same meaning") {
+  std::string pattern;
+  for (int i = 0; i < 40; ++i) pattern += "**/a/";
+  pattern += "**/b";
+  std::string deep;
+  for (int i = 0; i < 120; ++i) deep += "a/";
+  NameRules subtree({{pattern, true, true, true, "many"}});
+  NameRules exact({{pattern, false, true, true, "many"}});
+  CHECK(subtree.refusing(deep + "c", false) == nullptr);         // no 'b' anywhere: every split fails
+  CHECK(subtree.refusing(deep + "b", false) != nullptr);         // 120 'a' cover the 40 needed
+  CHECK(subtree.refusing(deep + "b/x/y", true) != nullptr);      // and everything beneath
+  CHECK(exact.refusing(deep + "b/x/y", true) == nullptr);        // unless the rule is for the entry alone
+  CHECK(exact.refusing("q/" + deep + "b", true) != nullptr);     // anywhere below the root
+  std::string few;
+  for (int i = 0; i < 39; ++i) few += "a/";
+  CHECK(subtree.refusing(few + "b", false) == nullptr);          // 39 'a' are one too few
+  CHECK(subtree.refusing(few + "a/b", false) != nullptr);        // 40 are enough
+  // The meaning of '**' stays: zero or more parts, at the start, middle and end.
+  NameRules r({{"**/x", false, true, true, ""}, {"y/**", false, true, true, ""}, {"p/**/q", false, true, true, ""}});
+  CHECK(r.refusing("x", false) != nullptr);
+  CHECK(r.refusing("m/n/x", false) != nullptr);
+  CHECK(r.refusing("x/m", false) == nullptr);
+  CHECK(r.refusing("y", false) != nullptr);
+  CHECK(r.refusing("y/m/n", false) != nullptr);
+  CHECK(r.refusing("p/q", false) != nullptr);
+  CHECK(r.refusing("p/m/n/q", false) != nullptr);
+  CHECK(r.refusing("p/m/n/q/z", false) == nullptr);
+  CHECK(r.refusing("pq", false) == nullptr);
+}
+
 TEST_CASE("the jail uses openat2 here, and the fallback when asked") {
   Tree t;
   CHECK(t.jail(false).usesOpenat2());

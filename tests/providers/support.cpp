@@ -2,7 +2,7 @@
 
 #include <csignal>
 
-#include "supervisor/egress/egress.h"
+#include "egress/egress.h"
 #include "supervisor/redact/redactor.h"
 
 namespace pine::model::test {

@@ -8,7 +8,7 @@
 namespace pine::model {
 
 using nlohmann::json;
-using detail::intAt;
+using detail::countAt;
 using detail::member;
 using detail::stringAt;
 
@@ -70,10 +70,11 @@ int statusOf(const std::string& type) {
 void readAnthropicUsage(const json& u, Usage& usage) {
   // message_start carries the prompt side; message_delta the output (cumulative), and
   // newer servers repeat the prompt side there too.
-  if (member(u, "input_tokens")) usage.input = intAt(u, "input_tokens");
-  if (member(u, "cache_read_input_tokens")) usage.cacheRead = intAt(u, "cache_read_input_tokens");
-  if (member(u, "cache_creation_input_tokens")) usage.cacheWrite = intAt(u, "cache_creation_input_tokens");
-  if (member(u, "output_tokens")) usage.output = intAt(u, "output_tokens");
+  // An absent count keeps what an earlier event said.
+  usage.input = countAt(u, "input_tokens", "usage.input_tokens", usage.input);
+  usage.cacheRead = countAt(u, "cache_read_input_tokens", "usage.cache_read_input_tokens", usage.cacheRead);
+  usage.cacheWrite = countAt(u, "cache_creation_input_tokens", "usage.cache_creation_input_tokens", usage.cacheWrite);
+  usage.output = countAt(u, "output_tokens", "usage.output_tokens", usage.output);
 }
 
 class AnthropicDecoder final : public detail::EventStreamDecoder {
@@ -94,7 +95,7 @@ class AnthropicDecoder final : public detail::EventStreamDecoder {
     } else if (type == "content_block_start") {
       const auto* cb = member(j, "content_block");
       if (!cb) return malformed("content_block_start without a content_block");
-      Block& b = blocks_[intAt(j, "index")];
+      Block& b = blocks_[countAt(j, "index", "content_block_start.index")];
       b.type = stringAt(*cb, "type");
       if (b.type == "text") {
         addText(stringAt(*cb, "text"));
@@ -112,7 +113,7 @@ class AnthropicDecoder final : public detail::EventStreamDecoder {
       if (dt == "text_delta") {
         addText(stringAt(*d, "text"));
       } else if (dt == "input_json_delta") {
-        auto it = blocks_.find(intAt(j, "index"));
+        auto it = blocks_.find(countAt(j, "index", "content_block_delta.index"));
         if (it == blocks_.end()) return malformed("input_json_delta for a block that never started");
         it->second.partial += stringAt(*d, "partial_json");
       } else if (dt == "thinking_delta") {
@@ -180,6 +181,8 @@ class AnthropicDecoder final : public detail::EventStreamDecoder {
     for (auto& [index, b] : blocks_) {
       if (b.type != "tool_use") continue;  // server tools run at Anthropic; their results are text
       if (b.name.empty()) return malformed("tool_use block " + std::to_string(index) + " has no name");
+      // The next request pairs the result with the call by id, so a call always has one.
+      if (b.id.empty()) b.id = "toolu_" + std::to_string(index);
       std::string args = !b.partial.empty() ? b.partial : !b.initial.empty() ? b.initial : "{}";
       turn_.toolCalls.push_back({b.id, b.name, std::move(args)});
     }

@@ -2,6 +2,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cctype>
 #include <ctime>
 
@@ -44,7 +45,7 @@ int retryAfterSeconds(const Headers& headers) {
   for (const auto& [name, value] : headers) {
     if (iequals(name, "retry-after-ms")) {
       long long ms = number(value);
-      if (ms >= 0) return static_cast<int>((ms + 999) / 1000);
+      if (ms >= 0) return static_cast<int>(std::min<long long>((ms + 999) / 1000, 86400));
     }
   }
   for (const auto& [name, value] : headers) {
@@ -76,6 +77,8 @@ std::string providerMessage(const nlohmann::json& j) {
 }
 
 std::string providerMessage(std::string_view body) {
+  // Deep nesting is read as text: dumping it again would recurse once per level.
+  if (nestsDeeperThan(body, EventStreamDecoder::kMaxDepth)) return cleanText(trim(body), 300);
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (!j.is_discarded() && j.is_object()) return providerMessage(j);
   return cleanText(trim(body), 300);

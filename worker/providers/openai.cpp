@@ -8,7 +8,7 @@
 namespace pine::model {
 
 using nlohmann::json;
-using detail::intAt;
+using detail::countAt;
 using detail::member;
 using detail::stringAt;
 
@@ -54,14 +54,18 @@ std::string stopWord(const std::string& finish, bool hasToolCalls) {
   return finish;
 }
 
-void readOpenAIUsage(const json& u, Usage& usage) {
-  long long prompt = intAt(u, "prompt_tokens");
+// `where` names the object in errors: "usage" or "choices[].usage".
+void readOpenAIUsage(const json& u, Usage& usage, const std::string& where) {
+  const long long prompt = countAt(u, "prompt_tokens", where + ".prompt_tokens");
   long long cached = 0;
-  if (const auto* d = member(u, "prompt_tokens_details")) cached = intAt(*d, "cached_tokens");
-  if (cached == 0) cached = intAt(u, "prompt_cache_hit_tokens");  // DeepSeek
+  if (const auto* d = member(u, "prompt_tokens_details"))
+    cached = countAt(*d, "cached_tokens", where + ".prompt_tokens_details.cached_tokens");
+  if (cached == 0) cached = countAt(u, "prompt_cache_hit_tokens", where + ".prompt_cache_hit_tokens");  // DeepSeek
   usage.cacheRead = cached;
+  // Both are in 0..kMaxCount, so the difference cannot overflow; more cached than
+  // prompt tokens is the server's inconsistency, and the uncached part is then none.
   usage.input = std::max(0LL, prompt - cached);
-  usage.output = intAt(u, "completion_tokens");
+  usage.output = countAt(u, "completion_tokens", where + ".completion_tokens");
 }
 
 // The message text: a string, or (rarely) an array of {type:"text", text} parts.
@@ -80,7 +84,8 @@ std::string argumentsText(const json& a) {
 }
 
 int errorStatus(const json& e) {
-  if (const auto* c = member(e, "code"); c && c->is_number_integer()) return c->get<int>();
+  // A numeric code is an HTTP status only when it looks like one.
+  if (const auto* c = member(e, "code"); c && c->is_number_integer() && *c >= 100 && *c <= 599) return c->get<int>();
   std::string kind = stringAt(e, "type") + " " + stringAt(e, "code");
   if (kind.find("rate_limit") != std::string::npos) return 429;
   if (kind.find("server_error") != std::string::npos) return 500;
@@ -105,15 +110,15 @@ class OpenAIDecoder final : public detail::EventStreamDecoder {
       streamError(*j);
       return;
     }
-    if (const auto* u = member(*j, "usage"); u && u->is_object()) readOpenAIUsage(*u, turn_.usage);
+    if (const auto* u = member(*j, "usage"); u && u->is_object()) readOpenAIUsage(*u, turn_.usage, "usage");
     const auto* choices = member(*j, "choices");
     if (!choices || !choices->is_array()) return;
     for (const auto& c : *choices) {
-      if (intAt(c, "index") != 0) continue;  // we never ask for n > 1
+      if (countAt(c, "index", "choices[].index") != 0) continue;  // we never ask for n > 1
       if (const auto* d = member(c, "delta")) delta(*d);
       std::string f = stringAt(c, "finish_reason");
       if (!f.empty()) finish_ = f;
-      if (const auto* u = member(c, "usage"); u && u->is_object()) readOpenAIUsage(*u, turn_.usage);
+      if (const auto* u = member(c, "usage"); u && u->is_object()) readOpenAIUsage(*u, turn_.usage, "choices[].usage");
     }
   }
 
@@ -127,20 +132,28 @@ class OpenAIDecoder final : public detail::EventStreamDecoder {
       malformed("the JSON answer has no choices");
       return;
     }
-    const json& c = choices->front();
+    // The choice with index 0, as in a stream (we never ask for n > 1).
+    const json* first = nullptr;
+    for (const auto& choice : *choices)
+      if (countAt(choice, "index", "choices[].index") == 0 && !first) first = &choice;
+    if (!first) {
+      malformed("the JSON answer has no choice with index 0");
+      return;
+    }
+    const json& c = *first;
     if (const auto* m = member(c, "message")) {
       if (const auto* content = member(*m, "content")) addText(contentText(*content));
       for (const char* k : {"reasoning_content", "reasoning"}) turn_.reasoning += stringAt(*m, k);
       if (const auto* calls = member(*m, "tool_calls"); calls && calls->is_array()) {
         for (const auto& tc : *calls) {
           const json* fn = member(tc, "function");
-          partials_.push_back({stringAt(tc, "id"), fn ? stringAt(*fn, "name") : "",
-                               fn && member(*fn, "arguments") ? argumentsText((*fn)["arguments"]) : ""});
+          const json* args = fn ? member(*fn, "arguments") : nullptr;
+          partials_.push_back({stringAt(tc, "id"), fn ? stringAt(*fn, "name") : "", args ? argumentsText(*args) : ""});
         }
       }
     }
     finish_ = stringAt(c, "finish_reason");
-    if (const auto* u = member(j, "usage"); u && u->is_object()) readOpenAIUsage(*u, turn_.usage);
+    if (const auto* u = member(j, "usage"); u && u->is_object()) readOpenAIUsage(*u, turn_.usage, "usage");
     complete();
   }
 
@@ -165,11 +178,12 @@ class OpenAIDecoder final : public detail::EventStreamDecoder {
     for (const auto& tc : *calls) {
       std::string id = stringAt(tc, "id");
       Partial* p = nullptr;
-      if (const auto* ix = member(tc, "index"); ix && ix->is_number_integer()) {
-        auto it = byIndex_.find(ix->get<long long>());
+      if (member(tc, "index")) {
+        const long long ix = countAt(tc, "index", "delta.tool_calls[].index");
+        auto it = byIndex_.find(ix);
         if (it == byIndex_.end()) {
           partials_.emplace_back();
-          it = byIndex_.emplace(ix->get<long long>(), partials_.size() - 1).first;
+          it = byIndex_.emplace(ix, partials_.size() - 1).first;
         }
         p = &partials_[it->second];
       } else {

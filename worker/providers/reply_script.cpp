@@ -2,8 +2,11 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cstdlib>
+#include <algorithm>
 #include <set>
+#include <vector>
+
+#include "config/yaml_load.h"
 
 namespace pine::model {
 
@@ -44,29 +47,41 @@ struct Reader {
     return n.Scalar();
   }
 
+  // Digits only, 0..kMaxCount: the same range the decoders accept from a provider, so the
+  // stream the script sends always decodes and its sums cannot overflow.
   long long count(const YAML::Node& n, const std::string& what) const {
     if (!n.IsScalar()) fail(n, what + " must be a whole number");
     const std::string& s = n.Scalar();
-    char* end = nullptr;
-    long long v = std::strtoll(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0' || v < 0) fail(n, what + " must be a whole number of tokens, 0 or more (not '" + s + "')");
+    const std::string range = "0 to " + std::to_string(kMaxCount);
+    long long v = 0;
+    bool ok = !s.empty() && s.size() <= 16;  // kMaxCount has 16 digits
+    for (char c : s) ok = ok && c >= '0' && c <= '9';
+    if (ok)
+      for (char c : s) v = v * 10 + (c - '0');
+    if (!ok || v > kMaxCount)
+      fail(n, what + " must be a whole number of tokens, " + range + " (not '" + s + "')");
     return v;
   }
 
+  // Deepest arguments accepted: toJson and the JSON's dump recurse once per level.
+  static constexpr int kMaxArgumentDepth = 64;
+
   // YAML to JSON: quoted scalars stay strings; plain ones are read as null, bool or number when they look it.
-  json toJson(const YAML::Node& n) const {
+  json toJson(const YAML::Node& n, int depth = 0) const {
+    if (depth > kMaxArgumentDepth)
+      fail(n, "arguments nest more than " + std::to_string(kMaxArgumentDepth) + " levels deep");
     switch (n.Type()) {
       case YAML::NodeType::Null:
       case YAML::NodeType::Undefined:
         return nullptr;
       case YAML::NodeType::Sequence: {
         json a = json::array();
-        for (const auto& e : n) a.push_back(toJson(e));
+        for (const auto& e : n) a.push_back(toJson(e, depth + 1));
         return a;
       }
       case YAML::NodeType::Map: {
         json o = json::object();
-        for (const auto& kv : n) o[kv.first.Scalar()] = toJson(kv.second);
+        for (const auto& kv : n) o[kv.first.Scalar()] = toJson(kv.second, depth + 1);
         return o;
       }
       case YAML::NodeType::Scalar:
@@ -87,6 +102,8 @@ struct Reader {
     ReplyScript::Call c;
     if (!n["name"]) fail(n, "a tool call needs a name (the tool to call)");
     c.name = text(n["name"], "name");
+    // A nameless call is an answer no client can read (the decoder refuses it).
+    if (c.name.empty()) fail(n["name"], "a tool call's name must not be empty");
     if (n["id"]) c.id = text(n["id"], "id");
     const YAML::Node a = n["arguments"];
     if (!a || a.IsNull()) {
@@ -150,7 +167,35 @@ std::vector<std::string> pieces(const std::string& s, std::size_t n) {
   return out;
 }
 
-long long estimate(std::size_t chars) { return std::max<long long>(1, static_cast<long long>((chars + 3) / 4)); }
+long long estimate(std::size_t chars) {
+  return std::clamp<long long>(static_cast<long long>(chars / 4 + (chars % 4 != 0)), 1, kMaxCount);
+}
+
+// About the length of j.dump(), without its recursion: the request comes from the
+// worker, and a deeply nested one must not overflow the stack that answers it.
+std::size_t dumpedSize(const json& j) {
+  std::size_t size = 0;
+  std::vector<const json*> todo{&j};
+  while (!todo.empty()) {
+    const json* v = todo.back();
+    todo.pop_back();
+    if (v->is_object()) {
+      size += 1 + v->size();  // braces and commas
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        size += it.key().size() + 3;  // "key":
+        todo.push_back(&it.value());
+      }
+    } else if (v->is_array()) {
+      size += 1 + v->size();
+      for (const auto& e : *v) todo.push_back(&e);
+    } else if (v->is_string()) {
+      size += v->get_ref<const std::string&>().size() + 2;
+    } else {
+      size += v->dump().size();  // a scalar: no recursion
+    }
+  }
+  return size;
+}
 
 }  // namespace
 
@@ -158,7 +203,7 @@ ReplyScript ReplyScript::parse(const std::string& yamlText, const std::string& f
   Reader r{file};
   YAML::Node root;
   try {
-    root = YAML::Load(yamlText);
+    root = config::loadYaml(yamlText);  // bounded: no input loops or expands (config/yaml_load.h)
   } catch (const YAML::Exception& e) {
     throw ScriptError(file, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1,
                       "not valid YAML: " + e.msg);
@@ -209,6 +254,7 @@ ReplyScript::ScriptTurn ReplyScript::pick(const json& request) const {
       ++after;
     }
   }
+  if (rules_.empty()) return {};      // only a default-constructed script has no rules
   const Rule* rule = &rules_.back();  // fall-through: the last rule answers everything else
   for (const auto& r : rules_) {
     if (latest.find(r.match) != std::string::npos) {
@@ -237,10 +283,10 @@ std::string ReplyScript::answer(const json& request) const {
     for (const auto& m : request["messages"]) {
       if (roleOf(m) == "assistant") ++assistants;
       promptChars += messageText(m).size();
-      if (m.is_object() && m.contains("tool_calls")) promptChars += m["tool_calls"].dump().size();
+      if (m.is_object() && m.contains("tool_calls")) promptChars += dumpedSize(m["tool_calls"]);
     }
   }
-  if (request.is_object() && request.contains("tools")) promptChars += request["tools"].dump().size();
+  if (request.is_object() && request.contains("tools")) promptChars += dumpedSize(request["tools"]);
 
   const std::string id = "chatcmpl-script-" + std::to_string(assistants);
   std::string out;
@@ -276,8 +322,9 @@ std::string ReplyScript::answer(const json& request) const {
              {"created", 0},
              {"model", model},
              {"choices", json::array()},
-             {"usage", {{"prompt_tokens", u.input}, {"completion_tokens", u.output}, {"total_tokens", u.input + u.output}}}};
-  out += "data: " + usage.dump() + "\n\n";
+             {"usage", {{"prompt_tokens", u.input}, {"completion_tokens", u.output},
+                        {"total_tokens", addCounts(u.input, u.output)}}}};
+  out += "data: " + usage.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
   out += "data: [DONE]\n\n";
   return out;
 }

@@ -35,6 +35,20 @@ struct Usage {
   long long input = 0, output = 0, cacheRead = 0, cacheWrite = 0;
 };
 
+// The largest token count (or index) a provider or a script may send: 2^53, the largest
+// whole number a JSON number (a double) carries exactly, and far beyond any real answer.
+// The decoders refuse anything else (README.md, "Numbers"), so every count in a Turn is
+// in 0..kMaxCount and a sum or a cost computed from a few of them cannot overflow.
+inline constexpr long long kMaxCount = 1LL << 53;
+
+// a + b for counts in 0..kMaxCount, saturating at kMaxCount: totals over many turns
+// never overflow (nor go negative if a caller passes a negative by mistake).
+inline long long addCounts(long long a, long long b) {
+  a = a < 0 ? 0 : a > kMaxCount ? kMaxCount : a;
+  b = b < 0 ? 0 : b > kMaxCount ? kMaxCount : b;
+  return a + b > kMaxCount ? kMaxCount : a + b;
+}
+
 // Stop reasons, the same words for every provider (others are passed through as sent).
 inline constexpr const char* kStopEnd = "end_turn";
 inline constexpr const char* kStopToolUse = "tool_use";
