@@ -14,13 +14,14 @@ namespace pine {
 namespace {
 
 std::function<std::string(std::string_view)> g_filter;
+std::function<std::string(std::string_view)> g_auditFilter;
 
 // A sink that writes each formatted line, filtered, with one write() on an
 // O_APPEND fd, and can reopen its file (spdlog's own file sink buffers and
 // cannot reopen). An empty path means stderr.
 class AppendFileSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
-  explicit AppendFileSink(std::string path) : path_(std::move(path)) { open(); }
+  explicit AppendFileSink(std::string path, bool audit = false) : path_(std::move(path)), audit_(audit) { open(); }
   ~AppendFileSink() override {
     if (fd_ > 2) ::close(fd_);
   }
@@ -35,8 +36,9 @@ class AppendFileSink final : public spdlog::sinks::base_sink<std::mutex> {
     spdlog::memory_buf_t buf;
     formatter_->format(msg, buf);
     if (fd_ < 0) return;
-    if (g_filter) {
-      std::string line = g_filter(std::string_view(buf.data(), buf.size()));
+    const auto& filter = audit_ && g_auditFilter ? g_auditFilter : g_filter;
+    if (filter) {
+      std::string line = filter(std::string_view(buf.data(), buf.size()));
       writeAll(fd_, line.data(), line.size());
     } else {
       writeAll(fd_, buf.data(), buf.size());
@@ -49,6 +51,7 @@ class AppendFileSink final : public spdlog::sinks::base_sink<std::mutex> {
     fd_ = path_.empty() ? 2 : ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   }
   std::string path_;
+  bool audit_;  // lines are JSON documents
   int fd_ = -1;
 };
 
@@ -90,14 +93,18 @@ void setupLogging(const std::string& role, const std::string& file, bool alsoStd
 }
 
 void setupAudit(const std::string& file) {
-  auto sink = std::make_shared<AppendFileSink>(file);
+  auto sink = std::make_shared<AppendFileSink>(file, true);
   g_fileSinks.push_back(sink);
   g_audit = std::make_shared<spdlog::logger>("audit", sink);
   g_audit->set_pattern("%v");
   g_audit->flush_on(spdlog::level::trace);
 }
 
-void setLogFilter(std::function<std::string(std::string_view)> filter) { g_filter = std::move(filter); }
+void setLogFilter(std::function<std::string(std::string_view)> filter,
+                  std::function<std::string(std::string_view)> auditFilter) {
+  g_filter = std::move(filter);
+  g_auditFilter = std::move(auditFilter);
+}
 
 void reopenLogs() {
   for (auto& sink : g_fileSinks) sink->reopen();

@@ -23,9 +23,12 @@ void setupAudit(const std::string& file);
 void reopenLogs();
 
 // A filter every log and audit line passes through before it is written (pined:
-// its redactor of known secrets and patterns; the broker: patterns only). Set
-// from the thread that logs; an empty function removes it.
-void setLogFilter(std::function<std::string(std::string_view)> filter);
+// its redactor of known secrets and patterns; the broker: patterns only). An audit
+// line is one JSON document: `auditFilter`, when given, takes those instead, so that a
+// JSON-aware redaction keeps them valid JSON (Redactor::redact(line, Format::kJson)).
+// Set from the thread that logs; an empty function removes it.
+void setLogFilter(std::function<std::string(std::string_view)> filter,
+                  std::function<std::string(std::string_view)> auditFilter = {});
 
 // One audit line: {"ts":..., "event":event, "pid":<this pid>, "role":<this role>, ...fields}.
 void audit(const std::string& event, nlohmann::json fields = nlohmann::json::object());

@@ -1,5 +1,6 @@
 #include "pinectl/cmd_sandbox.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -8,26 +9,18 @@
 #include <cstring>
 #include <iostream>
 
+#include "common/sanitizer_env.h"
 #include "common/fd.h"
 #include "common/names.h"
 #include "common/unix_socket.h"
 #include "config/load.h"
 #include "sandbox/agent_sandbox.h"
+#include "sandbox/linux/launch_plan.h"
 
 namespace pine {
 namespace {
 
 // The command is looked up on the sandbox's PATH, not pinectl's.
-// In the child: entering the sandbox or exec failed (async-signal-safe).
-void reportOnStderr(int err, const void*) {
-  const char* msg = strerror(err);
-  ssize_t ignored = write(2, "pinectl: cannot run the command in the sandbox: ", 48);
-  ignored = write(2, msg, strlen(msg));
-  ignored = write(2, "\n", 1);
-  (void)ignored;
-  _exit(125);
-}
-
 std::string findProgram(const std::string& name, const std::vector<std::string>& env) {
   if (name.find('/') != std::string::npos) return name;
   std::string path = "/usr/local/bin:/usr/bin:/bin";
@@ -78,21 +71,60 @@ int cmdSandboxRun(const std::string& home, const std::string& agent, bool tainte
     std::cerr << "pinectl: " << command[0] << ": not found on the sandbox's PATH\n";
     return 127;
   }
-  std::vector<char*> argv, envp;
-  for (auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (auto& e : box.env) envp.push_back(const_cast<char*>(e.c_str()));
+  // Entered by pine-launch, as pined enters a worker's: the plan on its fd 4, a report pipe on fd 5,
+  // the terminal on 0 to 2 and nothing else of pinectl's (sandbox/launcher/README.md).
+  int planFd = -1, report[2];
+  try {
+    planFd = sandbox::writeLaunchPlan(box.plan, {program, command, box.env});
+  } catch (std::exception& e) {
+    std::cerr << "pinectl: " << e.what() << "\n";
+    return 125;
+  }
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    std::cerr << "pinectl: pipe: " << strerror(errno) << "\n";
+    return 125;
+  }
+  // Above every fd the child arranges (0 to 5).
+  int high = fcntl(report[1], F_DUPFD_CLOEXEC, 10);
+  close(report[1]);
+  report[1] = high;
+  if (report[1] < 0) {
+    std::cerr << "pinectl: fcntl: " << strerror(errno) << "\n";
+    return 125;
+  }
+  std::string launcher = programDir() + "/pine-launch";
+  std::vector<std::string> launcherEnv = sanitizerEnvironment(false);
+  std::vector<char*> envp;
+  for (auto& e : launcherEnv) envp.push_back(e.data());
   envp.push_back(nullptr);
-
+  char* const argv[] = {launcher.data(), nullptr};
   pid_t pid = fork();
   if (pid < 0) {
     std::cerr << "pinectl: fork: " << strerror(errno) << "\n";
     return 125;
   }
   if (pid == 0) {
-    closeFrom(3);  // the terminal stays; nothing else of pinectl's goes in
-    sandbox::ExecTarget target{program.c_str(), argv.data(), envp.data(), reportOnStderr, nullptr};
-    sandbox::enterSandboxAndExec(box.plan, target);
+    if (dup2(planFd, sandbox::kLaunchPlanFd) < 0 || dup2(report[1], sandbox::kLaunchReportFd) < 0) _exit(125);
+    close(3);
+    closeFrom(6);
+    execve(launcher.c_str(), argv, envp.data());
+    const char* msg = "pinectl: cannot run pine-launch, which should be installed beside pinectl\n";
+    ssize_t ignored = write(2, msg, strlen(msg));
+    (void)ignored;
+    _exit(125);
+  }
+  close(planFd);
+  close(report[1]);
+  sandbox::LaunchReport failed{};
+  ssize_t n;
+  do n = read(report[0], &failed, sizeof failed);
+  while (n < 0 && errno == EINTR);
+  close(report[0]);
+  if (n == (ssize_t)sizeof failed) {
+    std::cerr << "pinectl: cannot run the command in the sandbox: " << sandbox::describeLaunchReport(failed) << "\n";
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return 125;
   }
   // The terminal's signals reach the child directly; pinectl only waits for it.
   signal(SIGINT, SIG_IGN);

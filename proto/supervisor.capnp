@@ -23,25 +23,22 @@ interface Supervisor {
   reloadConfig @3 () -> (errors :List(Text));
   # Re-read the home's configuration (`pinectl reload`); on errors the old one stays and they are returned.
 
-  verifyHmac @4 (secret :Text, body :Data, signature :Text) -> (valid :Bool);
-  # Check a webhook's HMAC-SHA256 of body (at most 1 MiB) with the named secret, in constant time; the secret stays in pined.
-
-  redact @5 (text :Text) -> (text :Text);
-  # Replace every known secret value and secret-shaped string in text (at most 4 MiB) with [redacted].
-
-  changeConfig @6 (path :Text, content :Text, reason :Text) -> (ok :Bool, errors :List(Text));
+  changeConfig @4 (path :Text, content :Text, reason :Text) -> (ok :Bool, errors :List(Text));
   # The only way configuration is written: validated like the file on disk, written atomically (mode 600), audited.
 
-  egress @7 (request :EgressRequest, sink :ByteSink) -> (status :UInt16, headers :List(Header), error :Text);
-  # One HTTPS request made by pined, ${secret:NAME} in the URL and header values filled in there; the body,
-  # every secret redacted, streams to sink. Loopback, private and plain-http only to a configured provider.
+  egress @5 (request :EgressRequest, sink :ByteSink) -> (status :UInt16, headers :List(Header), error :Text);
+  # One HTTPS request, made for pined by a pine-egress process of its own (sandboxed, holding only the
+  # secrets this request names), ${secret:NAME} in the URL and header values filled in there; the body,
+  # redacted of those values and of secret-shaped strings, streams to sink. Loopback, private and plain
+  # http only to a configured provider.
 
-  createAgent @8 (id :Text, agentYaml :Text, instructions :Text, reason :Text) -> (ok :Bool, errors :List(Text));
+  createAgent @6 (id :Text, agentYaml :Text, instructions :Text, reason :Text) -> (ok :Bool, errors :List(Text));
   # A new agent (create_agent, which the owner approved): its agent.yaml and first AGENTS.md, validated
   # together, written only when agents/<id> does not exist yet. An existing agent's AGENTS.md is the owner's.
 
-  download @9 (agent :Text, url :Text, sink :ByteSink) -> (status :UInt16, headers :List(Header), error :Text);
-  # A GET for the download tool, which the broker allowed for agent: public https only, unless url is on the
+  download @7 (agent :Text, url :Text, sink :ByteSink) -> (status :UInt16, headers :List(Header), error :Text);
+  # A GET for the download tool, which the broker allowed for agent, made by a pine-egress process that
+  # holds no secret: public https only, unless url is on the
   # origin of one of the agent's MCP servers (then also loopback, private and plain http) or its web server
   # allows private addresses; no placeholders; at most limits.maxDownloadMb; redirects returned, not followed.
 }

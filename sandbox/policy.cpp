@@ -1,9 +1,13 @@
 #include "sandbox/policy.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifndef __APPLE__
+#include <link.h>  // ElfW: the native ELF types
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -427,9 +431,171 @@ Policy agentPolicy(const AgentPaths& raw, const Grants& grants, bool tainted) {
   return pol;
 }
 
+std::vector<std::string> brokerSystemReadable() {
+  std::vector<std::string> out;
+#ifdef __APPLE__
+  const char* roots[] = {"/usr/lib", "/usr/share", "/System", "/private/etc", "/private/var/db/timezone",
+                         "/opt/homebrew/lib", "/opt/homebrew/opt", "/opt/homebrew/Cellar", "/dev/urandom",
+                         "/dev/random"};
+#else
+  const char* roots[] = {"/usr/lib",   "/usr/lib32", "/usr/lib64",  "/usr/libx32", "/lib",
+                         "/lib32",     "/lib64",     "/libx32",     "/usr/local/lib", "/usr/share/zoneinfo",
+                         "/usr/share/ca-certificates", "/etc",      "/proc",       "/sys/devices/system/cpu",
+                         "/dev/urandom", "/dev/random"};
+#endif
+  for (const char* r : roots)
+    if (auto real = realPath(r)) out.push_back(*real);
+  sortUnique(out);
+  return out;
+}
+
+std::vector<std::string> brokerEnvironment(const std::string& pineHome, const std::string& lang) {
+  return {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=" + lang, "TMPDIR=" + join(pineHome, "data/tmp")};
+}
+
+std::string elfInterpreter(const std::string& program) {
+#ifdef __APPLE__
+  (void)program;
+  return "";
+#else
+  auto fail = [&](const std::string& why) -> PolicyError {
+    return PolicyError("cannot find the program loader of " + program + ": " + why);
+  };
+  int fd = open(program.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw fail(strerror(errno));
+  std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { close(*f); });
+  auto readAt = [&](void* buf, size_t len, off_t off) {
+    if (pread(fd, buf, len, off) != (ssize_t)len) throw fail("the file is too short for an ELF program");
+  };
+  unsigned char magic[SELFMAG];
+  if (pread(fd, magic, sizeof magic, 0) != (ssize_t)sizeof magic || memcmp(magic, ELFMAG, SELFMAG) != 0)
+    throw fail("not an ELF file");
+  ElfW(Ehdr) eh;
+  readAt(&eh, sizeof eh, 0);
+  if (eh.e_ident[EI_CLASS] != (sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32))
+    throw fail("an ELF file of another word size than this machine's");
+  if (eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum > 4096) throw fail("odd program headers");
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    ElfW(Phdr) ph;
+    readAt(&ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph));
+    if (ph.p_type != PT_INTERP) continue;
+    if (ph.p_filesz < 2 || ph.p_filesz > PATH_MAX) throw fail("an odd PT_INTERP entry");
+    std::string interp(ph.p_filesz, '\0');
+    readAt(interp.data(), interp.size(), (off_t)ph.p_offset);
+    while (!interp.empty() && interp.back() == '\0') interp.pop_back();
+    auto real = realPath(interp);
+    if (interp.empty() || interp[0] != '/' || !real) throw fail("its loader " + interp + " does not exist");
+    return *real;
+  }
+  return "";  // static: nothing but the program itself is executed
+#endif
+}
+
+Policy brokerPolicy(const BrokerPaths& raw) {
+  std::string home = canonOwn(raw.pineHome, "pine's home");
+  if (home.empty()) throw PolicyError("pine's home is not set: no policy can keep it closed");
+  std::string program = canonOwn(raw.program, "the broker's program");
+  if (program.empty()) throw PolicyError("the broker's program is not set");
+  if (pathWithin(program, home))
+    throw PolicyError("the broker's program " + program + " lies inside pine's home " + home +
+                      "; install pine's programs elsewhere, the broker never runs a file of its home");
+  Policy pol;
+  pol.network = Network::All;
+  pol.tcpPortsOnly = true;
+  for (auto* ports : {&raw.listenPorts, &raw.connectPorts})
+    for (int port : *ports)
+      if (port < 1 || port > 65535) throw PolicyError("TCP port " + std::to_string(port) + " is not 1 to 65535");
+  pol.tcpBind = raw.listenPorts;
+  pol.tcpConnect = raw.connectPorts;
+  std::sort(pol.tcpBind.begin(), pol.tcpBind.end());
+  pol.tcpBind.erase(std::unique(pol.tcpBind.begin(), pol.tcpBind.end()), pol.tcpBind.end());
+  std::sort(pol.tcpConnect.begin(), pol.tcpConnect.end());
+  pol.tcpConnect.erase(std::unique(pol.tcpConnect.begin(), pol.tcpConnect.end()), pol.tcpConnect.end());
+
+  pol.execOnly = true;
+  pol.executable.push_back(program);
+  if (!raw.loader.empty()) pol.executable.push_back(canonOwn(raw.loader, "the broker's program loader"));
+
+  pol.readable = raw.systemReadable.empty() ? brokerSystemReadable() : raw.systemReadable;
+  for (auto& r : pol.readable) r = canonOwn(r, "a system path");
+  pol.readable.push_back(home);
+  for (auto& r : raw.otherReadable) {
+    std::string c = canonOwn(r, "a file the configuration names");
+    if (pathWithin(home, c))
+      throw PolicyError("the configuration names " + c + ", which contains pine's home: name the file itself");
+    pol.readable.push_back(c);
+  }
+  pol.writable = {join(home, "data")};
+  for (const char* dev : {"/dev/null"})
+    if (auto real = realPath(dev)) pol.writable.push_back(*real);
+
+  pol.denyRead = raw.systemDenyRead.empty() ? defaultSystemDenyRead() : raw.systemDenyRead;
+  for (const char* closed : {".env", "pined.sock", "sandbox"}) pol.denyRead.push_back(join(home, closed));
+  for (auto& w : raw.workspaces) {
+    std::string c = canonOwn(w, "a workspace");
+    if (pathWithin(c, home) && c != home && !pathWithin(join(home, "data"), c)) pol.denyRead.push_back(c);
+  }
+  pol.listenSockets = {join(home, "pine.sock")};
+  pol.unixSockets = true;
+  sortUnique(pol.readable);
+  sortUnique(pol.writable);
+  sortUnique(pol.denyRead);
+  sortUnique(pol.executable);
+  return pol;
+}
+
 std::vector<std::string> workerEnvironment(const AgentPaths& p, const std::string& lang, const std::string& term) {
   return {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=" + lang, "HOME=" + p.privateHome, "TMPDIR=" + p.tmpdir,
           "TERM=" + term};
+}
+
+}  // namespace pine::sandbox
+
+namespace pine::sandbox {
+
+Policy egressPolicy(const EgressPaths& paths) {
+  Policy pol;
+  pol.network = Network::All;
+  std::vector<std::string> system = paths.systemReadable;
+  if (system.empty())
+    for (const char* r : {"/usr", "/lib", "/lib32", "/lib64", "/libx32"})
+      if (auto real = realPath(r)) system.push_back(*real);
+  for (auto& r : system) pol.readable.push_back(canonOwn(r, "a system path"));
+  // What glibc's resolver and NSS, the dynamic loader and OpenSSL open (strace of a request);
+  // a missing one is left out. The CA folders of other distributions are listed for them.
+  for (const char* f : {"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf",
+                        "/etc/ld.so.cache", "/etc/ssl", "/etc/ca-certificates", "/etc/pki/tls", "/etc/pki/ca-trust",
+                        "/usr/share/ca-certificates", "/dev/null", "/dev/urandom"})
+    if (auto real = realPath(f)) pol.readable.push_back(*real);
+  if (paths.program.empty()) throw PolicyError("the egress policy needs the path of pine-egress");
+  const std::string program = canonOwn(paths.program, "pine-egress");
+  // A process that parses what the internet sends runs nothing but itself (and execveat is refused).
+  pol.execOnly = true;
+  pol.executable.push_back(program);
+  if (std::string loader = elfInterpreter(program); !loader.empty()) pol.executable.push_back(loader);
+
+  // Landlock allows only what is listed: a denied path matters where a readable tree holds it.
+  pol.denyRead = defaultSystemDenyRead();  // /etc/ssl/private among them
+  std::vector<std::string> closed;
+  if (!paths.pineHome.empty()) {
+    std::string home = canonOwn(paths.pineHome, "pine's home");
+    for (auto& r : pol.readable)
+      if (pathWithin(r, home) && r != home)
+        throw PolicyError(r + " lies inside pine's home (" + home +
+                          "): the egress process would read it; keep pine's programs outside the home");
+    if (pathWithin(program, home))
+      throw PolicyError("pine-egress (" + program + ") lies inside pine's home (" + home +
+                        "); keep pine's programs outside the home");
+    closed = {home, join(home, ".env")};
+  }
+  if (!paths.userHome.empty()) closed.push_back(canonOwn(paths.userHome, "the owner's home"));
+  for (auto& c : closed)
+    for (auto& r : pol.readable)
+      if (pathWithin(c, r)) pol.denyRead.push_back(c);
+  sortUnique(pol.readable);
+  sortUnique(pol.executable);
+  sortUnique(pol.denyRead);
+  return pol;
 }
 
 }  // namespace pine::sandbox

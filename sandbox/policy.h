@@ -21,11 +21,19 @@ namespace pine::sandbox {
 enum class Network { None, Localhost, All };
 
 struct Policy {
-  std::vector<std::string> readable;    // trees that may be read (and executed)
+  std::vector<std::string> readable;    // trees that may be read (and executed, unless execOnly)
   std::vector<std::string> writable;    // trees that may be read and written
   std::vector<std::string> denyRead;    // never readable, even inside a readable or writable tree
   std::vector<std::string> denyWrite;   // never writable, even inside a writable tree (.git/hooks, ...)
   Network network = Network::None;
+  // What a process that is not a worker (the broker) needs instead. The defaults are a worker's.
+  bool execOnly = false;                 // nothing may be executed but `executable`
+  std::vector<std::string> executable;   // files that may be executed: the program and its ELF loader
+  std::vector<std::string> listenSockets;  // unix sockets it makes and listens on (Landlock: in their folders)
+  bool unixSockets = false;              // socket(AF_UNIX) allowed: to listen on a control socket
+  // With network all: TCP only on these ports (bind: listeners; connect: what it dials).
+  bool tcpPortsOnly = false;
+  std::vector<int> tcpBind, tcpConnect;
 };
 
 // A configuration or grant that cannot become a policy. what() names the path
@@ -106,8 +114,62 @@ Variables agentVariables(const AgentPaths& paths);
 // writable root are listed whether or not they exist yet.
 Policy agentPolicy(const AgentPaths& paths, const Grants& grants, bool tainted);
 
+// Where the broker lives and what it must reach. pined fills it from the home and the configuration.
+struct BrokerPaths {
+  std::string pineHome;
+  std::string program;                   // the broker's program file: the only one it may execute
+  std::string loader;                    // its ELF interpreter (elfInterpreter), empty for a static one
+  std::vector<std::string> otherReadable;  // files the configuration names outside the home (a script)
+  std::vector<std::string> workspaces;   // agents' workspaces inside the home: not the broker's to read
+  std::vector<int> listenPorts;          // TCP: the control API (http.port)
+  std::vector<int> connectPorts;         // TCP: the MQTT brokers of sources (until they move to a connector)
+  std::vector<std::string> systemReadable;  // empty: brokerSystemReadable()
+  std::vector<std::string> systemDenyRead;  // empty: defaultSystemDenyRead()
+};
+
+// The broker's policy (DESIGN: "may read the configuration files, instruction files and skills it
+// needs, read and write data/ and make its sockets; it may not read .env, write any configuration
+// file, agent folder or program file, or exec programs"): the home readable except .env, pined.sock,
+// sandbox/ and the workspaces; data/ writable; pine.sock made in the home (nothing else); its own
+// program the only executable file; network all but TCP on the given ports only.
+Policy brokerPolicy(const BrokerPaths& paths);
+
+// Libraries, locales, time zones, certificates, /etc and /proc: what a program needs to run, but
+// no folder of programs (/bin, /usr/bin, ...), so that the loader, which must stay executable for
+// the broker's own start, has no program to load from there.
+std::vector<std::string> brokerSystemReadable();
+
+// The broker's whole environment: PATH, LANG, TMPDIR (data/tmp: SQLite's temporary files).
+std::vector<std::string> brokerEnvironment(const std::string& pineHome, const std::string& lang = "C.UTF-8");
+
+// The ELF interpreter (PT_INTERP) of a program, canonical; "" for a static program. Throws
+// PolicyError when the file cannot be read or is not an ELF file of this machine.
+std::string elfInterpreter(const std::string& program);
+
 // The whole environment of a worker: PATH, LANG, HOME, TMPDIR, TERM. Nothing else.
 std::vector<std::string> workerEnvironment(const AgentPaths& paths, const std::string& lang = "C.UTF-8",
                                            const std::string& term = "dumb");
+
+}  // namespace pine::sandbox
+
+namespace pine::sandbox {
+
+// Where a pine-egress process (one HTTP request for pined) runs from, and what it must never see.
+struct EgressPaths {
+  std::string program;     // pine-egress: with its ELF loader, the only files it may execute
+  std::string pineHome;    // denied, with its .env, wherever it lies
+  std::string userHome;    // the owner's home: not readable, also where a readable tree holds it
+  // The libraries. Empty: /usr, /lib, /lib32, /lib64, /libx32 (those that exist).
+  std::vector<std::string> systemReadable;
+};
+
+// The egress process's policy: the network (all of it: address rules are the process's
+// own), the libraries, and read-only the files name resolution and TLS need (resolv.conf,
+// hosts, nsswitch.conf, gai.conf, host.conf, ld.so.cache, /etc/ssl without its private/,
+// the CA folders); no other part of /etc, nothing writable, not /proc; nothing to execute
+// but its own program and loader. pine's home, its .env and the owner's home are denied
+// even where a readable tree holds them. Throws PolicyError when a path cannot be made
+// canonical or the program is not an ELF file, or when it lies inside pine's home.
+Policy egressPolicy(const EgressPaths& paths);
 
 }  // namespace pine::sandbox

@@ -1,24 +1,38 @@
 #include "supervisor/egress_call.h"
 
-#include <fcntl.h>
+#include <capnp/message.h>
+#include <capnp/serialize-async.h>
+#include <capnp/serialize.h>
 #include <kj/debug.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
+#include <openssl/crypto.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
-#include <nlohmann/json.hpp>
+#include <stdexcept>
 
+#include "common/sanitizer_env.h"
 #include "common/fd.h"
 #include "common/log.h"
-#include "supervisor/egress/egress.h"
+#include "egress/request/placeholders.h"
+#include "proto/egress.capnp.h"
+#include "sandbox/policy.h"
+#include "supervisor/spawn.h"
 #include "supervisor/supervisor.h"
 
 namespace pine {
 namespace {
 
 constexpr size_t kMaxBody = 16 << 20;
+constexpr size_t kMaxCaBundle = 4 << 20;
+// A frame carries at most 256 KiB of body (or the head's 256 KiB of headers): 2 MiB is room
+// enough, and what a compromised egress process can make pined allocate at once.
+constexpr uint64_t kMaxFrameWords = (2u << 20) / sizeof(capnp::word);
+constexpr unsigned kMaxHeaders = 1000;
 
 // "https://Host:443/x" -> "https://host:443"; empty when it cannot be read.
 std::string originOf(const std::string& url) {
@@ -38,13 +52,7 @@ std::string originOf(const std::string& url) {
   return s + "://" + authority;
 }
 
-void frame(int fd, char type, std::string_view payload) {
-  char head[5];
-  head[0] = type;
-  uint32_t n = (uint32_t)payload.size();
-  memcpy(head + 1, &n, 4);
-  if (!writeAll(fd, head, 5) || !writeAll(fd, payload.data(), payload.size())) _exit(3);  // pined hung up
-}
+std::string shortUrl(const std::string& url) { return url.size() <= 200 ? url : url.substr(0, 200) + "..."; }
 
 struct StoreLookup final : egress::SecretLookup {
   const secrets::SecretStore& store;
@@ -52,129 +60,275 @@ struct StoreLookup final : egress::SecretLookup {
   std::optional<std::string> get(std::string_view name) const override { return store.get(name); }
 };
 
-// The forked child: makes the request with pined's secrets and reports on `out`. Never returns.
-[[noreturn]] void egressChild(int out, const egress::EgressRequest& req, const egress::EgressPolicy& policy,
-                              const secrets::SecretStore& store, const redact::Redactor& redactor) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  // Nothing of pined's but the result pipe: not the broker's link, not the sockets.
-  syscall(SYS_close_range, 3u, (unsigned)out - 1, 0);
-  syscall(SYS_close_range, (unsigned)out + 1, ~0u, 0);
-  StoreLookup lookup(store);
-  auto error = egress::perform(
-      req, policy, lookup, redactor,
-      [out](const egress::EgressResponseHead& head) {
-        nlohmann::json h = {{"status", head.status}, {"headers", nlohmann::json::array()}};
-        for (auto& [k, v] : head.headers) h["headers"].push_back({k, v});
-        frame(out, 'H', h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-      },
-      [out](std::string_view chunk) {
-        frame(out, 'C', chunk);
-        return true;
-      });
-  if (error) frame(out, 'E', *error);
-  frame(out, 'D', "");
-  _exit(0);
+std::string ownerHome() {
+  if (struct passwd* pw = getpwuid(getuid())) return pw->pw_dir;
+  const char* h = getenv("HOME");
+  return h ? h : "";
 }
 
-struct Call {
-  Supervisor& sup;
-  pid_t pid;
-  kj::Own<kj::AsyncInputStream> in;
-  proto::ByteSink::Client sink;
+std::string dirOf(const std::string& path) { return path.substr(0, path.find_last_of('/')); }
+
+// The whole environment of an egress process: nothing of pined's.
+std::vector<std::string> egressEnvironment() {
+  std::vector<std::string> env = {"LANG=C.UTF-8"};
+  for (auto& e : sanitizerEnvironment(true)) env.push_back(std::move(e));
+  return env;
+}
+
+// What the broker gets back.
+struct Answer {
   long status = 0;
-  nlohmann::json headers = nlohmann::json::array();
+  std::vector<std::pair<std::string, std::string>> headers;
   std::string error;
   bool done = false;
-  char head[5];
-  kj::Array<kj::byte> payload;
-  Call(Supervisor& s, pid_t p, kj::Own<kj::AsyncInputStream> i, proto::ByteSink::Client k)
-      : sup(s), pid(p), in(kj::mv(i)), sink(kj::mv(k)) {}
-  // Cancelled or finished: the child has nothing more to do.
-  ~Call() noexcept(false) { sup.killChild(pid, "egress"); }
 };
 
-kj::Promise<void> pump(Call& c) {
-  return c.in->tryRead(c.head, 5, 5).then([&c](size_t n) -> kj::Promise<void> {
-    if (n < 5) return kj::READY_NOW;  // the child ended; `done` tells whether it finished
-    uint32_t len;
-    memcpy(&len, c.head + 1, 4);
-    KJ_REQUIRE(len <= kMaxBody + 4096, "egress: oversized frame from the egress process");
-    c.payload = kj::heapArray<kj::byte>(len);
-    return c.in->tryRead(c.payload.begin(), len, len).then([&c, len](size_t got) -> kj::Promise<void> {
-      if (got < len) return kj::READY_NOW;
-      std::string_view text(reinterpret_cast<const char*>(c.payload.begin()), len);
-      switch (c.head[0]) {
-        case 'H': {
-          auto h = nlohmann::json::parse(text, nullptr, false);
-          if (!h.is_discarded()) {
-            c.status = h.value("status", 0L);
-            c.headers = h.value("headers", nlohmann::json::array());
+// One running egress process and the relay of its frames.
+struct Call {
+  Supervisor& sup;
+  pid_t pid = 0;
+  kj::Own<kj::AsyncIoStream> stream;
+  proto::ByteSink::Client sink;
+  kj::Array<capnp::word> job;
+  Answer answer;
+  bool sawHead = false;
+  Call(Supervisor& s, proto::ByteSink::Client k) : sup(s), sink(kj::mv(k)) {}
+  // Cancelled or finished: the process has nothing more to do.
+  ~Call() noexcept(false) {
+    if (job.size() > 0) OPENSSL_cleanse(job.begin(), job.asBytes().size());
+    if (pid > 0) sup.killChild(pid, "egress");
+  }
+};
+
+// Reads the next frame; only the framing is looked at, a chunk goes to the sink as it is.
+kj::Promise<void> relay(Call& c) {
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = kMaxFrameWords;
+  options.nestingLimit = 8;
+  return capnp::tryReadMessage(*c.stream, options)
+      .then([&c](kj::Maybe<kj::Own<capnp::MessageReader>> maybe) -> kj::Promise<void> {
+        KJ_IF_MAYBE(message, maybe) {
+          auto frame = (*message)->getRoot<proto::egress::EgressFrame>();
+          switch (frame.which()) {
+            case proto::egress::EgressFrame::HEAD: {
+              auto head = frame.getHead();
+              KJ_REQUIRE(!c.sawHead && head.getHeaders().size() <= kMaxHeaders, "a second head, or too many headers");
+              c.sawHead = true;
+              c.answer.status = head.getStatus();
+              for (auto h : head.getHeaders()) c.answer.headers.emplace_back(h.getName(), h.getValue());
+              return relay(c);
+            }
+            case proto::egress::EgressFrame::CHUNK: {
+              auto req = c.sink.writeRequest();
+              req.setChunk(frame.getChunk());
+              return req.send().then([&c]() { return relay(c); });
+            }
+            case proto::egress::EgressFrame::ERROR:
+              c.answer.error = frame.getError();
+              return relay(c);
+            case proto::egress::EgressFrame::DONE:
+              c.answer.done = true;
+              return kj::READY_NOW;
           }
-          return pump(c);
+          KJ_FAIL_REQUIRE("a frame of an unknown kind");
         }
-        case 'C': {
-          auto req = c.sink.writeRequest();
-          req.setChunk(c.payload.asPtr());
-          return req.send().then([&c]() { return pump(c); });
-        }
-        case 'E':
-          c.error = std::string(text);
-          return pump(c);
-        case 'D':
-          c.done = true;
-          return kj::READY_NOW;
-        default:
-          KJ_FAIL_REQUIRE("egress: unknown frame from the egress process");
-      }
-    });
-  });
+        return kj::READY_NOW;  // the process ended; `done` tells whether it finished
+      });
 }
 
-// Forks the child that performs `req` under `policy`; the body streams to `sink`.
-kj::Promise<kj::Own<Call>> startEgress(Supervisor& sup, kj::AsyncIoContext& io, const egress::EgressRequest& req,
-                                       const egress::EgressPolicy& policy, proto::ByteSink::Client sink,
-                                       const std::string& purpose) {
-  int fds[2];
-  KJ_SYSCALL(pipe2(fds, O_CLOEXEC));
-  auto redactor = sup.redactorSnapshot();
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    KJ_FAIL_SYSCALL("fork", errno);
+Answer refusedAnswer(std::string why) {
+  Answer a;
+  a.error = std::move(why);
+  a.done = true;
+  return a;
+}
+
+// Hands the job for `req` under `policy` to a pine-egress process and relays its answer; the
+// body streams to `sink`.
+kj::Promise<Answer> startEgress(Supervisor& sup, EgressProcesses& processes, const egress::EgressRequest& req,
+                                egress::EgressPolicy policy, proto::ByteSink::Client sink, const std::string& purpose) {
+  const std::string what = req.method + " " + shortUrl(req.url);
+  if (!sup.egressCaFile().empty()) {
+    try {
+      policy.caPem = readFile(sup.egressCaFile());
+    } catch (std::exception& e) {
+      return refusedAnswer(what + ": cannot read the CA bundle (--egress-ca): " + e.what());
+    }
+    if (policy.caPem.size() > kMaxCaBundle || policy.caPem.empty())
+      return refusedAnswer(what + ": the CA bundle " + sup.egressCaFile() + " is empty or over 4 MiB");
   }
-  if (pid == 0) egressChild(fds[1], req, policy, sup.secrets(), *redactor);
-  close(fds[1]);
-  sup.adoptChild(pid, "egress");
+  auto call = kj::heap<Call>(sup, kj::mv(sink));
+  {
+    PreparedJob job = prepareEgressJob(req, policy, StoreLookup(sup.secrets()));
+    if (!job.refused.empty()) return refusedAnswer(sup.redactor().redact(job.refused));
+    call->job = kj::mv(job.message);
+  }
+  EgressProcesses::Started process;
+  try {
+    process = processes.take();
+  } catch (std::exception& e) {
+    // Fail closed: without its sandbox no egress process runs.
+    audit("sandbox.refused", {{"process", "egress"}, {"purpose", purpose}, {"reason", e.what()}});
+    spdlog::error("egress ({}): not started: {}", purpose, e.what());
+    return refusedAnswer(what + ": the egress process could not be started: " + e.what());
+  }
+  call->pid = process.pid;
   audit("egress.request",
-        {{"method", req.method}, {"origin", originOf(req.url)}, {"purpose", purpose}, {"process_pid", pid}});
-  auto call = kj::heap<Call>(sup, pid,
-                             io.lowLevelProvider->wrapInputFd(fds[0], kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
-                                                                          kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC),
-                             kj::mv(sink));
+        {{"method", req.method}, {"origin", originOf(req.url)}, {"purpose", purpose}, {"process_pid", call->pid}});
+  call->stream = processes.io().lowLevelProvider->wrapSocketFd(
+      process.fd.release(), kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP | kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC);
   auto& c = *call;
-  return pump(c).then([call = kj::mv(call)]() mutable { return kj::mv(call); });
+  auto bytes = c.job.asBytes();
+  return c.stream->write(bytes.begin(), bytes.size())
+      .then([&c]() {
+        OPENSSL_cleanse(c.job.begin(), c.job.asBytes().size());  // pined keeps no extra copy of the values
+        c.job = nullptr;
+        return relay(c);
+      })
+      .then(
+          [call = kj::mv(call), &processes]() mutable -> Answer {
+            Answer a = kj::mv(call->answer);
+            if (a.done) processes.startNextLater();
+            else a.error = "the egress process ended without an answer";
+            return a;
+          },
+          [](kj::Exception&& e) -> Answer {
+            // A process that went away mid-job, or sent what is not a frame: the request ends here.
+            spdlog::warn("egress: {}", e.getDescription().cStr());
+            return refusedAnswer("the egress process ended without an answer (" +
+                                 std::string(e.getDescription().cStr()) + ")");
+          });
 }
 
 template <typename Results>
-void answer(Results res, const Call& c) {
-  res.setStatus((uint16_t)c.status);
-  auto list = res.initHeaders((unsigned)c.headers.size());
-  for (unsigned i = 0; i < c.headers.size(); ++i) {
-    list[i].setName(c.headers[i][0].template get<std::string>());
-    list[i].setValue(c.headers[i][1].template get<std::string>());
+void answer(Results res, const Answer& a) {
+  res.setStatus((uint16_t)a.status);
+  auto list = res.initHeaders((unsigned)a.headers.size());
+  for (unsigned i = 0; i < a.headers.size(); ++i) {
+    list[i].setName(a.headers[i].first);
+    list[i].setValue(a.headers[i].second);
   }
-  res.setError(c.done ? c.error : "the egress process ended without an answer");
+  res.setError(a.error);
 }
 
 }  // namespace
 
-kj::Promise<void> runEgressCall(Supervisor& sup, kj::AsyncIoContext& io,
-                                capnp::CallContext<proto::Supervisor::EgressParams, proto::Supervisor::EgressResults> context) {
+PreparedJob prepareEgressJob(const egress::EgressRequest& request, const egress::EgressPolicy& policy,
+                             const egress::SecretLookup& secrets) {
+  PreparedJob out;
+  egress::Templates templates;
+  if (auto why = egress::checkTemplates(request, templates)) {
+    out.refused = request.method + " " + shortUrl(request.url) + ": " + *why;
+    return out;
+  }
+  capnp::MallocMessageBuilder message;
+  auto job = message.initRoot<proto::egress::EgressJob>();
+  auto r = job.initRequest();
+  r.setMethod(request.method);
+  r.setUrl(request.url);
+  auto headers = r.initHeaders((unsigned)request.headers.size());
+  for (unsigned i = 0; i < request.headers.size(); ++i) {
+    headers[i].setName(request.headers[i].first);
+    headers[i].setValue(request.headers[i].second);
+  }
+  r.setBody(kj::arrayPtr(reinterpret_cast<const kj::byte*>(request.body.data()), request.body.size()));
+  auto p = job.initPolicy();
+  p.setAllowPrivate(policy.allowPrivate);
+  p.setAllowLoopback(policy.allowLoopback);
+  p.setAllowPlainHttp(policy.allowPlainHttp);
+  auto hosts = p.initAllowHosts((unsigned)policy.allowHosts.size());
+  for (unsigned i = 0; i < policy.allowHosts.size(); ++i) hosts.set(i, policy.allowHosts[i]);
+  p.setConnectTimeoutMs(policy.connectTimeoutMs);
+  p.setTotalTimeoutMs(policy.totalTimeoutMs);
+  p.setIdleTimeoutMs(policy.idleTimeoutMs);
+  p.setMaxResponseBytes(policy.maxResponseBytes);
+  p.setCaBundle(kj::arrayPtr(reinterpret_cast<const kj::byte*>(policy.caPem.data()), policy.caPem.size()));
+  // Only what the placeholders name, looked up now that they sit where they may.
+  std::vector<std::pair<std::string, std::string>> values;
+  for (const std::string& name : templates.names())
+    if (auto v = secrets.get(name)) values.emplace_back(name, std::move(*v));
+  auto list = job.initSecrets((unsigned)values.size());
+  for (unsigned i = 0; i < values.size(); ++i) {
+    list[i].setName(values[i].first);
+    list[i].setValue(values[i].second);
+    OPENSSL_cleanse(values[i].second.data(), values[i].second.size());
+  }
+  out.message = capnp::messageToFlatArray(message);
+  for (auto segment : message.getSegmentsForOutput())
+    OPENSSL_cleanse(const_cast<capnp::word*>(segment.begin()), segment.asBytes().size());
+  return out;
+}
+
+EgressProcesses::EgressProcesses(Supervisor& sup, kj::AsyncIoContext& io) : sup_(sup), io_(io), tasks_(*this) {}
+
+EgressProcesses::~EgressProcesses() noexcept(false) {
+  KJ_IF_MAYBE(w, waiting_) { sup_.killChild(w->pid, "egress"); }
+}
+
+void EgressProcesses::taskFailed(kj::Exception&& e) {
+  spdlog::warn("egress: the next egress process was not started: {}", e.getDescription().cStr());
+}
+
+EgressProcesses::Started EgressProcesses::start() {
+  const std::string program = dirOf(sup_.options().workerProgram) + "/pine-egress";
+  sandbox::LinuxPlan plan = egressPlan(program, sup_.home().root, sup_.options().sandbox, sup_.sandboxProbe());
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    throw std::runtime_error(std::string("socketpair: ") + strerror(errno));
+  kj::AutoCloseFd ours(sv[0]), theirs(sv[1]);
+  SpawnSpec spec;
+  spec.program = program;
+  spec.args = {program};
+  spec.env = egressEnvironment();
+  spec.fd3 = theirs.get();
+  spec.sandbox = &plan;
+  // The programs are installed side by side: pine-launch is beside pine-egress unless pined was told.
+  spec.launcher = sup_.options().launcherProgram.empty() ? dirOf(program) + "/pine-launch" : sup_.options().launcherProgram;
+  spec.label = "egress";
+  Started s;
+  s.pid = spawnChild(spec);
+  s.fd = kj::mv(ours);
+  sup_.adoptChild(s.pid, "egress");
+  return s;
+}
+
+EgressProcesses::Started EgressProcesses::take() {
+  KJ_IF_MAYBE(w, waiting_) {
+    Started s = kj::mv(*w);
+    waiting_ = nullptr;
+    // Still there and silent (it writes nothing before its job): then it is the one.
+    pollfd p = {s.fd.get(), POLLIN | POLLRDHUP, 0};
+    if (poll(&p, 1, 0) == 0) return s;
+    sup_.killChild(s.pid, "egress");
+  }
+  return start();
+}
+
+void EgressProcesses::startNextLater() {
+  if (waiting_ != nullptr || starting_) return;
+  starting_ = true;
+  tasks_.add(kj::evalLater([this]() {
+    starting_ = false;
+    if (waiting_ == nullptr) waiting_ = start();
+  }));
+}
+
+sandbox::LinuxPlan egressPlan(const std::string& program, const std::string& pineHome,
+                              const sandbox::LinuxOptions& options, const sandbox::Probe& probe) {
+  sandbox::EgressPaths paths;
+  paths.program = program;
+  paths.pineHome = pineHome;
+  paths.userHome = ownerHome();
+  sandbox::LinuxOptions o = options;
+  o.cwd = "/";
+  o.maskDir.clear();  // the few denied paths inside readable trees (/etc/ssl/private) are Landlock's
+  o.maskFile.clear();
+  return sandbox::buildLinuxPlan(sandbox::egressPolicy(paths), o, probe);
+}
+
+kj::Promise<void> EgressProcesses::egress(
+    capnp::CallContext<proto::Supervisor::EgressParams, proto::Supervisor::EgressResults> context) {
+  Supervisor& sup = sup_;
   auto p = context.getParams();
   auto r = p.getRequest();
   KJ_REQUIRE(r.getMethod().size() > 0 && r.getMethod().size() <= 16, "egress: bad method");
@@ -193,7 +347,6 @@ kj::Promise<void> runEgressCall(Supervisor& sup, kj::AsyncIoContext& io,
   // Loopback, private addresses and plain http only for a provider the owner configured there
   // (a model server on this machine); everything else must be public https.
   egress::EgressPolicy policy;
-  policy.caFile = sup.egressCaFile();
   std::string origin = originOf(req.url);
   for (auto& base : sup.providerBaseUrls())
     if (!origin.empty() && originOf(base) == origin) {
@@ -203,13 +356,14 @@ kj::Promise<void> runEgressCall(Supervisor& sup, kj::AsyncIoContext& io,
   // stream. The run's own time limit bounds them too.
   policy.totalTimeoutMs = 15 * 60 * 1000;
   policy.idleTimeoutMs = 90 * 1000;
-  return startEgress(sup, io, req, policy, p.getSink(), "model").then([context](kj::Own<Call> c) mutable {
-    answer(context.getResults(), *c);
+  return startEgress(sup, *this, req, policy, p.getSink(), "model").then([context](Answer a) mutable {
+    answer(context.getResults(), a);
   });
 }
 
-kj::Promise<void> runDownloadCall(Supervisor& sup, kj::AsyncIoContext& io,
-                                  capnp::CallContext<proto::Supervisor::DownloadParams, proto::Supervisor::DownloadResults> context) {
+kj::Promise<void> EgressProcesses::download(
+    capnp::CallContext<proto::Supervisor::DownloadParams, proto::Supervisor::DownloadResults> context) {
+  Supervisor& sup = sup_;
   auto p = context.getParams();
   std::string agent = p.getAgent();
   std::string url = p.getUrl();
@@ -221,7 +375,6 @@ kj::Promise<void> runDownloadCall(Supervisor& sup, kj::AsyncIoContext& io,
   KJ_REQUIRE(url.find("${") == std::string::npos, "download: placeholders are not filled into downloads");
   const auto& a = cfg->agents.at(agent);
   egress::EgressPolicy policy;
-  policy.caFile = sup.egressCaFile();
   std::string origin = originOf(url);
   for (const auto& [name, server] : a.mcpServers) {
     if (!server.url.empty() && !origin.empty() && originOf(server.url) == origin)
@@ -234,8 +387,8 @@ kj::Promise<void> runDownloadCall(Supervisor& sup, kj::AsyncIoContext& io,
   egress::EgressRequest req;
   req.method = "GET";
   req.url = url;
-  return startEgress(sup, io, req, policy, p.getSink(), "download:" + agent).then([context](kj::Own<Call> c) mutable {
-    answer(context.getResults(), *c);
+  return startEgress(sup, *this, req, policy, p.getSink(), "download:" + agent).then([context](Answer a) mutable {
+    answer(context.getResults(), a);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 
@@ -25,7 +26,9 @@ const char kUsage[] =
     "  --foreground           stay attached and log to stderr too (for launchd, systemd, tests)\n"
     "  --broker-program PATH  the pine-broker to run (default: beside pined)\n"
     "  --worker-program PATH  the pine-worker to run (default: beside pined)\n"
-    "  --egress-ca FILE       trust only this CA bundle for outgoing HTTPS (default: the system's)\n";
+    "  --egress-ca FILE       trust only this CA bundle for outgoing HTTPS (default: the system's)\n"
+    "  --launcher-program PATH  the pine-launch that enters sandboxes (default: beside pined)\n"
+    "  --broker-ids FIRST-LAST  as root: the range the broker's own uid and gid come from (default 60600-60699)\n";
 
 // Detach from the terminal. The first process returns only once the broker is
 // ready (or after a timeout), so `pined && pinectl status` works.
@@ -59,7 +62,7 @@ int daemonize(const pine::Home& home) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string homeFlag, brokerProgram, workerProgram;
+  std::string homeFlag, brokerProgram, workerProgram, launcherProgram;
   bool foreground = false;
   pine::SupervisorOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -76,6 +79,19 @@ int main(int argc, char** argv) {
     else if (a == "--broker-program") brokerProgram = value();
     else if (a == "--worker-program") workerProgram = value();
     else if (a == "--egress-ca") options.egressCaFile = pine::absolutePath(value());
+    else if (a == "--launcher-program") launcherProgram = value();
+    else if (a == "--broker-ids") {
+      std::string v = value();
+      unsigned long first = 0, last = 0;
+      char dash = 0;
+      if (sscanf(v.c_str(), "%lu%c%lu", &first, &dash, &last) != 3 || dash != '-' || first == 0 || last < first ||
+          last > 0xfffffffeUL) {
+        std::cerr << "pined: --broker-ids " << v << ": write FIRST-LAST, two uids from 1 up, FIRST <= LAST\n";
+        return 2;
+      }
+      options.sandbox.brokerIdFirst = (uid_t)first;
+      options.sandbox.brokerIdLast = (uid_t)last;
+    }
     else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       return 0;
@@ -91,7 +107,8 @@ int main(int argc, char** argv) {
     std::string dir = pine::programDir();
     options.brokerProgram = pine::absolutePath(brokerProgram.empty() ? dir + "/pine-broker" : brokerProgram);
     options.workerProgram = pine::absolutePath(workerProgram.empty() ? dir + "/pine-worker" : workerProgram);
-    for (auto& prog : {options.brokerProgram, options.workerProgram})
+    options.launcherProgram = pine::absolutePath(launcherProgram.empty() ? dir + "/pine-launch" : launcherProgram);
+    for (auto& prog : {options.brokerProgram, options.workerProgram, options.launcherProgram})
       if (access(prog.c_str(), X_OK) != 0) throw std::runtime_error("cannot execute " + prog + ": " + strerror(errno));
     pine::prepareHome(options.home);
     pine::lockHome(options.home);  // held until exit
@@ -103,6 +120,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     pine::ensureControlToken(options.home);
+    // As root, the broker gets a uid of its own, checked unused now (no account, group or process).
+    if (geteuid() == 0)
+      options.brokerIds = pine::sandbox::pickBrokerIds(options.sandbox.brokerIdFirst, options.sandbox.brokerIdLast,
+                                                       options.home.data());
     options.foreground = foreground;
     if (!foreground) options.readyFd = daemonize(options.home);
     pine::writeFileAtomic(options.home.pidFile(), std::to_string(getpid()) + "\n", 0600);
@@ -123,6 +144,7 @@ int main(int argc, char** argv) {
   supervisor.run().wait(io.waitScope);
   unlink(options.home.pidFile().c_str());
   unlink(options.home.ownerSocket().c_str());
+  unlink(options.home.socket().c_str());  // the broker's: it may not remove anything in the home itself
   spdlog::info("pined stopped");
   return 0;
 }

@@ -8,7 +8,6 @@
 #include "common/names.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/secrets/config_writer.h"
-#include "supervisor/secrets/hmac.h"
 #include "supervisor/supervisor.h"
 
 namespace pine {
@@ -118,26 +117,6 @@ kj::Promise<void> SupervisorService::reloadConfig(ReloadConfigContext context) {
 }
 
 
-kj::Promise<void> SupervisorService::verifyHmac(VerifyHmacContext context) {
-  auto p = context.getParams();
-  KJ_REQUIRE(p.getBody().size() <= (1 << 20), "verifyHmac: body over 1 MiB");
-  KJ_REQUIRE(p.getSecret().size() <= 128 && p.getSignature().size() <= 512, "verifyHmac: argument too long");
-  auto body = p.getBody();
-  bool valid = secrets::verifyHmacSha256(
-      sup_.secrets(), std::string_view(p.getSecret().cStr(), p.getSecret().size()),
-      std::string_view(reinterpret_cast<const char*>(body.begin()), body.size()),
-      std::string_view(p.getSignature().cStr(), p.getSignature().size()));
-  context.getResults().setValid(valid);
-  return kj::READY_NOW;
-}
-
-kj::Promise<void> SupervisorService::redact(RedactContext context) {
-  auto text = context.getParams().getText();
-  KJ_REQUIRE(text.size() <= (4 << 20), "redact: text over 4 MiB");
-  context.getResults().setText(sup_.redactor().redact(std::string_view(text.cStr(), text.size())));
-  return kj::READY_NOW;
-}
-
 namespace {
 
 // (ok, errors) of changeConfig and createAgent.
@@ -173,14 +152,14 @@ kj::Promise<void> SupervisorService::createAgent(CreateAgentContext context) {
 
 kj::Promise<void> SupervisorService::egress(EgressContext context) {
   // When the broker gives up on the request (its worker is gone), the call is cancelled and the
-  // egress child killed with it, instead of waiting out its own time limit.
+  // egress process killed with it, instead of waiting out its own time limit.
   context.allowCancellation();
-  return runEgressCall(sup_, io_, context);
+  return egress_.egress(context);
 }
 
 kj::Promise<void> SupervisorService::download(DownloadContext context) {
   context.allowCancellation();
-  return runDownloadCall(sup_, io_, context);
+  return egress_.download(context);
 }
 
 }  // namespace pine

@@ -4,6 +4,7 @@
 #include <kj/async-io.h>
 
 #include "proto/supervisor.capnp.h"
+#include "supervisor/egress_call.h"
 
 namespace pine {
 
@@ -11,15 +12,13 @@ class Supervisor;
 
 class SupervisorService final : public proto::Supervisor::Server {
  public:
-  SupervisorService(Supervisor& sup, kj::AsyncIoContext& io) : sup_(sup), io_(io) {}
+  SupervisorService(Supervisor& sup, kj::AsyncIoContext& io) : sup_(sup), io_(io), egress_(sup, io) {}
 
  protected:
   kj::Promise<void> spawnWorker(SpawnWorkerContext context) override;
   kj::Promise<void> status(StatusContext context) override;
   kj::Promise<void> ready(ReadyContext context) override;
   kj::Promise<void> reloadConfig(ReloadConfigContext context) override;
-  kj::Promise<void> verifyHmac(VerifyHmacContext context) override;
-  kj::Promise<void> redact(RedactContext context) override;
   kj::Promise<void> changeConfig(ChangeConfigContext context) override;
   kj::Promise<void> createAgent(CreateAgentContext context) override;
   kj::Promise<void> egress(EgressContext context) override;
@@ -28,6 +27,7 @@ class SupervisorService final : public proto::Supervisor::Server {
  private:
   Supervisor& sup_;
   kj::AsyncIoContext& io_;
+  EgressProcesses egress_;  // this broker connection's egress processes
 };
 
 }  // namespace pine

@@ -1,5 +1,9 @@
-// The mechanism of starting a child: fork, set up its descriptors, exec.
-// Policy (what a child may reach) is decided elsewhere and arrives as arguments.
+// The mechanism of starting a child: a vfork-like clone whose only work is to
+// arrange descriptors, start a session, arm the parent-death signal and exec.
+// No fork of pined outlives the moment before its exec: a sandboxed child is
+// entered by pine-launch (sandbox/launcher/), a fresh image that receives the
+// plan on a descriptor. Policy (what a child may reach) is decided elsewhere
+// and arrives as arguments.
 #pragma once
 #include <sys/types.h>
 
@@ -19,7 +23,10 @@ struct SpawnSpec {
   int fd3 = -1;                   // becomes the child's fd 3 (its one link); -1 for none
   int stdoutFd = -1;              // -1: inherit ours
   int stderrFd = -1;              // -1: inherit ours
-  const sandbox::LinuxPlan* sandbox = nullptr;  // entered last, just before exec; null: unconfined
+  // Carried out by pine-launch just before the program's exec; null: the program runs unconfined.
+  const sandbox::LinuxPlan* sandbox = nullptr;
+  std::string launcher;           // pine-launch; empty: the one beside this program (pined's bin/)
+  std::string label;              // pine-launch's argv[1], for ps: "worker t-12" (optional)
 };
 
 // Starts the child in a new session (it leads its own process group, so it and
@@ -27,7 +34,10 @@ struct SpawnSpec {
 // parent-death signal, signals unblocked and at their defaults, stdin on
 // /dev/null and every descriptor above 3 closed, then inside its sandbox when
 // one is given. Throws std::runtime_error when the sandbox could not be entered
-// or the program could not be executed, with the reason.
+// or the program could not be executed, with the step that failed and why.
 pid_t spawnChild(const SpawnSpec& spec);
+
+// The pine-launch installed beside the running program.
+std::string defaultLauncher();
 
 }  // namespace pine

@@ -2,6 +2,7 @@
 
 #include "supervisor/supervisor.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -13,21 +14,36 @@
 #include <openssl/crypto.h>
 #include "supervisor/service.h"
 #include "supervisor/spawn.h"
+#include "common/sanitizer_env.h"
 
 namespace pine {
 namespace {
 
-// Sanitizer settings are not secrets and make the children of a sanitizer build
-// report like their parent; nothing else of pined's environment is passed on.
-// A sandboxed worker cannot ptrace itself, which LeakSanitizer needs at exit: leaks are
-// checked in the unsandboxed tests instead.
 void addSanitizerEnv(std::vector<std::string>& env, bool sandboxed = false) {
-  for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"})
-    if (const char* v = getenv(name))
-      env.push_back(std::string(name) + "=" + v + (sandboxed && std::string(name) == "ASAN_OPTIONS" ? ":detect_leaks=0" : ""));
+  for (auto& e : sanitizerEnvironment(sandboxed)) env.push_back(std::move(e));
 }
 
 int64_t msSince(long long startMs) { return nowMs() - startMs; }
+
+// The TCP port of an MQTT source's address (validated by the configuration's checks).
+int mqttPort(const std::string& url) {
+  int port = url.rfind("mqtts://", 0) == 0 ? 8883 : 1883;
+  size_t start = url.find("://");
+  std::string rest = start == std::string::npos ? url : url.substr(start + 3);
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  size_t colon = rest.rfind(':'), bracket = rest.rfind(']');
+  if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
+    int n = atoi(rest.c_str() + colon + 1);
+    if (n > 0 && n <= 65535) port = n;
+  }
+  return port;
+}
+
+std::pair<dev_t, ino_t> fileIdentity(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return {0, 0};
+  return {st.st_dev, st.st_ino};
+}
 
 nlohmann::json exitFields(int status) {
   nlohmann::json f;
@@ -66,13 +82,32 @@ void Supervisor::rebuildRedactor() {
   }
   redactor_ = std::make_shared<const redact::Redactor>(known);
   // No secret pined knows of, and nothing shaped like one, reaches a log line.
-  setLogFilter([r = redactor_](std::string_view line) { return r->redact(line); });
+  setLogFilter([r = redactor_](std::string_view line) { return r->redact(line); },
+               [r = redactor_](std::string_view line) { return r->redact(line, redact::Format::kJson); });
   for (auto& v : known) OPENSSL_cleanse(v.data(), v.size());
 }
 
 void Supervisor::secretsChanged() {
   rebuildRedactor();
   reloadConfig("pinectl secret");
+  restartBrokerIfEnvReplaced("pinectl secret");
+}
+
+void Supervisor::shareHomeWithBroker(const char* why) {
+  if (!options_.brokerIds) return;
+  try {
+    sandbox::prepareBrokerHome(options_.home.root, *options_.brokerIds);
+  } catch (std::exception& e) {
+    spdlog::error("after {}: {}", why, e.what());
+  }
+}
+
+void Supervisor::restartBrokerIfEnvReplaced(const char* why) {
+  if (sandboxes_.probe().root || brokerPid_ == 0) return;  // as root, .env is closed to the broker's uid
+  if (fileIdentity(options_.home.root + "/.env") == maskedEnv_) return;
+  spdlog::warn("{} replaced .env, which the broker's mask no longer covers: restarting the broker", why);
+  audit("broker.restart", {{"reason", std::string(why) + " replaced .env"}, {"process_pid", brokerPid_}});
+  children_.signal(brokerPid_, SIGTERM);
 }
 
 std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {
@@ -80,6 +115,7 @@ std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {
   for (auto& e : config_.reload()) errors.push_back(e.format());
   if (errors.empty()) {
     spdlog::info("configuration reloaded ({})", by);
+    shareHomeWithBroker("a configuration change");
   } else {
     spdlog::error("configuration NOT reloaded ({}): {} error(s); the previous one stays in force", by, errors.size());
     for (auto& e : errors) spdlog::error("  {}", e);
@@ -125,6 +161,8 @@ kj::Promise<void> Supervisor::onHangup() {
     for (auto& e : secrets_.load()) spdlog::error("{}", e);
     rebuildRedactor();
     reloadConfig("SIGHUP");
+    shareHomeWithBroker("SIGHUP");  // logs reopened as root's are the broker's again
+    restartBrokerIfEnvReplaced("an edit of .env");
     KJ_IF_MAYBE(admin, brokerAdmin_) {
       tasks_.add(admin->reloadRequest().send().ignoreResult().catch_([](kj::Exception&& e) {
         spdlog::warn("broker reload failed: {}", e.getDescription().cStr());
@@ -134,34 +172,79 @@ kj::Promise<void> Supervisor::onHangup() {
   });
 }
 
+sandbox::PreparedBroker Supervisor::prepareBroker() {
+  if (sandboxes_.probe().root && !options_.brokerIds)
+    throw std::runtime_error("pined runs as root but has no uid for the broker");
+  // pined is the only writer of .env. An empty one now, so that the broker's mount namespace has a
+  // file to hide (a mask covers what exists); it stays closed to the broker however it changes.
+  int env = open((options_.home.root + "/.env").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (env >= 0) close(env);
+  sandbox::BrokerSandboxRequest req;
+  req.home = options_.home.root;
+  req.program = options_.brokerProgram;
+  if (auto cfg = config_.current()) {
+    if (cfg->pine.http.port > 0) req.listenPorts.push_back(cfg->pine.http.port);
+    for (auto& source : cfg->pine.sources)
+      if (source.type == "mqtt" && !source.url.empty()) req.connectPorts.push_back(mqttPort(source.url));
+  }
+  return sandbox::prepareBrokerSandbox(req, sandboxes_.probe(), options_.sandbox,
+                                       options_.brokerIds.value_or(sandbox::BrokerIds{0, 0}));
+}
+
 kj::Promise<void> Supervisor::keepBroker() {
   if (stopping_) return kj::READY_NOW;
+  auto retryLater = [this]() {
+    int64_t delay = backoff_.nextDelay(0);
+    return io_.provider->getTimer().afterDelay(delay * kj::MILLISECONDS).then([this]() { return keepBroker(); });
+  };
+  sandbox::PreparedBroker box;
+  try {
+    box = prepareBroker();
+  } catch (std::exception& e) {
+    // Fail closed: the broker never runs unconfined.
+    spdlog::error("the broker's sandbox could not be built, so it is not started: {}", e.what());
+    audit("sandbox.refused", {{"process", "broker"}, {"reason", e.what()}});
+    return retryLater();
+  }
   int sv[2];
   KJ_SYSCALL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
   kj::AutoCloseFd ours(sv[0]), theirs(sv[1]);
   SpawnSpec spec;
   spec.program = options_.brokerProgram;
-  spec.args = {options_.brokerProgram, "--home", options_.home.root};
+  // The owner is pined's uid: the broker (its own uid when pined is root) serves pine.sock to it.
+  spec.args = {options_.brokerProgram, "--home", options_.home.root, "--owner-uid", std::to_string(getuid())};
+  // The same id for every broker of this pined: a restarted broker keeps grants and resumes tasks.
+  spec.args.insert(spec.args.end(), {"--boot-id", std::to_string(startedAtMs_) + "-" + std::to_string(getpid())});
   if (options_.foreground) spec.args.push_back("--log-stderr");
-  spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
-  addSanitizerEnv(spec.env);
+  spec.env = box.env;
+  addSanitizerEnv(spec.env, true);
   spec.fd3 = theirs.get();
+  spec.sandbox = &box.plan;
+  spec.launcher = options_.launcherProgram;
+  spec.label = "broker";
+  // A socket the last broker left: it may not remove anything in the home itself.
+  unlink(options_.home.socket().c_str());
+  auto envMasked = fileIdentity(options_.home.root + "/.env");
 
   pid_t pid;
   try {
     pid = spawnChild(spec);
   } catch (std::exception& e) {
-    // spawnChild's child already exited 127; its reaping is KJ's (the pid is unknown to us here).
+    // spawnChild's child already exited 127 and was reaped.
     spdlog::error("{}", e.what());
+    audit("sandbox.refused", {{"process", "broker"}, {"reason", e.what()}});
     audit("process.exit", {{"process", "broker"}, {"how", e.what()}});
-    int64_t delay = backoff_.nextDelay(0);
-    return io_.provider->getTimer().afterDelay(delay * kj::MILLISECONDS).then([this]() { return keepBroker(); });
+    return retryLater();
   }
+  brokerPid_ = pid;
+  maskedEnv_ = envMasked;
   theirs = nullptr;
   long long started = nowMs();
   auto exited = children_.add(pid, {"broker", started, brokerRestarts_, "", ""});
   audit(brokerRestarts_ ? "process.restart" : "process.start",
-        {{"process", "broker"}, {"process_pid", pid}, {"restarts", brokerRestarts_}});
+        {{"process", "broker"}, {"process_pid", pid}, {"restarts", brokerRestarts_},
+         {"sandbox", "linux:" + box.mode}, {"uid", box.plan.changeIds ? (long long)box.plan.uid : (long long)getuid()},
+         {"sandbox_notes", box.notes}});
   spdlog::info("broker started, pid {}", pid);
 
   auto link = kj::heap<RpcLink>(wrapSocket(*io_.lowLevelProvider, ours.release()), capnp::rpc::twoparty::Side::SERVER,
@@ -172,6 +255,7 @@ kj::Promise<void> Supervisor::keepBroker() {
   return exited.then([this, pid, started](int status) -> kj::Promise<void> {
     brokerAdmin_ = nullptr;
     brokerLink_ = nullptr;
+    brokerPid_ = 0;
     auto fields = exitFields(status);
     fields["process"] = "broker";
     fields["process_pid"] = pid;
@@ -246,7 +330,18 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
   addSanitizerEnv(spec.env, true);
   spec.fd3 = workerEnd.get();
   spec.sandbox = &box.plan;
-  pid_t pid = spawnChild(spec);
+  spec.launcher = options_.launcherProgram;
+  spec.label = "worker " + taskId;
+  pid_t pid;
+  try {
+    pid = spawnChild(spec);
+  } catch (std::exception& e) {
+    // pine-launch could not enter the sandbox (or exec): the task is refused, never run unconfined.
+    audit("sandbox.refused", {{"task", taskId}, {"agent", agent}, {"reason", e.what()}});
+    spdlog::error("task {} (agent {}): not started: {}", taskId, agent, e.what());
+    kj::throwFatalException(kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__,
+                                          kj::str("the worker could not be started: ", e.what())));
+  }
   workerEnd = nullptr;
 
   const std::string sandbox = "linux:" + box.mode;

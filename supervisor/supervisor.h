@@ -4,13 +4,16 @@
 #pragma once
 #include <kj/async-io.h>
 
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "common/home.h"
 #include "common/rpc_link.h"
 #include "config/load.h"
 #include "proto/supervisor.capnp.h"
 #include "sandbox/agent_sandbox.h"
+#include "sandbox/linux/broker_sandbox.h"
 #include "supervisor/backoff.h"
 #include "supervisor/children.h"
 #include "supervisor/owner_service.h"
@@ -25,8 +28,10 @@ struct SupervisorOptions {
   std::string workerProgram;
   bool foreground = false;
   int readyFd = -1;  // written to once the broker is ready (daemon start-up), then closed
-  sandbox::LinuxOptions sandbox;  // worker uid/gid when root, Landlock minimum
+  sandbox::LinuxOptions sandbox;  // worker uid/gid and the broker's id range when root, Landlock minimum
   std::string egressCaFile;       // trust only this CA bundle for egress (empty: the system's)
+  std::string launcherProgram;    // pine-launch (empty: beside pined)
+  std::optional<sandbox::BrokerIds> brokerIds;  // when root: the broker's own uid and gid (main picks them)
 };
 
 struct SpawnedWorker {
@@ -57,6 +62,10 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   const redact::Redactor& redactor() const { return *redactor_; }
   std::shared_ptr<const redact::Redactor> redactorSnapshot() const { return redactor_; }
   const std::string& egressCaFile() const { return options_.egressCaFile; }
+  // What an egress process's sandbox is built from (egress_call.cpp): pine-egress beside
+  // pine-worker, the same uid options and kernel probe as the workers'.
+  const SupervisorOptions& options() const { return options_; }
+  const sandbox::Probe& sandboxProbe() const { return sandboxes_.probe(); }
   // The base URLs of the model providers in force (egress may reach these even on loopback).
   std::vector<std::string> providerBaseUrls() const;
   // The configuration in force (null before the first successful load).
@@ -72,6 +81,13 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
 
  private:
   kj::Promise<void> keepBroker();
+  // The broker's sandbox for the configuration in force; throws saying why it cannot be built.
+  sandbox::PreparedBroker prepareBroker();
+  // After a configuration change, as root: what pined wrote (mode 600) readable to the broker again.
+  void shareHomeWithBroker(const char* why);
+  // Without root the broker shares pined's uid and only a mask in its mount namespace hides .env,
+  // which a rename over .env detaches: restart the broker when .env is no longer the file it masked.
+  void restartBrokerIfEnvReplaced(const char* why);
   kj::Promise<void> onHangup();
   kj::Promise<void> shutdown();
   kj::Promise<void> waitAllReaped(kj::TimePoint deadline);
@@ -88,6 +104,8 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   kj::Maybe<kj::Own<RpcLink>> brokerLink_;
   kj::Maybe<proto::BrokerAdmin::Client> brokerAdmin_;
   sandbox::AgentSandboxes sandboxes_;
+  pid_t brokerPid_ = 0;                          // the broker's launcher (its monitor), 0 when none
+  std::pair<dev_t, ino_t> maskedEnv_{0, 0};      // the .env the running broker's mask covers
   config::ActiveConfig config_;
   secrets::SecretStore secrets_;
   std::shared_ptr<const redact::Redactor> redactor_;  // rebuilt whenever the secrets change

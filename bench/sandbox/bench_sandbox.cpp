@@ -7,8 +7,9 @@
 //   t0      before AgentSandboxes::prepare() (pine variants; pined prepares per
 //           task, so preparing once outside the loop would flatter pine) or
 //           before socketpair() (floor, bwrap)
-//   tExec   spawnChild() returned: the child's execve succeeded (its error pipe
-//           closed); for bwrap this is bwrap's own exec, not the worker's
+//   tExec   spawnChild() returned: the worker's execve succeeded (its error pipe
+//           closed: for pine variants, once pine-launch entered the sandbox and
+//           exec'd it); for bwrap this is bwrap's own exec, not the worker's
 //   tFirst  the worker's getTask call reaches the broker's dispatch: the figure
 //   tDone   the worker's finish() has been handled (the task answered)
 // Not timed: waiting for the worker to disconnect and exit, and waitpid().
@@ -169,6 +170,7 @@ Sample runOnce(Ctx& c, Kind kind) {
   spec.fd3 = sv[1];
   spec.stderrFd = c.stderrFd;
   spec.sandbox = box ? &box->plan : nullptr;
+  spec.launcher = c.bindir + "/pine-launch";  // as pined finds it beside itself
   pid_t pid = pine::spawnChild(spec);
   auto tExec = Clock::now();
   close(sv[1]);
@@ -358,6 +360,8 @@ int main(int argc, char** argv) {
   if (worker.empty()) worker = parentOf(parentOf(selfDir())) + "/bin/pine-worker";
   if (access(worker.c_str(), X_OK) != 0) die("no pine-worker at " + worker + " (build it, or pass --worker)");
   std::string bindir = parentOf(worker);
+  if (access((bindir + "/pine-launch").c_str(), X_OK) != 0)
+    die("no pine-launch beside " + worker + " (build bin/pine-launch too)");
 
   // As root, prepare() hands the agent folders to uid 65534, which must be able
   // to walk down to them: the temp home sits under a 0711 folder.

@@ -19,7 +19,6 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 
 #include "sandbox/linux/seccomp_filter.h"
@@ -31,10 +30,6 @@ struct DirCloser {
   void operator()(DIR* d) const { closedir(d); }
 };
 using DirPtr = std::unique_ptr<DIR, DirCloser>;
-
-// ---------- parent side ----------
-
-std::string idMap(unsigned id) { return std::to_string(id) + " " + std::to_string(id) + " 1\n"; }
 
 // ---------- child side: async-signal-safe only ----------
 
@@ -183,98 +178,6 @@ int armParentDeath(pid_t expectedParent) noexcept {
 
 }  // namespace
 
-LinuxPlan buildLinuxPlan(const Policy& policy, const LinuxOptions& o, const Probe& probe) {
-  Requirements req;
-  req.minLandlockAbi = o.minLandlockAbi;
-  req.requireNamespaces = o.requireNamespaces && o.useNamespaces;
-  if (auto why = refuseReason(probe, req)) throw PlanError(*why);
-  if (o.requireNamespaces && !o.useNamespaces)
-    throw PlanError("namespaces are required by configuration but switched off for this task");
-
-  LinuxPlan plan;
-  plan.lastCap = probe.lastCap;
-  if (probe.root) {
-    if (o.workerUid == 0 || o.workerGid == 0)
-      throw PlanError("the worker uid/gid must not be 0: a worker never runs as root (set sandbox.uid/gid)");
-    plan.changeIds = true;
-    plan.uid = o.workerUid;
-    plan.gid = o.workerGid;
-  }
-  bool nsOk = o.useNamespaces && (probe.root || probe.userNs);
-  if (nsOk) {
-    plan.newUserNs = !probe.root;
-    plan.newMountNs = probe.mountNs;
-    plan.newPidNs = probe.pidNs;
-    plan.newIpcNs = probe.ipcNs;
-    plan.newNetNs = probe.netNs && policy.network != Network::All;
-    plan.mountProc = plan.newMountNs && plan.newPidNs && probe.procMount;
-    if (plan.newUserNs) {
-      plan.uidMap = idMap(getuid());
-      plan.gidMap = idMap(getgid());
-    }
-  }
-  Network net = policy.network;
-  if (net == Network::Localhost && !plan.newNetNs) {
-    net = Network::None;
-    plan.notes.push_back("network localhost needs a network namespace, which is unavailable: enforced as none");
-  }
-  if (net == Network::Localhost) {
-    plan.loopbackUp = true;
-    plan.notes.push_back("network localhost is the sandbox's own loopback: services on the host's localhost are "
-                         "not reachable");
-  }
-  if (!o.useNamespaces) plan.notes.push_back("namespaces switched off for this task");
-  if (!plan.newMountNs) plan.notes.push_back("no mount namespace: guarded paths inside writable folders are kept "
-                                             "read-only by Landlock alone, which also stops new files next to them");
-  if (!plan.newPidNs) plan.notes.push_back("no pid namespace: the worker can list other processes in /proc");
-  else if (!plan.mountProc) plan.notes.push_back("no fresh /proc: the worker can list other processes in /proc");
-  if (!plan.newNetNs && net == Network::None)
-    plan.notes.push_back("no network namespace: network none rests on seccomp (socket refused) and Landlock");
-
-  std::vector<std::string> guarded, unguarded;
-  std::vector<ns::Bind> binds =
-      ns::computeBinds(policy, plan.changeIds ? plan.uid : (uid_t)-1, plan.changeIds ? plan.gid : (gid_t)-1, guarded,
-                       unguarded);
-  std::vector<std::string> hidden;
-  if (plan.newMountNs) {
-    plan.binds = std::move(binds);
-    if (!o.maskDir.empty() && !o.maskFile.empty()) {
-      auto masks = ns::computeMasks(policy, o.maskDir, o.maskFile, hidden);
-      plan.binds.insert(plan.binds.end(), masks.begin(), masks.end());
-    }
-  } else {
-    guarded.clear();  // Landlock carves them out instead
-  }
-  for (auto& u : unguarded)
-    plan.notes.push_back("not guarded (does not exist, and a missing path cannot be bound read-only): " + u);
-
-  plan.landlock.abi = probe.landlockAbi;
-  plan.landlock.handledFs = landlock::handledFs(probe.landlockAbi);
-  plan.landlock.handledNet = net == Network::None ? landlock::handledNet(probe.landlockAbi) : 0;
-  plan.landlock.scoped = landlock::scopes(probe.landlockAbi);
-  plan.landlock.rules = landlock::computeRules(policy, probe.landlockAbi, guarded, hidden);
-  if (probe.landlockAbi < 4 && net == Network::None)
-    plan.notes.push_back("Landlock below ABI 4: TCP is refused by seccomp only");
-  if (probe.landlockAbi < 6)
-    plan.notes.push_back("Landlock below ABI 6: signals and abstract sockets are scoped by the pid namespace and "
-                         "seccomp only");
-
-  try {
-    // Compiling the filter is most of a plan's cost (about 2 ms): one per network mode is enough.
-    static std::mutex cacheLock;
-    static std::vector<sock_filter> cache[3];
-    std::lock_guard<std::mutex> lock(cacheLock);
-    auto& cached = cache[(int)net];
-    if (cached.empty()) cached = seccomp::buildFilter(net);
-    plan.seccomp = cached;
-  } catch (const std::exception& e) {
-    throw PlanError(std::string(e.what()) + " (is libseccomp working? the task is refused rather than run "
-                                            "without the filter)");
-  }
-  plan.cwd = o.cwd.empty() ? "/" : o.cwd;
-  return plan;
-}
-
 namespace {
 
 // What the processes made for a pid namespace are handed (it lives on the monitor's stack, which
@@ -289,31 +192,38 @@ struct PidNsStart {
 
 constexpr size_t kStackSize = 256 * 1024;
 
+struct Failure {
+  int stage;
+  int err;
+};
+
 // The steps after the namespaces, then exec: in the one process that becomes the program.
-int finishAndExec(const LinuxPlan& plan, const ExecTarget& target, pid_t parent) noexcept {
+Failure finishAndExec(const LinuxPlan& plan, const ExecTarget& target, pid_t parent) noexcept {
   if (plan.newMountNs) {
-    if (int e = ns::applyMounts(plan.binds, plan.mountProc)) return e;
+    if (int e = ns::applyMounts(plan.binds, plan.mountProc)) return {kStageMounts, e};
   }
   if (plan.loopbackUp) {
-    if (int e = ns::loopbackUp()) return e;
+    if (int e = ns::loopbackUp()) return {kStageLoopback, e};
   }
-  if (int e = dropPrivileges(plan)) return e;
+  if (int e = dropPrivileges(plan)) return {kStageCredentials, e};
   // setresuid cleared the parent-death signal; arm it again for the last time.
-  if (int e = armParentDeath(parent)) return e;
-  if (chdir(plan.cwd.c_str()) != 0) return errno;
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+  if (int e = armParentDeath(parent)) return {kStageParentDeath, e};
+  if (chdir(plan.cwd.c_str()) != 0) return {kStageChdir, errno};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return {kStageNoNewPrivs, errno};
   if (plan.landlock.abi > 0) {
-    if (int e = landlock::restrictSelf(plan.landlock)) return e;
+    if (int e = landlock::restrictSelf(plan.landlock)) return {kStageLandlock, e};
   }
-  if (int e = seccomp::loadInChild(plan.seccomp)) return e;
+  if (int e = seccomp::loadInChild(plan.seccomp)) return {kStageSeccomp, e};
   execve(target.path, target.argv, target.envp);
-  return errno;
+  return {kStageExec, errno};
 }
 
-[[noreturn]] void failWith(const ExecTarget& target, int err) noexcept {
-  target.fail(err, target.ctx);
+[[noreturn]] void failWith(const ExecTarget& target, int stage, int err) noexcept {
+  target.fail(stage, err, target.ctx);
   _exit(127);
 }
+
+[[noreturn]] void failWith(const ExecTarget& target, Failure f) noexcept { failWith(target, f.stage, f.err); }
 
 // pid 2: the worker. Runs on its own stack in the init's memory until exec (the init waits, CLONE_VFORK).
 int workerMain(void* arg) {
@@ -321,7 +231,7 @@ int workerMain(void* arg) {
   close(st.statusRead);
   close(st.statusWrite);
   sigprocmask(SIG_SETMASK, &st.original, nullptr);
-  if (int e = armParentDeath(1)) failWith(*st.target, e);
+  if (int e = armParentDeath(1)) failWith(*st.target, kStageParentDeath, e);
   failWith(*st.target, finishAndExec(*st.plan, *st.target, 1));
 }
 
@@ -329,15 +239,35 @@ int workerMain(void* arg) {
 int initMain(void* arg) {
   auto& st = *static_cast<PidNsStart*>(arg);
   // Its parent (the monitor) is outside and has no pid here.
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) failWith(*st.target, errno);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) failWith(*st.target, kStageParentDeath, errno);
   pollfd pfd = {st.statusWrite, POLLOUT, 0};
-  if (poll(&pfd, 1, 0) < 0 || (pfd.revents & (POLLERR | POLLHUP))) failWith(*st.target, ESRCH);  // monitor gone
+  if (poll(&pfd, 1, 0) < 0 || (pfd.revents & (POLLERR | POLLHUP)))
+    failWith(*st.target, kStageParentDeath, ESRCH);  // monitor gone
   pid_t worker = clone(workerMain, st.workerStack + kStackSize, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
-  if (worker < 0) failWith(*st.target, errno);
+  if (worker < 0) failWith(*st.target, kStagePidNamespace, errno);
   init(worker, st.statusWrite);
 }
 
 }  // namespace
+
+const char* launchStageName(int stage) noexcept {
+  switch (stage) {
+    case kStagePlan: return "reading the launch plan";
+    case kStageNamespaces: return "unshare (namespaces)";
+    case kStageIdMaps: return "writing the user namespace's id maps";
+    case kStageParentDeath: return "the parent-death signal (the starting process is gone)";
+    case kStagePidNamespace: return "starting the pid namespace's init and worker";
+    case kStageMounts: return "mounts (read-only binds, masks, /proc)";
+    case kStageLoopback: return "bringing up loopback";
+    case kStageCredentials: return "dropping groups, ids and capabilities";
+    case kStageChdir: return "chdir";
+    case kStageNoNewPrivs: return "no_new_privs";
+    case kStageLandlock: return "landlock_restrict_self";
+    case kStageSeccomp: return "loading the seccomp filter";
+    case kStageExec: return "execve";
+  }
+  return "starting the sandbox";
+}
 
 void enterSandboxAndExec(const LinuxPlan& plan, const ExecTarget& target) noexcept {
   const pid_t parent = getppid();
@@ -349,13 +279,13 @@ void enterSandboxAndExec(const LinuxPlan& plan, const ExecTarget& target) noexce
   if (plan.newIpcNs) flags |= CLONE_NEWIPC;
   // /proc/self/{uid,gid}_map belong to root while a process is not dumpable
   // (a pined that dropped from root is not); exec would make it dumpable anyway.
-  if (plan.newUserNs && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) failWith(target, errno);
-  if (flags && unshare(flags) != 0) failWith(target, errno);
+  if (plan.newUserNs && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) failWith(target, kStageNamespaces, errno);
+  if (flags && unshare(flags) != 0) failWith(target, kStageNamespaces, errno);
   if (plan.newUserNs) {
-    if (int e = ns::writeIdMaps(plan.uidMap.c_str(), plan.gidMap.c_str())) failWith(target, e);
+    if (int e = ns::writeIdMaps(plan.uidMap.c_str(), plan.gidMap.c_str())) failWith(target, kStageIdMaps, e);
   }
   // A credential change (the user namespace) clears the parent-death signal.
-  if (int e = armParentDeath(parent)) failWith(target, e);
+  if (int e = armParentDeath(parent)) failWith(target, kStageParentDeath, e);
   if (!plan.newPidNs) failWith(target, finishAndExec(plan, target, parent));
 
   // The init and the worker share this process's memory (CLONE_VM) instead of copying the
@@ -365,15 +295,15 @@ void enterSandboxAndExec(const LinuxPlan& plan, const ExecTarget& target) noexce
   st.target = &target;
   blockForwarded(&st.original);
   int status[2];
-  if (pipe2(status, O_CLOEXEC) != 0) failWith(target, errno);
+  if (pipe2(status, O_CLOEXEC) != 0) failWith(target, kStagePidNamespace, errno);
   st.statusRead = status[0];
   st.statusWrite = status[1];
   void* stacks = mmap(nullptr, 2 * kStackSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stacks == MAP_FAILED) failWith(target, errno);
+  if (stacks == MAP_FAILED) failWith(target, kStagePidNamespace, errno);
   char* initStack = static_cast<char*>(stacks);
   st.workerStack = initStack + kStackSize;
   pid_t initPid = clone(initMain, initStack + kStackSize, CLONE_VM | SIGCHLD, &st);
-  if (initPid < 0) failWith(target, errno);
+  if (initPid < 0) failWith(target, kStagePidNamespace, errno);
   monitor(initPid, status[0]);
 }
 

@@ -42,8 +42,13 @@ struct __attribute__((packed)) PathBeneathAttr {
   uint64_t allowedAccess;
   int32_t parentFd;
 };
+struct NetPortAttr {
+  uint64_t allowedAccess;
+  uint64_t port;
+};
 constexpr unsigned kCreateRulesetVersion = 1U << 0;
 constexpr int kRulePathBeneath = 1;
+constexpr int kRuleNetPort = 2;  // ABI 4
 
 struct Entry {
   bool exists = false;
@@ -103,8 +108,16 @@ std::vector<Rule> computeRules(const Policy& policy, int abi, const std::vector<
                                const std::vector<std::string>& denyReadSkip) {
   const uint64_t handled = handledFs(abi);
   std::map<std::string, uint64_t> allow;  // path -> rights, before type masking
-  for (auto& r : policy.readable) allow[r] |= kRead;
-  for (auto& w : policy.writable) allow[w] |= kRead | kWrite;
+  const uint64_t read = policy.execOnly ? (kRead & ~kExecute) : kRead;
+  for (auto& r : policy.readable) allow[r] |= read;
+  for (auto& w : policy.writable) allow[w] |= read | kWrite;
+  // Executing opens the file for reading too: a program that may run must be readable.
+  for (auto& e : policy.executable) allow[e] |= kExecute | kReadFile;
+  // A socket is made in its folder: Landlock's right is the folder's (and every folder below it).
+  for (auto& sock : policy.listenSockets) {
+    size_t slash = sock.rfind('/');
+    if (slash != std::string::npos) allow[slash == 0 ? "/" : sock.substr(0, slash)] |= kMakeSock;
+  }
 
   std::vector<Rule> rules;
   for (auto& [path, access] : allow) {
@@ -144,9 +157,12 @@ std::vector<Rule> computeRules(const Policy& policy, int abi, const std::vector<
       // The folders on the way keep no right to change their entries either:
       // otherwise the denied path could be renamed away, or replaced by
       // renaming a sibling over it.
-      const uint64_t entryRights = kRemoveDir | kRemoveFile | kMakeChar | kMakeDir | kMakeReg | kMakeSock |
-                                   kMakeFifo | kMakeBlock | kMakeSym | kRefer;
-      if (uint64_t narrowed = rule.access & ~(removed | entryRights)) next.push_back({rule.path, narrowed});
+      // kMakeSock stays, even for a denied folder below: a new socket can neither move the denied
+      // path, nor take its name (that needs kRemoveFile too), nor read anything, and the broker
+      // makes its control socket in pine's home.
+      const uint64_t entryRights = kRemoveDir | kRemoveFile | kMakeChar | kMakeDir | kMakeReg | kMakeFifo |
+                                   kMakeBlock | kMakeSym | kRefer;
+      if (uint64_t narrowed = rule.access & ~((removed & ~kMakeSock) | entryRights)) next.push_back({rule.path, narrowed});
       std::string dir = rule.path;
       while (dir != deny.path) {
         std::string step = nextOnPath(dir, deny.path);
@@ -170,6 +186,16 @@ std::vector<Rule> computeRules(const Policy& policy, int abi, const std::vector<
   return rules;
 }
 
+std::vector<PortRule> computePortRules(const Policy& policy, int abi) {
+  std::vector<PortRule> out;
+  if (!policy.tcpPortsOnly || abi < 4) return out;
+  std::map<int, uint64_t> ports;
+  for (int p : policy.tcpBind) ports[p] |= kNetBindTcp;
+  for (int p : policy.tcpConnect) ports[p] |= kNetConnectTcp;
+  for (auto& [port, access] : ports) out.push_back({(uint64_t)port, access});
+  return out;
+}
+
 int restrictSelf(const ChildPlan& plan) noexcept {
   RulesetAttr attr{plan.handledFs, plan.handledNet, plan.scoped};
   size_t size = plan.abi >= 6 ? 24 : plan.abi >= 4 ? 16 : 8;
@@ -188,6 +214,14 @@ int restrictSelf(const ChildPlan& plan) noexcept {
     int e = errno;
     close(fd);
     if (rc != 0) {
+      close(rs);
+      return e;
+    }
+  }
+  for (const PortRule& r : plan.portRules) {
+    NetPortAttr np{r.access, r.port};
+    if (syscall(SYS_landlock_add_rule, rs, kRuleNetPort, &np, 0) != 0) {
+      int e = errno;
       close(rs);
       return e;
     }

@@ -57,7 +57,11 @@ struct Rule {
   uint64_t access;  // already masked to the ABI and to the file's type
 };
 
-// Turns allow trees and deny carve-outs into Landlock rules. Landlock only adds
+// Turns allow trees and deny carve-outs into Landlock rules: readable trees get
+// read rights (and execute, unless policy.execOnly), writable ones kWrite too,
+// policy.executable files execute and read, the folders of
+// policy.listenSockets kMakeSock.
+// Landlock only adds
 // rights along a path, so a deny inside an allowed tree is made by replacing
 // the tree's rule with a narrower one plus a full rule for every sibling on the
 // way down to the denied path (see README: files created later next to a
@@ -67,13 +71,22 @@ struct Rule {
 std::vector<Rule> computeRules(const Policy& policy, int abi, const std::vector<std::string>& denyWriteSkip,
                                const std::vector<std::string>& denyReadSkip = {});
 
-// The Landlock part of a LinuxPlan, applied in the forked child.
+struct PortRule {
+  uint64_t port;
+  uint64_t access;  // kNetBindTcp and/or kNetConnectTcp
+};
+
+// With policy.tcpPortsOnly: the ports that may be bound and connected to (ABI 4 and later, else none).
+std::vector<PortRule> computePortRules(const Policy& policy, int abi);
+
+// The Landlock part of a LinuxPlan, applied in the sandboxed process before it execs.
 struct ChildPlan {
   int abi = 0;  // 0: Landlock is not applied
   uint64_t handledFs = 0;
-  uint64_t handledNet = 0;  // network none: TCP bind/connect handled and never allowed
+  uint64_t handledNet = 0;  // network none: TCP bind/connect handled and never allowed; tcpPortsOnly: per port
   uint64_t scoped = 0;
   std::vector<Rule> rules;
+  std::vector<PortRule> portRules;
 };
 
 // Creates the ruleset, adds the rules and restricts the calling thread.

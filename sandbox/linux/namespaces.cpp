@@ -93,7 +93,10 @@ std::vector<Bind> computeMasks(const Policy& policy, const std::string& maskDir,
       for (auto& r : *roots) inside |= pathWithin(d, r) && d != r;
     struct stat st;
     if (!inside || !existsNoFollow(d, &st)) continue;  // Landlock alone keeps what lies outside every root
-    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) continue;  // a link or device: Landlock carves it out
+    // A socket (pined.sock, for the broker) or fifo is hidden by the empty file too; a link or a
+    // device is left to Landlock's carve-out.
+    bool fileLike = S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode);
+    if (!S_ISDIR(st.st_mode) && !fileLike) continue;
     hidden.push_back(d);
     binds.push_back({d, true, S_ISDIR(st.st_mode) ? maskDir : maskFile});
   }
@@ -116,18 +119,63 @@ int writeIdMaps(const char* uidMap, const char* gidMap) noexcept {
 }
 
 int applyMounts(const std::vector<Bind>& binds, bool mountProc) noexcept {
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+  // The masks' sources are opened before anything is mounted: a mask over a folder that holds
+  // them (pine's sandbox/, for the broker) must not hide them from the masks after it, and a
+  // missing mask is an error, never a path left uncovered.
+  struct Source {
+    const std::string* path;
+    int fd;
+    char proc[40];  // /proc/self/fd/N: mount follows it to the opened file
+  };
+  Source sources[4];
+  int count = 0;
+  auto closeSources = [&]() {
+    for (int i = 0; i < count; ++i) close(sources[i].fd);
+  };
   for (const Bind& b : binds) {
-    const char* from = b.source.empty() ? b.path.c_str() : b.source.c_str();
+    if (b.source.empty()) continue;
+    bool known = false;
+    for (int i = 0; i < count; ++i) known |= *sources[i].path == b.source;
+    if (known) continue;
+    if (count == 4) {
+      closeSources();
+      return E2BIG;
+    }
+    int fd = open(b.source.c_str(), O_PATH | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+      int e = errno;
+      closeSources();
+      return e;
+    }
+    Source& src = sources[count++];
+    src.path = &b.source;
+    src.fd = fd;
+    char digits[12];
+    int n = 0;
+    for (unsigned v = (unsigned)fd; n == 0 || v > 0; v /= 10) digits[n++] = (char)('0' + v % 10);
+    memcpy(src.proc, "/proc/self/fd/", 14);
+    for (int i = 0; i < n; ++i) src.proc[14 + i] = digits[n - 1 - i];
+    src.proc[14 + n] = 0;
+  }
+  auto fail = [&](int e) {
+    closeSources();
+    return e;
+  };
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return fail(errno);
+  for (const Bind& b : binds) {
+    const char* from = b.path.c_str();
+    for (int i = 0; i < count && !b.source.empty(); ++i)
+      if (*sources[i].path == b.source) from = sources[i].proc;
     if (mount(from, b.path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-      if (errno == ENOENT) continue;  // removed since the plan: nothing left to guard there
-      return errno;
+      if (errno == ENOENT) continue;  // removed since the plan: nothing left to guard or hide there
+      return fail(errno);
     }
     if (b.readOnly) {
       unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | lockedFlags(b.path.c_str());
-      if (mount(nullptr, b.path.c_str(), nullptr, flags, nullptr) != 0) return errno;
+      if (mount(nullptr, b.path.c_str(), nullptr, flags, nullptr) != 0) return fail(errno);
     }
   }
+  closeSources();
   if (mountProc && mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) return errno;
   return 0;
 }

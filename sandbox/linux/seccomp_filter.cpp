@@ -36,7 +36,8 @@ void deny(scmp_filter_ctx ctx, const char* name, int err, unsigned n = 0, const 
 
 }  // namespace
 
-std::vector<sock_filter> buildFilter(Network network) {
+std::vector<sock_filter> buildFilter(const FilterOptions& options) {
+  const Network network = options.network;
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW), &seccomp_release);
   if (!ctx) throw std::runtime_error("seccomp: seccomp_init failed");
   scmp_filter_ctx c = ctx.get();
@@ -51,9 +52,10 @@ std::vector<sock_filter> buildFilter(Network network) {
     // from 64 up do not exist (AF_MAX is below that); the kernel refuses them.
     for (unsigned fam = 0; fam < 64; ++fam) {
       if (fam == AF_INET || fam == AF_INET6) continue;
+      if (fam == AF_UNIX && options.unixSockets) continue;
       if (fam == AF_NETLINK) {
         scmp_arg_cmp a[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, fam),
-                            SCMP_A2(SCMP_CMP_NE, (scmp_datum_t)NETLINK_ROUTE)};
+                            SCMP_A2(SCMP_CMP_NE, (scmp_datum_t)NETLINK_ROUTE, 0)};
         deny(c, "socket", EPERM, 2, a);
         continue;
       }
@@ -77,6 +79,7 @@ std::vector<sock_filter> buildFilter(Network network) {
     deny(c, "clone", EPERM, 1, a);
   }
   deny(c, "clone3", ENOSYS);
+  if (options.refuseExecveat) deny(c, "execveat", EPERM);
   for (unsigned long req : {(unsigned long)TIOCSTI, (unsigned long)TIOCLINUX}) {
     scmp_arg_cmp a[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, req)};
     deny(c, "ioctl", EPERM, 1, a);
@@ -100,15 +103,6 @@ std::vector<sock_filter> buildFilter(Network network) {
   close(fd);
   if (n != size) throw std::runtime_error("seccomp: short read of the exported program");
   return prog;
-}
-
-int loadInChild(const std::vector<sock_filter>& program) noexcept {
-  sock_fprog fprog;
-  fprog.len = (unsigned short)program.size();
-  fprog.filter = const_cast<sock_filter*>(program.data());
-  if (program.empty() || program.size() > 0xffff) return EINVAL;
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) != 0) return errno;
-  return 0;
 }
 
 }  // namespace pine::sandbox::seccomp

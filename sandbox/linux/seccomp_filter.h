@@ -22,9 +22,23 @@ namespace pine::sandbox::seccomp {
 // TIOCLINUX (typing into a terminal). socketpair, sendmsg, recvmsg, sendto
 // stay: the inherited broker socket needs them. Syscalls of another ABI (i386,
 // x32) kill the process. Throws std::runtime_error when libseccomp fails.
-std::vector<sock_filter> buildFilter(Network network);
+//
+// FilterOptions for a process that is not a worker: `unixSockets` also allows
+// AF_UNIX (the broker listens on its control socket; with network all only);
+// `refuseExecveat` refuses execveat (pine-launch starts the program with
+// execve; forbidExec() then closes execve too, from inside).
+struct FilterOptions {
+  Network network = Network::None;
+  bool unixSockets = false;
+  bool refuseExecveat = false;
+};
+std::vector<sock_filter> buildFilter(const FilterOptions& options);
+inline std::vector<sock_filter> buildFilter(Network network) { return buildFilter(FilterOptions{network}); }
 
 // Loads the program (no_new_privs must be set). Async-signal-safe. 0 or errno.
+// (seccomp_load.cpp: the launcher links this without libseccomp.)
 int loadInChild(const std::vector<sock_filter>& program) noexcept;
+
+// The no-more-exec promise a program makes once started is sandbox/linux/no_exec.h.
 
 }  // namespace pine::sandbox::seccomp

@@ -247,8 +247,12 @@ SeatbeltProfile buildSeatbeltProfile(const Policy& policy, const SeatbeltOptions
   const auto dr = params.addAll("DR", denyRead);
   const auto dw = params.addAll("DW", denyWrite);
   const auto always = params.addAll("K", kAlwaysDenied);
+  // A process that may run nothing but its own program (the broker): the program file itself.
+  const auto exe = params.addAll("X", canonicalAll(policy.executable));
+  const auto sockets = params.addAll("SOCK", canonicalAll(policy.listenSockets));
 
-  const auto execFilters = concat(concat(wrap("subpath", sys), wrap("subpath", r)), wrap("subpath", w));
+  const auto execFilters = policy.execOnly ? wrap("literal", exe)
+                                           : concat(concat(wrap("subpath", sys), wrap("subpath", r)), wrap("subpath", w));
 
   std::string t;
   t += "(version 1)\n(deny default)\n\n";
@@ -256,10 +260,16 @@ SeatbeltProfile buildSeatbeltProfile(const Policy& policy, const SeatbeltOptions
        "; a -D parameter read with (param ...). Later rules win, so every deny comes\n"
        "; after the allows it narrows, with the same operation.\n\n";
 
-  t += "; Processes: fork, and run what may be read. Signals and process inspection\n"
-       "; only within this sandbox: no ptrace, task ports or signals to others.\n";
-  t += "(allow process-fork)\n";
+  if (policy.execOnly) {
+    t += "; Processes: no fork, and nothing run but the program sandbox-exec starts.\n"
+         "; Signals and process inspection only within this sandbox.\n";
+  } else {
+    t += "; Processes: fork, and run what may be read. Signals and process inspection\n"
+         "; only within this sandbox: no ptrace, task ports or signals to others.\n";
+    t += "(allow process-fork)\n";
+  }
   t += rule("allow process-exec", execFilters);
+  t += rule("allow file-read*", wrap("literal", exe));  // dyld maps the program it runs
   t += "(allow signal (target same-sandbox))\n";
   t += "(allow process-info* (target same-sandbox))\n\n";
 
@@ -292,6 +302,23 @@ SeatbeltProfile buildSeatbeltProfile(const Policy& policy, const SeatbeltOptions
       t += "(allow network-bind (local ip \"localhost:*\"))\n";
       break;
     case Network::All: {
+      if (policy.tcpPortsOnly) {
+        // TCP on the policy's ports only: listeners (bind, inbound) and what it dials.
+        t += "; TCP on these ports only.\n";
+        for (int port : policy.tcpBind) {
+          auto ip = quoted("*:" + std::to_string(port));
+          t += "(allow network-bind (local ip " + ip + "))\n";
+          t += "(allow network-inbound (local ip " + ip + "))\n";
+        }
+        for (int port : policy.tcpConnect)
+          t += "(allow network-outbound (remote ip " + quoted("*:" + std::to_string(port)) + "))\n";
+        if (!policy.tcpConnect.empty()) {
+          auto dns = params.add("NET", kDnsSocket);
+          t += "(allow network-outbound (remote unix-socket (path-literal " + paramRef(dns) + ")))\n";
+          t += rule("allow mach-lookup", machFilters(kMachServicesNetwork));
+        }
+        break;
+      }
       // IP only: unix sockets (ssh-agent, docker, launchd services) stay closed,
       // except mDNSResponder's, which name resolution needs.
       auto dns = params.add("NET", kDnsSocket);
@@ -301,6 +328,15 @@ SeatbeltProfile buildSeatbeltProfile(const Policy& policy, const SeatbeltOptions
       t += "(allow network-outbound (remote unix-socket (path-literal " + paramRef(dns) + ")))\n";
       t += rule("allow mach-lookup", machFilters(kMachServicesNetwork));
       break;
+    }
+  }
+  if (!sockets.empty()) {
+    t += "; Unix sockets it listens on: each one's own path, made, set and removed there only.\n";
+    for (const auto& name : sockets) {
+      auto path = "(path-literal " + paramRef(name) + ")";
+      t += "(allow network-bind (local unix-socket " + path + "))\n";
+      t += "(allow network-inbound (local unix-socket " + path + "))\n";
+      t += "(allow file-write* (literal " + paramRef(name) + "))\n";
     }
   }
   t += "\n";

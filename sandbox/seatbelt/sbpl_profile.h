@@ -41,7 +41,10 @@ inline constexpr std::string_view kSandboxExecPath = "/usr/bin/sandbox-exec";
 // and collapses repeated and trailing slashes.
 std::string canonicalMacPath(std::string_view path);
 
-// Builds the profile. Throws std::invalid_argument on a path canonicalMacPath
+// Builds the profile. A policy for a process that is not a worker (the broker:
+// policy.execOnly, listenSockets, tcpPortsOnly) gets process-exec on its
+// executable files only and no fork, bind and inbound on its sockets' own paths,
+// and TCP on the given ports only. Throws std::invalid_argument on a path canonicalMacPath
 // refuses, and std::logic_error if the result fails checkSeatbeltProfile (a
 // generator bug: never hand such a profile to sandbox-exec).
 SeatbeltProfile buildSeatbeltProfile(const Policy& policy, const SeatbeltOptions& options = {});

@@ -121,4 +121,35 @@ struct StreamTesting {
   static std::size_t held(const StreamRedactor& stream);
 };
 
+// The spans a StreamRedactor decides, without its output text: for FormatStreamRedactor,
+// which applies them itself. spans() holds the final spans, merged, in input offsets, up
+// to final() (the last one may still grow past it); after finish() every span is final.
+class SpanStream {
+ public:
+  SpanStream(const Redactor& redactor, std::size_t maxHold, std::size_t tail, std::size_t context);
+  SpanStream(const SpanStream&) = delete;  // the stream writes into spans_
+  SpanStream& operator=(const SpanStream&) = delete;
+  void feed(std::string_view chunk);
+  void finish();
+  std::size_t final() const;
+  std::vector<Span>& spans() { return spans_; }
+
+ private:
+  StreamRedactor stream_;
+  std::vector<Span> spans_;
+  std::string sink_;
+  bool done_ = false;
+};
+
+// The tests shrink a FormatStreamRedactor's limits too (its plain scans use StreamTesting's).
+struct FormatTesting {
+  static FormatStreamRedactor make(const Redactor& redactor, Format format, std::size_t maxHold, std::size_t tail,
+                                   std::size_t context, std::size_t stringHold);
+  // The whole text fed at once under those limits.
+  static std::string whole(const Redactor& redactor, Format format, std::string_view text, std::size_t maxHold,
+                           std::size_t tail, std::size_t context, std::size_t stringHold);
+  // Bytes the redactor holds (its own copy, not its plain scans').
+  static std::size_t held(const FormatStreamRedactor& stream);
+};
+
 }  // namespace pine::redact::detail

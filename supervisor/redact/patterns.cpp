@@ -757,8 +757,13 @@ std::size_t matchFlag(Reach& r, std::size_t i, std::vector<Span>& out) {
       while (ve > vs && is(t[ve - 1], kSpace)) --ve;
     }
   } else {
+    // A quote ends an unquoted value: it closes the string the command sits in (JSON
+    // `"command": "... --token VALUE"`, escaped as \" one level down), so it stays.
     ve = v;
-    while (ve < t.size() && !is(t[ve], kSpace | kEol)) ++ve;
+    while (ve < t.size() && !is(t[ve], kSpace | kEol) && t[ve] != '"' &&
+           !(t[ve] == '\\' && ve + 1 < t.size() && t[ve + 1] == '"')) {
+      ++ve;
+    }
   }
   if (ve <= vs || isPlaceholder(all.substr(vs, ve - vs))) return 0;
   out.push_back({vs, ve});

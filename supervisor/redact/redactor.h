@@ -13,7 +13,22 @@ namespace pine::redact {
 
 namespace detail {
 struct StreamTesting;
+struct FormatTesting;
+class SpanStream;
 }
+
+// How a text is laid out, so that redaction keeps it well-formed (see FormatStreamRedactor).
+enum class Format {
+  kPlain,        // any text: redact() and StreamRedactor
+  kJson,         // JSON: one document, or a sequence of them (JSON lines)
+  kEventStream,  // text/event-stream: SSE fields, `data:` payloads JSON or not
+};
+
+// The format of a body from its Content-Type (any case, parameters ignored):
+// application/json, text/json, any type ending in +json (application/problem+json),
+// application/x-ndjson, application/ndjson, application/jsonl, application/x-jsonlines
+// -> kJson; text/event-stream -> kEventStream; anything else, or none -> kPlain.
+Format formatFor(std::string_view contentType);
 
 inline constexpr std::string_view kMarker = "[redacted]";
 // Shorter known values would turn ordinary words into markers.
@@ -46,6 +61,9 @@ class Redactor {
 
   // Every method is const and keeps no per-call state: safe from many threads at once.
   std::string redact(std::string_view text) const;
+  // The same, keeping a text of that format well-formed (FormatStreamRedactor over the
+  // whole text); kPlain is redact(text).
+  std::string redact(std::string_view text, Format format) const;
   // The same into a caller's buffer (cleared first): a long-lived caller reuses its
   // capacity instead of faulting in fresh pages for every large text.
   void redactInto(std::string_view text, std::string& out) const;
@@ -66,6 +84,7 @@ class Redactor {
  private:
   std::shared_ptr<const Impl> impl_;
   friend class StreamRedactor;
+  friend class FormatStreamRedactor;
 };
 
 // Chunked input from any source (pipes, sockets): feed() returns the redacted output
@@ -100,6 +119,8 @@ class StreamRedactor {
  private:
   friend class Redactor;
   friend struct detail::StreamTesting;
+  friend class detail::SpanStream;
+  friend class FormatStreamRedactor;
   struct Limits {
     std::size_t maxHold, tail, context;
   };
@@ -135,7 +156,77 @@ class StreamRedactor {
   std::vector<Span> spans_;       // final spans not yet out, in input offsets
   bool carry_ = false;            // a match ran across the last cut: redact on to its line end
   bool inSpan_ = false;           // the output so far ends inside a span (its marker is out)
+  bool quiet_ = false;            // spans only (collect_), no output text
   std::vector<Span>* collect_ = nullptr;  // Redactor::find() on a long text: the spans as output
+};
+
+// Redaction that keeps JSON and server-sent events well-formed, streamed like
+// StreamRedactor: feed() returns what is final, finish() the rest, and the results
+// concatenated equal the whole text fed at once, however it was split.
+//
+// kJson and kEventStream find secrets in two ways: the plain scan over the raw text (the
+// spans redact() would replace), and a scan of the *decoded* contents of every JSON
+// string, keys too, so that a secret spelled with escapes (`\u0041PI_KEY=`, `https:\/\/`,
+// a PEM block with `\u000a`) is found. A string of up to kStringHold decoded bytes is
+// scanned whole, and so are the decoded contents of the strings inside it, two levels
+// down (a tool argument is JSON inside a JSON string); a longer one is scanned as a stream.
+//
+// Replacements are made only where they keep the text well-formed: inside a string,
+// whole escape sequences and whole UTF-8 characters become the marker; a number holding
+// a known value becomes the string "[redacted]"; quotes, punctuation, whitespace,
+// true/false/null and the SSE framing (`data:`, `event:`, the space after the colon,
+// line ends) are never replaced. So valid JSON stays valid, and an event stream keeps
+// every event and field. A span of the plain scan replaces the first string, key or
+// number it reaches, and every later string *value* at the same depth under the same key
+// (the next delta of the same field, in a later event too); it leaves other fields it
+// runs over (a private key header without its END runs to the end of its line in the
+// plain scan: that must not blank "usage" or "type" in the same event). Such a span that
+// runs out of a held string, and a pattern found in its decoded text, stop at the first
+// quote of that decoded text (the delimiter of the JSON inside it), so a JSON-encoded tool
+// argument keeps its quotes and stays valid too; known values go whole wherever they are.
+//
+// Text that is not JSON where JSON is expected (a syntax error, `[DONE]`, a non-JSON
+// `data:` payload, any other SSE field value, a comment, a line that is no field) is
+// plain text from the error on: to the end of its line (kJson, which then reads the next
+// line as JSON again) or of its event's data (kEventStream), redacted like redact() does.
+// Nothing is passed because parsing failed. kJson reads whitespace-separated JSON values
+// (a document, JSON lines); an event's data lines are joined as SSE joins them, so one
+// JSON value may span several `data:` lines. Line ends are \n, \r\n or \r.
+//
+// Memory: the plain scan holds what a StreamRedactor holds (kMaxHold); a string longer
+// than kStringHold is scanned by a stream capped at kMaxHold / 4 decoded bytes (six raw
+// bytes each at worst, \u0041); the redactor's own copy of the input is at most about
+// 2 x kMaxHold, however long the input. A number longer than kMaxNumber or nesting deeper
+// than kMaxDepth is a syntax error (plain text from there).
+class FormatStreamRedactor {
+ public:
+  FormatStreamRedactor(const Redactor& redactor, Format format);
+  FormatStreamRedactor(FormatStreamRedactor&&) noexcept;
+  FormatStreamRedactor& operator=(FormatStreamRedactor&&) noexcept;
+  ~FormatStreamRedactor();
+
+  std::string feed(std::string_view chunk);
+  std::string finish();  // and ready for another input
+  void feedInto(std::string_view chunk, std::string& out);  // appends to out
+  void finishInto(std::string& out);
+  Format format() const { return format_; }
+
+  static constexpr std::size_t kStringHold = 256 << 10;
+  static constexpr std::size_t kMaxNumber = 16 << 10;
+  static constexpr std::size_t kMaxDepth = 1 << 14;
+
+  struct Machine;
+
+ private:
+  friend struct detail::FormatTesting;
+  struct Limits {
+    std::size_t maxHold, tail, context, stringHold;
+  };
+  FormatStreamRedactor(const Redactor& redactor, Format format, Limits limits);
+
+  Format format_;
+  std::unique_ptr<StreamRedactor> plain_;  // kPlain
+  std::unique_ptr<Machine> machine_;       // kJson, kEventStream
 };
 
 }  // namespace pine::redact

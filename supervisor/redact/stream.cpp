@@ -267,12 +267,14 @@ void StreamRedactor::emit(std::size_t to, const std::vector<Span>& spans, std::s
     if (sp.end <= emitted_) continue;
     if (sp.begin >= to) break;
     const std::size_t b = std::max(sp.begin, pos), e = std::min(sp.end, to);
-    if (b > pos) out.append(pending_, pos - base_, b - pos);
-    if (!(b == emitted_ && inSpan_)) out.append(kMarker);  // a span that goes on from the last output has its marker
+    if (!quiet_) {
+      if (b > pos) out.append(pending_, pos - base_, b - pos);
+      if (!(b == emitted_ && inSpan_)) out.append(kMarker);  // a span that goes on from the last output has its marker
+    }
     addCollected(collect_, b, e);
     pos = e;
   }
-  if (pos < to) out.append(pending_, pos - base_, to - pos);
+  if (pos < to && !quiet_) out.append(pending_, pos - base_, to - pos);
   inSpan_ = pos == to;
   emitted_ = to;
   std::erase_if(spans_, [&](const Span& sp) { return sp.end <= to; });
@@ -353,6 +355,21 @@ std::string StreamTesting::whole(const Redactor& redactor, std::string_view text
 }
 
 std::size_t StreamTesting::held(const StreamRedactor& stream) { return stream.pending_.size(); }
+
+SpanStream::SpanStream(const Redactor& redactor, std::size_t maxHold, std::size_t tail, std::size_t context)
+    : stream_(redactor, {maxHold, tail, context}) {
+  stream_.collect_ = &spans_;
+  stream_.quiet_ = true;
+}
+
+void SpanStream::feed(std::string_view chunk) { stream_.feedInto(chunk, sink_); }
+
+void SpanStream::finish() {
+  stream_.finishInto(sink_);
+  done_ = true;
+}
+
+std::size_t SpanStream::final() const { return done_ ? kNone : stream_.emitted_; }
 
 }  // namespace detail
 

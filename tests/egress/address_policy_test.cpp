@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "supervisor/egress/address_policy.h"
+#include "egress/address_policy.h"
 
 using namespace pine::egress;
 

@@ -12,7 +12,7 @@
 #include <map>
 #include <sstream>
 
-#include "supervisor/egress/egress.h"
+#include "egress/egress.h"
 #include "tests/egress/test_server.h"
 
 using namespace pine::egress;

@@ -185,6 +185,11 @@ TestServer::~TestServer() {
   if (ctx_ != nullptr) SSL_CTX_free(ctx_);
 }
 
+void TestServer::setBomb(Bomb bomb) {
+  std::lock_guard lock(mu_);
+  bomb_ = std::move(bomb);
+}
+
 std::vector<std::string> TestServer::requests() const {
   std::lock_guard lock(mu_);
   return requests_;
@@ -292,6 +297,41 @@ void TestServer::serve(int fd) {
         std::this_thread::sleep_for(std::chrono::milliseconds(gap));
       }
       conn.write("0\r\n\r\n");
+    } else if (path == "/bad-status") {
+      conn.write("HTTP/1.1 two hundred OK\r\nContent-Length: 2\r\n\r\nok");
+    } else if (path == "/bad-header") {
+      conn.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nthis line has no colon\r\n\r\nok");
+    } else if (path == "/huge-header") {
+      const std::size_t n = std::stoul(queryValue(target, "n"));
+      conn.write("HTTP/1.1 200 OK\r\nX-Huge: " + std::string(n, 'h') + "\r\nContent-Length: 2\r\n\r\nok");
+    } else if (path == "/many-headers") {
+      const std::size_t n = std::stoul(queryValue(target, "n"));
+      std::string head = "HTTP/1.1 200 OK\r\n";
+      for (std::size_t i = 0; i < n; ++i) head += "X-Many-" + std::to_string(i) + ": " + std::string(1000, 'm') + "\r\n";
+      conn.write(head + "Content-Length: 2\r\n\r\nok");
+    } else if (path == "/cut") {
+      const std::size_t n = std::stoul(queryValue(target, "n"));
+      conn.write("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(2 * n) + "\r\n\r\n" + std::string(n, 'c'));
+    } else if (path == "/cut-chunked") {
+      conn.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n400\r\nonly a few bytes of 1024");
+    } else if (path == "/bomb") {
+      Bomb bomb;
+      {
+        std::lock_guard lock(mu_);
+        bomb = bomb_;
+      }
+      bombSent_ = 0;
+      std::size_t sent = 0;
+      bool ok = conn.write("HTTP/1.1 200 OK\r\nContent-Encoding: " + bomb.encoding + "\r\nContent-Length: " +
+                           std::to_string(bomb.encodedSize()) + "\r\n\r\n") &&
+                conn.write(bomb.head);
+      if (ok) sent += bomb.head.size();
+      for (std::size_t i = 0; ok && i < bomb.repeats; ++i) {
+        ok = conn.write(bomb.segment);
+        if (ok) sent += bomb.segment.size();
+      }
+      if (ok && conn.write(bomb.tail)) sent += bomb.tail.size();
+      bombSent_ = sent;
     } else if (path == "/hang") {
       while (conn.read(buf, sizeof buf) > 0) {
       }

@@ -366,4 +366,53 @@ std::vector<std::string> toolResults(const std::string& home, const std::string&
   return out;
 }
 
+bool taskEnded(const nlohmann::json& t) {
+  return t.is_object() && (t.value("state", "") == "done" || t.value("state", "") == "failed");
+}
+
+bool sessionTainted(Pined& p, const std::string& agent, const std::string& session) {
+  auto j = p.api("GET", "/v1/agents").json();
+  for (auto& a : j["agents"])
+    if (a["id"] == agent)
+      for (auto& s : a["sessions"])
+        if (s["session"] == session) return s["tainted"].get<bool>();
+  return false;
+}
+
+std::vector<size_t> countInMemory(pid_t pid, const std::vector<std::string>& needles, size_t* scanned) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  int mem = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+  if (mem < 0) throw std::runtime_error("cannot open /proc/" + std::to_string(pid) + "/mem: " + strerror(errno));
+  size_t overlap = 1;
+  for (auto& n : needles) overlap = std::max(overlap, n.size());
+  std::vector<size_t> counts(needles.size(), 0);
+  size_t bytes = 0;
+  for (std::string line; std::getline(maps, line);) {
+    unsigned long from = 0, to = 0;
+    char perms[8] = {};
+    if (sscanf(line.c_str(), "%lx-%lx %7s", &from, &to, perms) != 3 || perms[0] != 'r') continue;
+    if (line.find("[vvar") != std::string::npos || line.find("[vsyscall]") != std::string::npos ||
+        to - from > (4ul << 30))
+      continue;
+    std::string carry;  // the end of the previous piece, so that a needle across two pieces is found
+    for (unsigned long at = from; at < to;) {
+      size_t n = std::min<unsigned long>(to - at, 16ul << 20);
+      std::string piece(n, '\0');
+      ssize_t got = pread(mem, piece.data(), n, (off_t)at);
+      if (got <= 0) break;
+      piece.resize((size_t)got);
+      bytes += (size_t)got;
+      std::string window = carry + piece;
+      for (size_t i = 0; i < needles.size(); ++i)
+        for (size_t p = window.find(needles[i]); p != std::string::npos; p = window.find(needles[i], p + 1))
+          if (p + needles[i].size() > carry.size()) ++counts[i];  // one that ends in the carry was counted
+      carry = window.substr(window.size() - std::min(window.size(), overlap - 1));
+      at += (unsigned long)got;
+    }
+  }
+  close(mem);
+  if (scanned) *scanned += bytes;
+  return counts;
+}
+
 }  // namespace pine::test

@@ -97,5 +97,14 @@ nlohmann::json message(Pined& p, const std::string& agent, const std::string& te
 std::vector<std::string> toolResults(const std::string& home, const std::string& task);
 // The audit lines of one event, parsed.
 std::vector<nlohmann::json> audit(Pined& p, const std::string& event);
+// How often each needle occurs in the readable memory of `pid` (/proc/PID/maps and /proc/PID/mem),
+// read a piece at a time, a needle across two pieces included. Mappings over 4 GiB (a sanitizer
+// build's shadow memory) are skipped. `scanned` gets the bytes read, so that a scan which read
+// nothing cannot pass. Throws when the memory cannot be opened.
+std::vector<size_t> countInMemory(pid_t pid, const std::vector<std::string>& needles, size_t* scanned = nullptr);
+// Whether a task (as the API lists it) has ended, done or failed.
+bool taskEnded(const nlohmann::json& t);
+// Whether the API says this conversation of `agent` is tainted (false when it is not listed).
+bool sessionTainted(Pined& p, const std::string& agent, const std::string& session);
 
 }  // namespace pine::test

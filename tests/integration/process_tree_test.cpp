@@ -1,5 +1,7 @@
 // The real process tree in a temporary home: start, tasks, crashes, stop.
 #include <doctest/doctest.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,7 +28,18 @@ TEST_CASE("pined lays out a private home and answers pinectl status") {
   TempDir dir;
   std::string home = dir.path() + "/home";
   Pined pined(home);
-  CHECK(modeOf(home) == 0700);
+  if (geteuid() == 0) {
+    // As root, the broker's own uid owns data/ and its own group (no account's) may walk through the
+    // home and make its socket there; the sticky bit keeps it from removing anything else.
+    struct stat st, data;
+    REQUIRE(stat(home.c_str(), &st) == 0);
+    REQUIRE(stat((home + "/data").c_str(), &data) == 0);
+    CHECK((st.st_mode & 07777) == 01730);
+    CHECK(st.st_gid == data.st_uid);
+    CHECK(data.st_uid != 0);
+  } else {
+    CHECK(modeOf(home) == 0700);
+  }
   CHECK(modeOf(home + "/data") == 0700);
   CHECK(modeOf(home + "/data/logs") == 0700);
   CHECK(modeOf(home + "/data/http-token") == 0600);
@@ -202,8 +215,10 @@ TEST_CASE("the control socket refuses requests without the token or from a brows
   CHECK(curl({"-H", "Authorization: Bearer " + token, "-H", "Origin: http://evil.example",
               "http://localhost/v1/status"}) == "403");
   CHECK(curl({"-H", "Authorization: Bearer " + token, "http://localhost/v1/status?token=" + token}) == "400");
-  CHECK(curl({"-H", "Authorization: Bearer " + token, "-d", "not json", "http://localhost/v1/agents/main/messages"}) ==
-        "400");
+  CHECK(curl({"-H", "Authorization: Bearer " + token, "-H", "Content-Type: application/json", "-d", "not json",
+              "http://localhost/v1/agents/main/messages"}) == "400");
+  // curl's -d alone says application/x-www-form-urlencoded: the API takes JSON only.
+  CHECK(curl({"-H", "Authorization: Bearer " + token, "-d", "{}", "http://localhost/v1/agents/main/messages"}) == "415");
 }
 
 TEST_CASE("no usable sandbox: the task is refused with what to fix, never run unconfined") {
@@ -211,7 +226,12 @@ TEST_CASE("no usable sandbox: the task is refused with what to fix, never run un
   std::string parent = dir.path() + "/private";
   REQUIRE(mkdir(parent.c_str(), 0700) == 0);  // as root, the worker uid cannot walk through this
   if (geteuid() != 0) return;                 // only root drops workers to another uid
-  Pined pined(parent + "/home");
+  // The broker, which runs as its own uid and group when pined is root, may walk through; workers may not.
+  unsigned brokerId = 60700;  // outside the default range, which other tests' brokers may still hold
+  while (getpwuid(brokerId) || getgrgid(brokerId)) ++brokerId;
+  REQUIRE(chown(parent.c_str(), 0, brokerId) == 0);
+  REQUIRE(chmod(parent.c_str(), 0710) == 0);
+  Pined pined(parent + "/home", {"--broker-ids", std::to_string(brokerId) + "-" + std::to_string(brokerId)});
   auto r = pined.ctl({"send", "main", "hello"});
   CHECK(r.exitCode == 1);
   CHECK(r.err.find("chmod o+x") != std::string::npos);

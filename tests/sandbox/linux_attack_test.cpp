@@ -1,5 +1,6 @@
 // Attacks on the Linux backend through the real path: agentPolicy ->
-// buildLinuxPlan -> fork -> enterSandboxAndExec -> execve(sandbox-probe).
+// buildLinuxPlan -> writeLaunchPlan -> fork -> exec pine-launch (plan on fd 4,
+// report on fd 5) -> enterSandboxAndExec -> execve(sandbox-probe).
 // Every attack has a legitimate twin that must work, so a refusal proves the
 // boundary and not a broken fixture. Secrets in the fixture are world-readable
 // (0644 in 0755 folders): only the sandbox stands between them and the worker.
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "sandbox/linux/enter.h"
+#include "sandbox/linux/launch_plan.h"
 #include "sandbox/policy.h"
 
 namespace fs = std::filesystem;
@@ -48,7 +50,7 @@ void writeText(const std::string& path, const std::string& text, mode_t mode = 0
 
 // A fake pine installation in a temp folder.
 struct Fixture {
-  std::string root, home, pine, ws, bws, priv, tmp, prog, probe, outside;
+  std::string root, home, pine, ws, bws, priv, tmp, prog, probe, launcher, outside;
   AgentPaths paths;
   int tcpListener = -1, unixListener = -1, abstractListener = -1;
   int tcpPort = 0;
@@ -76,6 +78,7 @@ struct Fixture {
     writeText(home + "/.ssh/id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\n");
     writeText(pine + "/.env", "TELEGRAM_TOKEN=secret\n");
     writeText(pine + "/agents/a/AGENTS.md", "rules the agent must never change\n");
+    writeText(pine + "/pine.yaml", "http:\n  port: 7433\n");
     writeText(pine + "/agents/a/skills/SKILL.md", "a skill\n");
     writeText(pine + "/docs/manual.md", "the manual\n");
     writeText(bws + "/secret.txt", "agent b's notes\n");
@@ -93,6 +96,12 @@ struct Fixture {
     chmod(probe.c_str(), 0755);
     fs::copy_file(built, prog + "/probe-suid");
     chmod((prog + "/probe-suid").c_str(), 04755);
+    // pine-launch beside it, as it is installed beside pined.
+    const char* builtLauncher = getenv("PINE_LAUNCHER");
+    REQUIRE_MESSAGE(builtLauncher, "PINE_LAUNCHER must name the pine-launch program");
+    launcher = prog + "/pine-launch";
+    fs::copy_file(builtLauncher, launcher);
+    chmod(launcher.c_str(), 0755);
 
     paths.agentId = "a";
     paths.pineHome = pine;
@@ -104,6 +113,8 @@ struct Fixture {
     paths.docs = pine + "/docs";
     paths.programDir = prog;
     if (geteuid() == 0) prepareWorkerOwnership({ws, priv, tmp}, root, 65534, 65534);
+    // The broker's data/, owned by the uid the broker cases run as (the worker uid here).
+    if (geteuid() == 0 && chown((pine + "/data").c_str(), 65534, 65534) != 0) FAIL("chown data");
 
     // Things to reach: a TCP listener on the host's loopback, a pathname and an abstract unix socket.
     tcpListener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -160,6 +171,9 @@ struct Opt {
   bool control = false;  // no sandbox at all, only the uid drop: proves the fixture, not the sandbox
   bool masks = false;    // hide denied paths inside readable trees with mode-000 binds, as pined does
   std::vector<std::string> extraRead = {}, extraDenyRead = {};  // added to the agent's policy
+  std::string cwd = {};  // set: the plan's working directory instead of the workspace
+  bool broker = false;   // the broker's policy (brokerPolicy) for the fake home, the probe as its program
+  std::vector<int> brokerConnect = {};  // TCP ports the broker may connect to
 };
 
 struct Result {
@@ -171,28 +185,41 @@ struct Result {
 
 std::string show(const Result& r) { return "exit " + std::to_string(r.exit) + ": " + r.out; }
 
-// What spawnChild does, with the sandbox entered just before execve.
+// What spawnChild does: the plan to pine-launch, which enters the sandbox just before execve.
 Result spawn(const Opt& o, std::vector<std::string> args, bool detach = false) {
   Fixture& f = fx();
   Grants g = o.grants;
   g.network = o.net;
-  Policy pol = agentPolicy(f.paths, g, o.tainted);
+  Policy pol;
+  if (o.broker) {
+    BrokerPaths b;
+    b.pineHome = f.pine;
+    b.program = f.probe;
+    b.loader = elfInterpreter(f.probe);
+    b.workspaces = {f.ws, f.bws};
+    b.listenPorts = {7433};
+    b.connectPorts = o.brokerConnect;
+    pol = brokerPolicy(b);
+  } else {
+    pol = agentPolicy(f.paths, g, o.tainted);
+  }
   pol.readable.insert(pol.readable.end(), o.extraRead.begin(), o.extraRead.end());
   pol.denyRead.insert(pol.denyRead.end(), o.extraDenyRead.begin(), o.extraDenyRead.end());
   LinuxOptions lo;
-  lo.cwd = f.ws;
+  lo.cwd = o.broker ? f.pine + "/data" : f.ws;
   lo.useNamespaces = o.namespaces;
-  if (o.masks) {
+  if (o.masks || o.broker) {
     lo.maskDir = f.root + "/mask";
     lo.maskFile = f.root + "/mask-file";
   }
   LinuxPlan plan = buildLinuxPlan(pol, lo, kernel());
+  if (!o.cwd.empty()) plan.cwd = o.cwd;
 
   args.insert(args.begin(), f.probe);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  std::vector<std::string> env = workerEnvironment(f.paths);
+  std::vector<std::string> env = o.broker ? brokerEnvironment(f.pine) : workerEnvironment(f.paths);
   // In the sanitizer build: LeakSanitizer needs ptrace at exit, which the sandbox refuses (as pined does for workers).
   env.push_back("ASAN_OPTIONS=detect_leaks=0");
   std::vector<char*> envp;
@@ -205,12 +232,16 @@ Result spawn(const Opt& o, std::vector<std::string> args, bool detach = false) {
   REQUIRE(pipe2(errp, O_CLOEXEC) == 0);
   int errPipe = fcntl(errp[1], F_DUPFD_CLOEXEC, 10);
   close(errp[1]);
+  int planFd = o.control ? -1 : writeLaunchPlan(plan, {argv[0], args, env});
+  char* launcherArgv[] = {f.launcher.data(), nullptr};
+  char* launcherEnv[] = {const_cast<char*>("ASAN_OPTIONS=detect_leaks=0"), nullptr};
   pid_t parent = getpid();
   pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     auto fail = [&](int e) {
-      ssize_t ignored = write(errPipe, &e, sizeof e);
+      LaunchReport r{kStageExec, e};
+      ssize_t ignored = write(errPipe, &r, sizeof r);
       (void)ignored;
       _exit(127);
     };
@@ -221,33 +252,31 @@ Result spawn(const Opt& o, std::vector<std::string> args, bool detach = false) {
     if (setsid() < 0) fail(errno);
     int devnull = open("/dev/null", O_RDWR);
     if (dup2(devnull, 0) < 0 || dup2(out[1], 1) < 0 || dup2(out[1], 2) < 0 || dup2(sv[1], 3) < 0) fail(errno);
-    syscall(SYS_close_range, 4, errPipe - 1, 0);
-    syscall(SYS_close_range, errPipe + 1, ~0U, 0);
     if (o.control) {
+      syscall(SYS_close_range, 4, errPipe - 1, 0);
+      syscall(SYS_close_range, errPipe + 1, ~0U, 0);
       if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 ||
                              setresuid(65534, 65534, 65534) != 0))
         fail(errno);
-    } else {
-      ExecTarget target{argv[0], argv.data(), envp.data(),
-                        [](int e, const void* ctx) {
-                          ssize_t ignored = write(*static_cast<const int*>(ctx), &e, sizeof e);
-                          (void)ignored;
-                        },
-                        &errPipe};
-      enterSandboxAndExec(plan, target);
+      execve(argv[0], argv.data(), envp.data());
+      fail(errno);
     }
-    execve(argv[0], argv.data(), envp.data());
+    if (dup2(planFd, kLaunchPlanFd) < 0 || dup2(errPipe, kLaunchReportFd) < 0) fail(errno);
+    errPipe = kLaunchReportFd;
+    syscall(SYS_close_range, kLaunchReportFd + 1, ~0U, 0);
+    execve(launcherArgv[0], launcherArgv, launcherEnv);
     fail(errno);
   }
+  if (planFd >= 0) close(planFd);
   close(errPipe);
   close(out[1]);
   close(sv[1]);
   Result r;
   r.pid = pid;
-  int childErr = 0;
-  ssize_t n = read(errp[0], &childErr, sizeof childErr);
+  LaunchReport failed{};
+  ssize_t n = read(errp[0], &failed, sizeof failed);
   close(errp[0]);
-  if (n == (ssize_t)sizeof childErr) r.out = std::string("could not enter the sandbox: ") + strerror(childErr) + "\n";
+  if (n == (ssize_t)sizeof failed) r.out = "could not enter the sandbox: " + describeLaunchReport(failed) + "\n";
   if (detach) {
     close(out[0]);
     close(sv[0]);
@@ -718,6 +747,16 @@ TEST_CASE("an unprivileged pined: the same boundary from a user namespace") {
           {{"rename", f.ws + "/uns/.git", f.ws + "/uns/.git-old"}, tainted, 1},
           {{"write", f.ws + "/uns/notes/from-userns.md"}, tainted, 0},
       };
+      // The broker of an unprivileged pined shares its uid: only the sandbox keeps .env closed.
+      Opt broker;
+      broker.broker = true;
+      for (Case c : std::vector<Case>{{{"read", f.pine + "/.env"}, broker, 1},
+                                      {{"read", f.pine + "/pine.yaml"}, broker, 0},
+                                      {{"write", f.pine + "/pine.yaml"}, broker, 1},
+                                      {{"write", f.pine + "/agents/a/new-file"}, broker, 1},
+                                      {{"read", f.bws + "/secret.txt"}, broker, 1},
+                                      {{"exec", "/bin/true"}, broker, 1}})
+        cases.push_back(c);
       for (auto& c : cases) {
         Result r = spawn(c.opt, c.args);
         if (r.exit != c.expect) {
@@ -744,4 +783,82 @@ TEST_CASE("an unprivileged pined: the same boundary from a user namespace") {
   MESSAGE(report);
   CHECK(WIFEXITED(st));
   CHECK(WEXITSTATUS(st) == 0);
+}
+
+TEST_CASE("the broker's sandbox: the home but .env, data/ only, no program but its own, its TCP ports") {
+  Fixture& f = fx();
+  Opt b;
+  b.broker = true;
+  REFUSED(run({"read", f.pine + "/.env"}, b));                  // masked, though world-readable here
+  WORKS(run({"read", f.pine + "/pine.yaml"}, b));
+  WORKS(run({"read", f.pine + "/agents/a/AGENTS.md"}, b));
+  REFUSED(run({"write", f.pine + "/pine.yaml"}, b));
+  REFUSED(run({"write", f.pine + "/agents/a/AGENTS.md"}, b));
+  REFUSED(run({"write", f.pine + "/agents/a/new-file"}, b));
+  REFUSED(run({"mkdir", f.pine + "/agents/c"}, b));
+  REFUSED(run({"unlink", f.pine + "/pine.yaml"}, b));
+  WORKS(run({"write", f.pine + "/data/broker-note"}, b));
+  REFUSED(run({"read", f.bws + "/secret.txt"}, b));             // workspaces are not the broker's
+  REFUSED(run({"read", f.ws + "/hello.txt"}, b));
+  REFUSED(run({"read", f.home + "/.ssh/id_rsa"}, b));
+  REFUSED(run({"read", "/bin/sh"}, b));                         // no folder of programs
+  REFUSED(run({"exec", "/bin/true"}, b));                       // nothing but its own program runs
+  REFUSED(run({"exec", elfInterpreter(f.probe), "/bin/true"}, b));  // the loader runs, but has nothing to load
+  WORKS(run({"fd3"}, b));
+  REFUSED(run({"write", f.outside + "/from-broker"}, b));
+  // TCP: only the ports it was given (Landlock ABI 4 and later).
+  if (kernel().landlockAbi >= 4) {
+    REFUSED(run({"tcp", "127.0.0.1", std::to_string(f.tcpPort)}, b));
+    Opt dial = b;
+    dial.brokerConnect = {f.tcpPort};
+    WORKS(run({"tcp", "127.0.0.1", std::to_string(f.tcpPort)}, dial));
+  }
+}
+
+TEST_CASE("pine-launch reports the step that failed, and refuses to start with an environment of its own") {
+  Opt gone;
+  gone.cwd = fx().root + "/no-such-folder";
+  Result r = run({"status"}, gone);
+  CHECK_MESSAGE(r.exit == 127, show(r));
+  CHECK_MESSAGE(r.out.find("could not enter the sandbox: chdir: No such file or directory") != std::string::npos,
+                show(r));
+  WORKS(run({"status"}));  // the same plan with its own working directory runs
+
+  // Started with anything in its environment but a sanitizer's settings, it runs nothing.
+  Fixture& f = fx();
+  LinuxPlan plan = buildLinuxPlan(agentPolicy(f.paths, {}, false), LinuxOptions{}, kernel());
+  int planFd = writeLaunchPlan(plan, {f.probe, {f.probe, "status"}, {}});
+  int errp[2], out[2];
+  REQUIRE(pipe2(errp, O_CLOEXEC) == 0);
+  REQUIRE(pipe2(out, O_CLOEXEC) == 0);
+  int high = fcntl(errp[1], F_DUPFD_CLOEXEC, 10);  // above the fds the child arranges
+  close(errp[1]);
+  errp[1] = high;
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (dup2(out[1], 2) < 0 || dup2(planFd, kLaunchPlanFd) < 0 || dup2(errp[1], kLaunchReportFd) < 0) _exit(99);
+    char* argv[] = {f.launcher.data(), nullptr};
+    char* envp[] = {const_cast<char*>("OPENAI_KEY=sk-would-be-inherited"), nullptr};
+    execve(argv[0], argv, envp);
+    _exit(98);
+  }
+  close(planFd);
+  close(errp[1]);
+  close(out[1]);
+  LaunchReport failed{};
+  CHECK(read(errp[0], &failed, sizeof failed) == (ssize_t)sizeof failed);
+  CHECK(failed.stage == kStagePlan);
+  std::string err;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(out[0], buf, sizeof buf)) > 0) err.append(buf, (size_t)n);
+  CHECK(err.find("started with an environment (OPENAI_KEY)") != std::string::npos);
+  CHECK(err.find("sk-would-be") == std::string::npos);  // the name only, never the value
+  close(errp[0]);
+  close(out[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 127);
 }

@@ -52,6 +52,19 @@ Policy allWithGrants() {
   return p;
 }
 
+// The broker's policy, made by the same code pined uses (brokerPolicy), with macOS paths.
+Policy brokerMac() {
+  BrokerPaths b;
+  b.pineHome = kPine;
+  b.program = "/Applications/Pine.app/Contents/MacOS/pine-broker";
+  b.workspaces = {kPine + "/agents/main/workspace"};
+  b.listenPorts = {7433};
+  b.connectPorts = {1883};
+  b.systemReadable = {"/usr/lib", "/usr/share", "/System", "/private/etc", "/private/var/db/timezone"};
+  b.systemDenyRead = {"/private/etc/sudoers", "/private/etc/master.passwd"};
+  return brokerPolicy(b);
+}
+
 struct GoldenCase {
   std::string name;
   Policy policy;
@@ -65,6 +78,7 @@ std::vector<GoldenCase> goldenCases() {
       {"tainted-agent", defaultAgent(), {true, true}},
       {"network-localhost", withNetwork(defaultAgent(), Network::Localhost), {true, false}},
       {"network-all-grants", allWithGrants(), {true, false}},
+      {"broker", brokerMac(), {false, false}},
   };
 }
 
@@ -424,4 +438,70 @@ TEST_CASE("sandbox-exec argv: profile, parameters, then -- and the command") {
   CHECK_THROWS_AS(sandboxExecArgv(profile, {}), std::invalid_argument);
   CHECK_THROWS_AS(sandboxExecArgv(profile, {""}), std::invalid_argument);
   CHECK_THROWS_AS(sandboxExecArgv(profile, {"/bin/sh", std::string("a\0b", 3)}), std::invalid_argument);
+}
+
+TEST_CASE("the broker's profile: its own program only, no fork, its socket, its ports, no .env") {
+  Policy policy = brokerMac();
+  auto profile = buildSeatbeltProfile(policy, {false, false});
+  const auto& t = profile.text;
+  CHECK(checkSeatbeltProfile(profile, policy).empty());
+  std::map<std::string, std::string> nameOf;
+  for (const auto& kv : profile.params) nameOf[kv.value] = kv.name;
+  // Exec: the program's own file, nothing else; no fork.
+  REQUIRE(nameOf.count("/Applications/Pine.app/Contents/MacOS/pine-broker"));
+  CHECK(t.find("(allow process-exec (literal (param \"" + nameOf["/Applications/Pine.app/Contents/MacOS/pine-broker"] +
+               "\")))") != std::string::npos);
+  size_t execRules = 0;
+  for (size_t p = t.find("(allow process-exec"); p != std::string::npos; p = t.find("(allow process-exec", p + 1))
+    ++execRules;
+  CHECK(execRules == 1);
+  CHECK(t.find("(allow process-fork)") == std::string::npos);
+  // Writes: data/ and its socket's own path only.
+  REQUIRE(nameOf.count(kPine + "/data"));
+  REQUIRE(nameOf.count(kPine + "/pine.sock"));
+  size_t rw = t.find("(allow file-read* file-write*");
+  REQUIRE(rw != std::string::npos);
+  CHECK(t.substr(rw, t.find("\n(", rw) - rw).find("(subpath (param \"" + nameOf[kPine + "/data"] + "\"))") !=
+        std::string::npos);
+  const std::string sock = "(param \"" + nameOf[kPine + "/pine.sock"] + "\")";
+  CHECK(t.find("(allow network-bind (local unix-socket (path-literal " + sock + ")))") != std::string::npos);
+  CHECK(t.find("(allow file-write* (literal " + sock + "))") != std::string::npos);
+  std::map<std::string, std::string> valueOf;
+  for (const auto& kv : profile.params) valueOf[kv.name] = kv.value;
+  int writeRules = 0;
+  for (const std::string head : {"(allow file-write", "(allow file-read* file-write*"})
+    for (size_t p = t.find(head); p != std::string::npos; p = t.find(head, p + 1)) {
+      ++writeRules;
+      std::string block = t.substr(p, t.find("\n(", p) - p);
+      CAPTURE(block);
+      for (size_t q = block.find("(param \""); q != std::string::npos; q = block.find("(param \"", q + 1)) {
+        std::string name = block.substr(q + 8, block.find('"', q + 8) - q - 8);
+        const std::string& v = valueOf[name];
+        CHECK((v == kPine + "/data" || v == kPine + "/pine.sock" || v.rfind("/dev/", 0) == 0));
+      }
+    }
+  CHECK(writeRules >= 2);
+  // The home is readable, .env, pined.sock, sandbox/ and the workspaces are not, and the deny comes last.
+  for (std::string closed : {"/.env", "/pined.sock", "/sandbox", "/agents/main/workspace"}) {
+    CAPTURE(closed);
+    REQUIRE(nameOf.count(kPine + closed));
+    size_t deny = t.find("(subpath (param \"" + nameOf[kPine + closed] + "\"))", t.find("(deny file-read*"));
+    CHECK(deny != std::string::npos);
+  }
+  CHECK(t.find("(deny file-read*") > t.rfind("(allow file-read*"));
+  // TCP on its ports only: the control API's bind, the MQTT broker's connect, nothing wider.
+  CHECK(t.find("(allow network-bind (local ip \"*:7433\"))") != std::string::npos);
+  CHECK(t.find("(allow network-outbound (remote ip \"*:1883\"))") != std::string::npos);
+  CHECK(t.find("\"*:*\"") == std::string::npos);
+  CHECK(t.find("localhost:*") == std::string::npos);
+  // No MQTT source: no outbound connection at all.
+  BrokerPaths quiet;
+  quiet.pineHome = kPine;
+  quiet.program = "/Applications/Pine.app/Contents/MacOS/pine-broker";
+  quiet.listenPorts = {7433};
+  quiet.systemReadable = {"/usr/lib"};
+  quiet.systemDenyRead = {"/private/etc/sudoers"};
+  auto none = buildSeatbeltProfile(brokerPolicy(quiet), {false, false}).text;
+  CHECK(none.find("network-outbound (remote ip") == std::string::npos);
+  CHECK(none.find("remote unix-socket") == std::string::npos);
 }

@@ -1,8 +1,9 @@
 // Egress: fill in secrets, check where the request goes, make it with libcurl, and
-// redact what comes back. Order matters: the URL and headers are checked as templates
-// (placeholders still in) before any secret is looked up, and the host is resolved and
-// checked before a byte is sent; curl is then pinned to exactly the checked addresses.
-#include "supervisor/egress/egress.h"
+// redact what comes back; in a pine-egress process (job.cpp), never in pined. Order
+// matters: the URL and headers are checked as templates (placeholders still in) before
+// any secret is looked up, and the host is resolved and checked before a byte is sent;
+// curl is then pinned to exactly the checked addresses.
+#include "egress/egress.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -20,13 +21,12 @@
 #include <mutex>
 #include <thread>
 
-#include "supervisor/egress/address_policy.h"
+#include "egress/address_policy.h"
+#include "egress/request/placeholders.h"
 
 namespace pine::egress {
 namespace {
 
-constexpr std::string_view kOpen = "${secret:";
-constexpr std::size_t kMaxNameLength = 128;
 constexpr std::size_t kMaxHeaderBytes = 256 << 10;
 // The marker curl sees in place of a placeholder when the template is checked: plain
 // letters, valid in every URL part, so curl reports the part it landed in.
@@ -37,91 +37,6 @@ using Clock = std::chrono::steady_clock;
 void globalInit() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-bool isNameChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-         c == '.';
-}
-
-bool isTokenChar(char c) {  // RFC 9110 tchar
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool isToken(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), isTokenChar); }
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
-struct Placeholder {
-  std::size_t begin;  // offset of "${secret:"
-  std::size_t end;    // one past "}"
-  std::string name;
-};
-
-// Every placeholder in text, or an error for a malformed one.
-std::optional<std::string> findPlaceholders(std::string_view text, std::string_view where,
-                                            std::vector<Placeholder>& out) {
-  for (std::size_t p = text.find(kOpen); p != std::string_view::npos; p = text.find(kOpen, p)) {
-    const std::size_t nameStart = p + kOpen.size();
-    std::size_t q = nameStart;
-    while (q < text.size() && isNameChar(text[q])) ++q;
-    if (q == nameStart || q >= text.size() || text[q] != '}' || q - nameStart > kMaxNameLength) {
-      return "malformed secret placeholder in " + std::string(where) +
-             " (expected ${secret:NAME}, NAME of letters, digits, '_', '-', '.')";
-    }
-    out.push_back({p, q + 1, std::string(text.substr(nameStart, q - nameStart))});
-    p = q + 1;
-  }
-  return std::nullopt;
-}
-
-enum class UrlPart { Scheme, Userinfo, Host, Path, Query };
-
-// Which part of the URL template an offset falls in. Placeholders contain none of
-// "/?#@", so the template's structure is that of the URL that will be sent.
-UrlPart partAt(std::string_view url, std::size_t pos) {
-  const std::size_t sep = url.find("://");
-  if (sep == std::string_view::npos || pos < sep + 3) return UrlPart::Scheme;
-  const std::size_t authStart = sep + 3;
-  std::size_t authEnd = url.find_first_of("/?#", authStart);
-  if (authEnd == std::string_view::npos) authEnd = url.size();
-  if (pos < authEnd) {
-    const std::size_t at = url.substr(authStart, authEnd - authStart).rfind('@');
-    return at != std::string_view::npos && pos < authStart + at ? UrlPart::Userinfo : UrlPart::Host;
-  }
-  const std::size_t query = url.find_first_of("?#", authEnd);
-  return query == std::string_view::npos || pos < query ? UrlPart::Path : UrlPart::Query;
-}
-
-// Percent-encode a secret so that it cannot change the URL's structure: only bytes
-// that mean nothing to the part it sits in stay as they are.
-std::string encodeFor(UrlPart part, std::string_view value) {
-  std::string_view keep;
-  switch (part) {
-    case UrlPart::Userinfo: keep = "-._~!$&'()*+,;="; break;  // ':' and '@' would split it
-    case UrlPart::Path: keep = "-._~!$&'()*+,;=:@"; break;   // '/' would add a segment
-    default: keep = "-._~!$'()*,;:@/?"; break;               // '&', '=', '+' mean something in a query
-  }
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : value) {
-    const bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    if (alnum || keep.find(static_cast<char>(c)) != std::string_view::npos) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 // Owns a CURLU and frees it.
@@ -325,9 +240,9 @@ struct SlistDeleter {
 
 bool hostAllowed(const std::string& host, const std::vector<std::string>& allow) {
   if (allow.empty()) return true;
-  const std::string h = lower(host);
+  const std::string h = lowerAscii(host);
   for (const std::string& entry : allow) {
-    const std::string e = lower(entry);
+    const std::string e = lowerAscii(entry);
     if (e.starts_with("*.")) {
       const std::string_view suffix = std::string_view(e).substr(1);  // ".example.com"
       if (h.size() > suffix.size() && h.ends_with(suffix)) return true;
@@ -343,16 +258,9 @@ std::string shortTemplate(std::string_view url) {
   return url.size() <= kMax ? std::string(url) : std::string(url.substr(0, kMax)) + "...";
 }
 
-// Header names egress sets itself or that would defeat a check.
-std::optional<std::string> reservedHeader(const std::string& name) {
-  const std::string n = lower(name);
-  if (n == "host") return "the Host header is set from the URL (it must match the host that was checked)";
-  if (n == "accept-encoding") return "Accept-Encoding is set by egress, which decodes the body so that it can be redacted";
-  if (n == "content-length" || n == "transfer-encoding") return name + " is set by egress from the body";
-  return std::nullopt;
-}
-
 }  // namespace
+
+void prepare() { globalInit(); }
 
 std::optional<std::string> perform(const EgressRequest& request, const EgressPolicy& policy,
                                    const SecretLookup& secrets, const redact::Redactor& redactor,
@@ -367,36 +275,15 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
 
   // libcurl with OpenSSL writes every TLS session key to this file when it is set.
   if (const char* keylog = std::getenv("SSLKEYLOGFILE"); keylog != nullptr && *keylog != '\0') {
-    return fail("SSLKEYLOGFILE is set in the supervisor's environment (TLS keys would be written to a file)");
+    return fail("SSLKEYLOGFILE is set in the egress process's environment (TLS keys would be written to a file)");
   }
   if (policy.connectTimeoutMs <= 0 || policy.totalTimeoutMs <= 0) return fail("timeouts must be positive");
 
   // --- templates: where the placeholders are, before any secret is looked up
-  if (request.method.find(kOpen) != std::string::npos) return fail("a secret placeholder in the method is refused");
-  if (!isToken(request.method)) return fail("the method is not a valid HTTP token");
-  if (request.body.find(kOpen) != std::string::npos) {
-    return fail("a secret placeholder in the body is refused (placeholders go in the URL or header values)");
-  }
-  std::vector<Placeholder> urlPlaceholders;
-  if (auto e = findPlaceholders(request.url, "the URL", urlPlaceholders)) return fail(*e);
-  for (const Placeholder& p : urlPlaceholders) {
-    const UrlPart part = partAt(request.url, p.begin);
-    if (part == UrlPart::Host) {
-      return fail("a secret placeholder in the host part is refused (the host name is sent to DNS in clear)");
-    }
-    if (part == UrlPart::Scheme) return fail("a secret placeholder in the scheme is refused");
-  }
-  std::vector<std::vector<Placeholder>> headerPlaceholders(request.headers.size());
-  for (std::size_t i = 0; i < request.headers.size(); ++i) {
-    const auto& [name, value] = request.headers[i];
-    if (name.find(kOpen) != std::string::npos) return fail("a secret placeholder in a header name is refused");
-    if (!isToken(name)) return fail("header name '" + name + "' is not a valid HTTP token");
-    if (auto r = reservedHeader(name)) return fail(*r);
-    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
-      return fail("header " + name + " contains a line break or NUL");
-    }
-    if (auto e = findPlaceholders(value, "header " + name, headerPlaceholders[i])) return fail(*e);
-  }
+  Templates templates;
+  if (auto e = checkTemplates(request, templates)) return fail(*e);
+  const std::vector<Placeholder>& urlPlaceholders = templates.url;
+  const std::vector<std::vector<Placeholder>>& headerPlaceholders = templates.headers;
 
   // --- the URL as curl will read it, with a harmless word in place of each placeholder
   std::string dummyUrl;
@@ -414,13 +301,13 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
   if (const CURLUcode rc = curl_url_set(checked.h, CURLUPART_URL, dummyUrl.c_str(), 0); rc != CURLUE_OK) {
     return fail(std::string("invalid URL: ") + curl_url_strerror(rc));
   }
-  const std::string scheme = lower(checked.get(CURLUPART_SCHEME).value_or(""));
+  const std::string scheme = lowerAscii(checked.get(CURLUPART_SCHEME).value_or(""));
   if (scheme != "https" && scheme != "http") return fail("only http and https URLs are allowed");
   if (scheme == "http" && !policy.allowPlainHttp) return fail("plain http is refused (allowPlainHttp is off)");
   const std::string host = checked.get(CURLUPART_HOST).value_or("");
   const std::string port = checked.get(CURLUPART_PORT, CURLU_DEFAULT_PORT).value_or("");
   if (host.empty() || port.empty()) return fail("the URL has no host");
-  if (lower(host).find(kDummy) != std::string::npos) {
+  if (lowerAscii(host).find(kDummy) != std::string::npos) {
     return fail("a secret placeholder in the host part is refused (the host name is sent to DNS in clear)");
   }
   if (checked.get(CURLUPART_ZONEID)) return fail("IPv6 zone ids are refused");
@@ -476,7 +363,7 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
   if (url.h == nullptr) return fail("out of memory");
   if (curl_url_set(url.h, CURLUPART_URL, filledUrl.c_str(), 0) != CURLUE_OK ||
       url.get(CURLUPART_HOST).value_or("") != host || url.get(CURLUPART_PORT, CURLU_DEFAULT_PORT).value_or("") != port ||
-      lower(url.get(CURLUPART_SCHEME).value_or("")) != scheme) {
+      lowerAscii(url.get(CURLUPART_SCHEME).value_or("")) != scheme) {
     // Cannot happen with encoded values; checked so that a parser surprise fails closed.
     return fail("the URL changed shape when the secrets were filled in");
   }
@@ -564,9 +451,15 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
   set(CURLOPT_SSL_VERIFYPEER, 1L);
   set(CURLOPT_SSL_VERIFYHOST, 2L);
   set(CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
+  curl_blob caBlob{const_cast<char*>(policy.caPem.data()), policy.caPem.size(), CURL_BLOB_NOCOPY};
   if (!policy.caFile.empty()) {
     set(CURLOPT_CAINFO, policy.caFile.c_str());
     set(CURLOPT_CAPATH, static_cast<const char*>(nullptr));  // only the given bundle, not the system folder
+  } else if (!policy.caPem.empty()) {
+    // The bundle pined read for this job: the sandbox need not open the operator's file.
+    set(CURLOPT_CAINFO_BLOB, &caBlob);
+    set(CURLOPT_CAINFO, static_cast<const char*>(nullptr));
+    set(CURLOPT_CAPATH, static_cast<const char*>(nullptr));
   }
   set(CURLOPT_CONNECTTIMEOUT_MS, std::min(policy.connectTimeoutMs, remainingMs));
   set(CURLOPT_TIMEOUT_MS, remainingMs);
@@ -604,8 +497,24 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
   if (rc != CURLE_OK) {
     std::string why = curl_easy_strerror(rc);
     if (errbuf[0] != '\0') why += ": " + std::string(errbuf);
-    if (rc == CURLE_OPERATION_TIMEDOUT) why = "timed out (" + why + ")";
-    if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) why = "TLS verification failed: " + why;
+    // What a hostile or broken server did, in words; curl's own text stays in the message.
+    switch (rc) {
+      case CURLE_OPERATION_TIMEDOUT: why = "timed out (" + why + ")"; break;
+      case CURLE_PEER_FAILED_VERIFICATION:
+      case CURLE_SSL_CACERT_BADFILE: why = "TLS verification failed: " + why; break;
+      // The scheme was checked above: an unsupported protocol now is the server's answer (its version).
+      case CURLE_UNSUPPORTED_PROTOCOL:
+      case CURLE_WEIRD_SERVER_REPLY: why = "the server's answer is not valid HTTP (" + why + ")"; break;
+      case CURLE_PARTIAL_FILE:
+      case CURLE_RECV_ERROR:
+      case CURLE_GOT_NOTHING: why = "the server closed the connection before the answer was complete (" + why + ")"; break;
+      case CURLE_BAD_CONTENT_ENCODING: why = "the answer's Content-Encoding could not be decoded (" + why + ")"; break;
+      case CURLE_OUT_OF_MEMORY:
+        // What libcurl reports for a header line over its 100 KiB (CURL_MAX_HTTP_HEADER).
+        if (t.headerBytes > 0 && !t.headSent) why = "a response header line is longer than libcurl's limit of 100 KiB";
+        break;
+      default: break;
+    }
     return failScrubbed(why);
   }
   t.sendHead();

@@ -1,4 +1,4 @@
-#include "supervisor/egress/address_policy.h"
+#include "egress/address_policy.h"
 
 #include <arpa/inet.h>
 
