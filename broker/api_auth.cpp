@@ -2,6 +2,9 @@
 
 #include <openssl/crypto.h>
 
+#include <algorithm>
+#include <string_view>
+
 namespace pine {
 
 bool tokenEquals(const std::string& a, const std::string& b) {
@@ -129,6 +132,253 @@ std::optional<ApiRefusal> checkBodyFraming(const std::optional<std::string>& con
   if (n > limit) return ApiRefusal{413, "the body is larger than " + limitText};
   *declared = n;
   return std::nullopt;
+}
+
+std::optional<ApiRefusal> checkContentType(const std::optional<std::string>& contentType, bool hasBody) {
+  if (!hasBody || !contentType) return std::nullopt;
+  std::string type = lower(contentType->substr(0, contentType->find(';')));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.pop_back();
+  size_t slash = type.find('/');
+  bool json = type == "application/json" ||
+              (slash != std::string::npos && slash > 0 && type.size() > slash + 6 &&
+               type.compare(type.size() - 5, 5, "+json") == 0 && type.find_first_of(" \t,") == std::string::npos);
+  if (json) return std::nullopt;
+  return ApiRefusal{415, "the body is '" + contentType->substr(0, 100) +
+                             "', not JSON: send Content-Type: application/json (or none)"};
+}
+
+// ---- RequestFraming ----------------------------------------------------------------------------
+
+namespace {
+bool isTchar(char c) {
+  return isalnum((unsigned char)c) || (c != 0 && std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos);
+}
+bool isCtl(char c) { return (unsigned char)c < 0x20 || c == 0x7f; }
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+bool equalsLower(const std::string& s, const char* want) {
+  size_t i = 0;
+  for (; want[i] != 0; i++)
+    if (i >= s.size() || tolower((unsigned char)s[i]) != want[i]) return false;
+  return i == s.size();
+}
+constexpr size_t kMaxMethod = 20, kMaxChunkLine = 32;
+}  // namespace
+
+bool RequestFraming::refuse(int status, std::string message, bool inBody) {
+  refusal_ = FramingRefusal{status, std::move(message), inBody};
+  state_ = State::Closed;
+  line_.clear();
+  line_.shrink_to_fit();
+  return false;
+}
+
+size_t RequestFraming::scan(const char* data, size_t size) {
+  size_t i = 0;
+  while (i < size && !refusal_) {
+    char c = data[i];
+    bool ok = true;
+    switch (state_) {
+      case State::RequestLine: ok = requestLineByte(c); break;
+      case State::HeaderLine:
+        if (!line_.empty() && !cr_) {
+          // The middle of a line: take the run of ordinary bytes at once, as far as the limits allow
+          // (the byte that would go over is left to headerLineByte, which refuses it).
+          size_t room = std::min(limits_.maxHeaderLine - line_.size(), limits_.maxHead - headBytes_), j = i;
+          while (j < size && j - i < room && (data[j] == '\t' || !isCtl(data[j]))) j++;
+          if (j > i) {
+            line_.append(data + i, j - i);
+            headBytes_ += j - i;
+            i = j;
+            continue;
+          }
+        }
+        ok = headerLineByte(c);
+        break;
+      case State::FixedBody:
+      case State::ChunkData: {
+        // Body bytes are not looked at: skip them all at once.
+        uint64_t n = std::min<uint64_t>(remaining_, size - i);
+        remaining_ -= n;
+        i += n;
+        if (remaining_ == 0) state_ = state_ == State::FixedBody ? State::RequestLine : State::ChunkDataEnd;
+        continue;
+      }
+      case State::ChunkSize: ok = chunkSizeByte(c); break;
+      case State::ChunkDataEnd:
+      case State::LastChunkEnd:
+        if (c == '\r' && !cr_) {
+          cr_ = true;
+        } else if (c == '\n') {
+          cr_ = false;
+          state_ = state_ == State::ChunkDataEnd ? State::ChunkSize : State::RequestLine;
+        } else if (state_ == State::ChunkDataEnd) {
+          ok = refuse(400, "a chunk's data must be followed by CRLF (Transfer-Encoding: chunked)", true);
+        } else {
+          ok = refuse(400, "trailer fields after the last chunk are not supported: end the body with 0 CRLF CRLF", false);
+        }
+        break;
+      case State::Closed:
+        ok = refuse(400, "the body's framing (Content-Length, Transfer-Encoding) was refused: nothing more is read "
+                         "on this connection",
+                    true);
+        break;
+    }
+    if (!ok) break;
+    i++;
+  }
+  return i;
+}
+
+bool RequestFraming::requestLineByte(char c) {
+  if (++headBytes_ > limits_.maxHead)
+    return refuse(431, "request head larger than " + std::to_string(limits_.maxHead) + " bytes", false);
+  if (cr_ && c != '\n') return refuse(400, "a CR not followed by LF in the request line", false);
+  if (c == '\r') {
+    cr_ = true;
+    return true;
+  }
+  if (c == '\n') {
+    cr_ = false;
+    return endOfRequestLine();
+  }
+  if (c == ' ') {
+    if (line_.empty()) return refuse(400, "the request line must be METHOD SP TARGET SP HTTP/1.1", false);
+    if (++spaces_ > 2 || line_.back() == ' ')
+      return refuse(400, "the request line must be METHOD SP TARGET SP HTTP/1.1 (one space each)", false);
+    partStart_ = line_.size() + 1;
+  } else if (isCtl(c) || (unsigned char)c >= 0x80) {
+    return refuse(400, "control or non-ASCII byte in the request line: percent-encode the target", false);
+  } else if (spaces_ == 0) {
+    if (!isTchar(c) || line_.size() >= kMaxMethod) return refuse(400, "the request line must start with a method", false);
+  } else if (spaces_ == 1) {
+    if (line_.size() + 1 - partStart_ > limits_.maxTarget)
+      return refuse(414, "request target longer than " + std::to_string(limits_.maxTarget) + " bytes", false);
+  } else if (line_.size() + 1 - partStart_ > 8) {
+    return refuse(400, "the request line must end in HTTP/1.1", false);
+  }
+  line_ += c;
+  return true;
+}
+
+bool RequestFraming::endOfRequestLine() {
+  if (line_.empty()) return refuse(400, "empty request line: send METHOD SP TARGET SP HTTP/1.1", false);
+  if (spaces_ != 2 || line_.back() == ' ')
+    return refuse(400, "the request line must be METHOD SP TARGET SP HTTP/1.1", false);
+  size_t versionAt = line_.rfind(' ') + 1;
+  std::string version = line_.substr(versionAt);
+  if (version != "HTTP/1.1" && version != "HTTP/1.0")
+    return refuse(400, "the request line must end in HTTP/1.1 (or HTTP/1.0)", false);
+  line_.clear();
+  spaces_ = 0;
+  state_ = State::HeaderLine;
+  return true;
+}
+
+bool RequestFraming::headerLineByte(char c) {
+  if (++headBytes_ > limits_.maxHead)
+    return refuse(431, "request head larger than " + std::to_string(limits_.maxHead) + " bytes", false);
+  if (cr_ && c != '\n') return refuse(400, "control byte (a CR not followed by LF) in a header line", false);
+  if (c == '\r') {
+    cr_ = true;
+    return true;
+  }
+  if (c == '\n') {
+    cr_ = false;
+    return endOfHeaderLine();
+  }
+  if (line_.empty()) {
+    if (c == ' ' || c == '\t') return refuse(400, "a folded header line (starting with a space) is not accepted", false);
+    if (++headerLines_ > limits_.maxHeaderLines)
+      return refuse(431, "more than " + std::to_string(limits_.maxHeaderLines) + " header lines", false);
+  }
+  if (isCtl(c) && c != '\t') return refuse(400, "control byte in a header line", false);
+  if (line_.size() >= limits_.maxHeaderLine)
+    return refuse(431, "a header line longer than " + std::to_string(limits_.maxHeaderLine) + " bytes", false);
+  line_ += c;
+  return true;
+}
+
+bool RequestFraming::endOfHeaderLine() {
+  if (line_.empty()) {
+    endOfHead();
+    return true;
+  }
+  size_t colon = 0;
+  while (colon < line_.size() && isTchar(line_[colon])) colon++;
+  if (colon == 0 || colon >= line_.size() || line_[colon] != ':')
+    return refuse(400, "a header line must be Name: value (no space before the colon)", false);
+  // The value as kj-http reads it: leading spaces skipped, the rest as sent.
+  size_t v = colon + 1;
+  while (v < line_.size() && (line_[v] == ' ' || line_[v] == '\t')) v++;
+  std::string name = line_.substr(0, colon);
+  if (equalsLower(name, "content-length")) {
+    contentLengths_++;
+    contentLength_ = line_.substr(v);
+  } else if (equalsLower(name, "transfer-encoding")) {
+    transferEncodings_++;
+    transferEncoding_ = line_.substr(v);
+  }
+  line_.clear();
+  return true;
+}
+
+void RequestFraming::endOfHead() {
+  heads_++;
+  state_ = State::RequestLine;
+  if (transferEncodings_ > 0) {
+    state_ = transferEncodings_ == 1 && contentLengths_ == 0 && equalsLower(transferEncoding_, "chunked")
+                 ? State::ChunkSize
+                 : State::Closed;
+  } else if (contentLengths_ > 0) {
+    const std::string& cl = contentLength_;
+    if (contentLengths_ == 1 && !cl.empty() && cl.size() <= 19 && cl.find_first_not_of("0123456789") == std::string::npos) {
+      remaining_ = std::stoull(cl);
+      if (remaining_ > 0) state_ = State::FixedBody;
+    } else {
+      state_ = State::Closed;
+    }
+  }
+  headBytes_ = headerLines_ = 0;
+  contentLengths_ = transferEncodings_ = 0;
+  contentLength_.clear();
+  transferEncoding_.clear();
+  line_.clear();
+  if (line_.capacity() > 1024) line_.shrink_to_fit();  // a long line's buffer goes with its head
+  chunkSize_ = 0;
+  chunkDigits_ = 0;
+}
+
+bool RequestFraming::chunkSizeByte(char c) {
+  if (cr_ && c != '\n') return refuse(400, "a chunk size line must end in CRLF", true);
+  if (c == '\r') {
+    cr_ = true;
+    return true;
+  }
+  if (c == '\n') {
+    cr_ = false;
+    if (line_.empty()) return refuse(400, "empty chunk size line (Transfer-Encoding: chunked)", true);
+    line_.clear();
+    remaining_ = chunkSize_;
+    state_ = chunkSize_ == 0 ? State::LastChunkEnd : State::ChunkData;
+    chunkSize_ = 0;
+    chunkDigits_ = 0;
+    return true;
+  }
+  int h = hexValue(c);
+  if (h < 0)
+    return refuse(400, c == ';' ? "chunk extensions (';') are not supported" : "a chunk size must be hexadecimal digits",
+                  true);
+  if (line_.size() >= kMaxChunkLine) return refuse(400, "a chunk size line longer than 32 bytes", true);
+  if (chunkDigits_ > 0 || h > 0) chunkDigits_++;
+  if (chunkDigits_ > 16) return refuse(400, "chunk size overflows 64 bits", true);
+  chunkSize_ = chunkSize_ << 4 | uint64_t(h);
+  line_ += c;
+  return true;
 }
 
 bool isValidApprovalId(const std::string& id) {

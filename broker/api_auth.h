@@ -1,7 +1,9 @@
 // Who may use the control API and what a request may look like: the rules,
 // apart from the HTTP mechanics, so that each can be tested on its own. All of
-// them are checked before the body is read.
+// them are checked before the body is read; the head's limits and framing
+// (RequestFraming) even before kj-http buffers the head.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -45,6 +47,72 @@ std::optional<ApiRefusal> checkPath(const std::string& rawPath);
 std::optional<ApiRefusal> checkBodyFraming(const std::optional<std::string>& contentLength,
                                            const std::optional<std::string>& transferEncoding, uint64_t limit,
                                            std::optional<uint64_t>* declared);
+
+// The body's media type when it has one: JSON (application/json or a +json type, any parameters)
+// or no Content-Type at all; else 415. `hasBody`: a Content-Length above 0, or chunked.
+std::optional<ApiRefusal> checkContentType(const std::optional<std::string>& contentType, bool hasBody);
+
+// How large a request head may be. Checked on the bytes as they arrive, so that a head over them is
+// answered before kj-http buffers it (its own cap is 128 KiB a head, with no answer) and before the
+// token is looked at: webhooks from strangers are served on the same listeners.
+struct HttpHeadLimits {
+  size_t maxTarget = 4096;      // the request target, path and query: 414 above
+  size_t maxHeaderLine = 8192;  // one header line without its line end: 431 above
+  size_t maxHeaderLines = 100;  // 431 above
+  size_t maxHead = 32768;       // the request line, header lines, line ends and the blank line: 431 above
+};
+
+struct FramingRefusal {
+  int status;           // 400, 414 or 431
+  std::string message;
+  // In a body the HTTP server is reading: its reader fails and the route answers (400). Else in a
+  // head (or after a body, where the next head would start): the connection answers and closes.
+  bool inBody;
+};
+
+// Follows one connection's bytes request after request as HTTP/1.1 frames them: the head line by
+// line (limits above), then the body by Content-Length or chunked coding. It is stricter than
+// kj-http wherever kj-http is lenient, so that the two never disagree on where a head or a body
+// ends: a bare CR (a line end to kj-http), NUL or another control byte, a folded line, a space
+// before a header's colon, a request line but METHOD SP TARGET SP HTTP/1.x, a chunk extension,
+// a trailer, and a chunk size beyond 64 bits (which kj-http wraps to a small one) are refused
+// (400). A body framing it cannot follow (Content-Length twice or not a number, with
+// Transfer-Encoding, a coding but chunked) ends the connection: the route refuses that request
+// (checkBodyFraming), and no byte after its head is passed on.
+class RequestFraming {
+ public:
+  explicit RequestFraming(HttpHeadLimits limits = {}) : limits_(limits) {}
+  // Takes the connection's next bytes. Returns how many of them may go on to the HTTP parser: all,
+  // or fewer once refusal() is set; the rest, and everything after, never reach it.
+  size_t scan(const char* data, size_t size);
+  const std::optional<FramingRefusal>& refusal() const { return refusal_; }
+  size_t heads() const { return heads_; }                // complete request heads so far
+  bool betweenRequests() const { return state_ == State::RequestLine && line_.empty() && !cr_; }
+  size_t buffered() const { return line_.size(); }       // kept meanwhile: one line, within the limits
+
+ private:
+  enum class State { RequestLine, HeaderLine, FixedBody, ChunkSize, ChunkData, ChunkDataEnd, LastChunkEnd, Closed };
+  bool refuse(int status, std::string message, bool inBody);
+  bool requestLineByte(char c);
+  bool headerLineByte(char c);
+  bool chunkSizeByte(char c);
+  bool endOfRequestLine();
+  bool endOfHeaderLine();
+  void endOfHead();
+
+  HttpHeadLimits limits_;
+  State state_ = State::RequestLine;
+  std::optional<FramingRefusal> refusal_;
+  std::string line_;       // the line being read (request, header or chunk size line), without its line end
+  bool cr_ = false;        // the last byte was a CR: only LF may follow
+  size_t headBytes_ = 0, headerLines_ = 0, heads_ = 0;
+  size_t spaces_ = 0, partStart_ = 0;  // in the request line: spaces so far, where the target or version starts
+  int contentLengths_ = 0, transferEncodings_ = 0;
+  std::string contentLength_, transferEncoding_;
+  uint64_t remaining_ = 0;  // of a fixed body or a chunk's data
+  uint64_t chunkSize_ = 0;
+  int chunkDigits_ = 0;     // significant hex digits so far
+};
 
 // Keys of /v1/state/{key}: [A-Za-z0-9_.:-], 1 to 128 bytes, not starting with '.' or '-'.
 // Approval ids: [A-Za-z0-9_-], 1 to 64 bytes.

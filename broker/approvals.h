@@ -1,13 +1,16 @@
-// Approval requests: persisted before anyone is asked, answered by the owner
-// (control API, pinectl, Telegram) or by the timeout, which means no. A run
-// that asked waits on the promise; after a restart of the broker a pending
-// request stays pending in the store (its run is gone) until answered or expired.
+// The approvals desk: requests persisted before anyone is asked, answered by the owner
+// (control API, pinectl, Telegram) or by the timeout, which means no. A run that asked waits
+// on the promise. After a crash of the broker a pending request stays bound to its task:
+// the resumed run waits on the same row (await), or, when the task is not resumed, the
+// request is closed with it (cancelForTask) and answering it is refused as closed.
+// Touches only the store's approvals; tells the feed and the audit log.
 #pragma once
 #include <kj/async.h>
 #include <kj/timer.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "broker/feed.h"
@@ -15,9 +18,19 @@
 
 namespace pine {
 
+enum class ApprovalState { Pending, Approved, Denied, Timeout, Cancelled };
+const char* toString(ApprovalState s);
+std::optional<ApprovalState> parseApprovalState(const std::string& s);
+
 struct ApprovalOutcome {
-  std::string state;  // approved | denied | timeout | cancelled
+  ApprovalState state = ApprovalState::Cancelled;
   bool always = false;
+};
+
+// Why the owner's answer was not taken.
+struct AnswerRefused {
+  enum class Why { Unknown, Answered, Closed, NotOffered } why;
+  std::string message;  // what, and what to do instead
 };
 
 class Approvals {
@@ -27,17 +40,21 @@ class Approvals {
 
   // Stores `row` (id, createdMs and expiresMs filled in from timeoutSec), tells listeners, waits for the answer.
   kj::Promise<ApprovalOutcome> ask(store::ApprovalRow row, int timeoutSec);
-  // The owner's answer. Returns an error text when it cannot be taken (unknown id, already answered,
-  // "always" where it is not offered).
-  std::optional<std::string> decide(const std::string& id, bool approved, bool always, const std::string& by);
-  // Requests of a run that ended without an answer to them.
-  void cancelForTask(const std::string& taskId);
+  // Waits on a request that was stored before (a run resumed after a crash of the broker): its
+  // answer if it has one, else the owner's answer or the rest of its time.
+  kj::Promise<ApprovalOutcome> await(const store::ApprovalRow& row);
+  // The owner's answer, or why it cannot be taken (unknown id, already answered, closed with its
+  // task, "always" where it is not offered).
+  std::optional<AnswerRefused> decide(const std::string& id, bool approved, bool always, const std::string& by);
+  // Requests of a task that ended without an answer to them: closed, saying why.
+  void cancelForTask(const std::string& taskId, const std::string& reason = "the task ended");
   // Pending requests whose time ran out while the broker was down.
   void expireOverdue();
 
   static nlohmann::json toJson(const store::ApprovalRow& a);
 
  private:
+  kj::Promise<ApprovalOutcome> wait(const std::string& id, long long delayMs);
   void settle(const std::string& id, ApprovalOutcome outcome, const store::ApprovalRow& row);
   store::Store& store_;
   Feed& feed_;

@@ -34,8 +34,12 @@ const char* statusText(unsigned status) {
     case 408: return "Request Timeout";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
     case 422: return "Unprocessable Entity";
+    case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
     default: return "Error";
@@ -130,6 +134,59 @@ class ControlApi::Endpoint final : public kj::HttpService {
   kj::HttpServer server;
 };
 
+// The connection as kj-http reads it: every byte passes RequestFraming first. kj-http 0.9 grows
+// its head buffer to 128 KiB, however many lines, and then closes without an answer, and it wraps
+// a chunk size past 64 bits around to a small one; here a head over the limits is answered (431,
+// 414, 400) as soon as it goes over, before it is buffered or the token is looked at, and a bad
+// chunk size fails the body's read (the route answers 400). Nothing after a refusal is passed on.
+class ControlApi::LimitedConnection final : public kj::AsyncIoStream {
+ public:
+  LimitedConnection(kj::Own<kj::AsyncIoStream> inner, const HttpHeadLimits& limits)
+      : inner_(kj::mv(inner)), framing_(limits) {}
+
+  kj::Promise<size_t> tryRead(void* buffer, size_t minBytes, size_t maxBytes) override {
+    if (framing_.refusal()) return refused();
+    return inner_->tryRead(buffer, minBytes, maxBytes).then([this, buffer](size_t n) -> kj::Promise<size_t> {
+      // kj-http reads with minBytes 1: the bytes before a refusal are a read of their own, and the
+      // refusal is acted on when it asks for more (by then any earlier response has gone out).
+      size_t passed = framing_.scan(static_cast<const char*>(buffer), n);
+      if (passed == 0 && framing_.refusal()) return refused();
+      return passed;
+    });
+  }
+  kj::Maybe<uint64_t> tryGetLength() override { return nullptr; }
+  kj::Promise<void> write(const void* buffer, size_t size) override { return inner_->write(buffer, size); }
+  kj::Promise<void> write(kj::ArrayPtr<const kj::ArrayPtr<const kj::byte>> pieces) override {
+    return inner_->write(pieces);
+  }
+  kj::Promise<void> whenWriteDisconnected() override { return inner_->whenWriteDisconnected(); }
+  void shutdownWrite() override { inner_->shutdownWrite(); }
+
+ private:
+  kj::Promise<size_t> refused() {
+    const FramingRefusal& r = *framing_.refusal();
+    // In a body: the route reading it answers, with this as the reason.
+    if (r.inBody) return kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::heapString(r.message));
+    // In a head kj-http has not finished (it never will): answer here, once, and end the connection.
+    if (answered_) return KJ_EXCEPTION(DISCONNECTED, "request head refused");
+    answered_ = true;
+    spdlog::warn("control API: request head refused ({}): {}", r.status, r.message);
+    std::string body = json{{"error", r.message}}.dump() + "\n";
+    auto text = kj::heapString(kj::str("HTTP/1.1 ", r.status, " ", statusText(r.status),
+                                       "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
+                                       "\r\nConnection: close\r\n\r\n", body.c_str()));
+    auto written = inner_->write(text.begin(), text.size()).attach(kj::mv(text));
+    return written.then([this]() -> kj::Promise<size_t> {
+      inner_->shutdownWrite();
+      return KJ_EXCEPTION(DISCONNECTED, "request head refused");
+    });
+  }
+
+  kj::Own<kj::AsyncIoStream> inner_;
+  RequestFraming framing_;
+  bool answered_ = false;
+};
+
 struct ControlApi::BodyResult {
   std::optional<ApiRefusal> refusal;
   std::string text;
@@ -168,6 +225,12 @@ kj::Promise<void> ControlApi::handleApplicationError(kj::Exception exception, kj
     return sendError(*r, 500, "internal error in the control API; the broker log has details");
   }
   return kj::READY_NOW;
+}
+
+kj::Promise<void> ControlApi::handleClientProtocolError(kj::HttpHeaders::ProtocolError error, Response& response) {
+  // What RequestFraming lets through and kj-http still cannot parse (an unknown method, say): JSON
+  // like every other answer, not kj's text/plain.
+  return sendError(response, error.statusCode, std::string(error.description.cStr()));
 }
 
 static kj::HttpServerSettings serverSettings(const ControlApiLimits& limits, kj::HttpServerErrorHandler& errors) {
@@ -245,7 +308,7 @@ kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver, Endpo
         if (!allowed) spdlog::warn("control API: refused a connection from uid {}", uid);
       }
     }
-    if (allowed) tasks_.add(endpoint.server.listenHttp(kj::mv(conn)));
+    if (allowed) tasks_.add(serve(kj::mv(conn), endpoint.kind));
     return acceptLoop(receiver, endpoint);
   }, [this, &receiver, &endpoint](kj::Exception&& e) {
     // Out of descriptors, say: keep the API alive and try again shortly instead of going deaf.
@@ -254,6 +317,12 @@ kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver, Endpo
       return acceptLoop(receiver, endpoint);
     });
   });
+}
+
+kj::Promise<void> ControlApi::serve(kj::Own<kj::AsyncIoStream> connection, ApiListener listener) {
+  Endpoint* endpoint = listener == ApiListener::Unix ? unixEndpoint_.get() : tcpEndpoint_.get();
+  KJ_REQUIRE(endpoint != nullptr, "serve() on a listener that is not listening");
+  return endpoint->server.listenHttp(kj::heap<LimitedConnection>(kj::mv(connection), limits_.head));
 }
 
 kj::Promise<void> ControlApi::sendJson(Response& response, unsigned status, const json& body) {
@@ -352,6 +421,8 @@ kj::Promise<void> ControlApi::withJsonBody(const kj::HttpHeaders& headers, kj::A
   std::optional<uint64_t> declared;
   if (auto r = checkBodyFraming(header(headers, kj::HttpHeaderId::CONTENT_LENGTH),
                                 header(headers, kj::HttpHeaderId::TRANSFER_ENCODING), limit, &declared))
+    return sendError(response, r->status, r->message);
+  if (auto r = checkContentType(header(headers, hContentType_), !declared || *declared > 0))
     return sendError(response, r->status, r->message);
   return readBody(body, limit).then(
       [this, &response, emptyIsObject, then = kj::mv(then)](BodyResult b) mutable -> kj::Promise<void> {

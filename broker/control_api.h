@@ -24,6 +24,7 @@ struct ControlApiLimits {
   uint64_t maxBody = 1 << 20;                      // 1 MB
   uint64_t maxMessageBody = 64 << 20;              // 64 MB, a message with "files" only
   size_t sseQueue = 1024;                          // notifications a slow SSE reader may fall behind
+  HttpHeadLimits head;                             // request line, header lines, whole head (431, 414)
 };
 
 class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServerErrorHandler {
@@ -41,8 +42,13 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
   // {"unix": path, "http": {"host", "port"}} (null where not listening): added to GET /v1/status.
   nlohmann::json apiInfo() const;
 
+  // Serves HTTP on a connection as if it had been accepted on that listener (which must be
+  // listening), after the peer checks: what acceptLoop does, and the fuzz target's way in.
+  kj::Promise<void> serve(kj::Own<kj::AsyncIoStream> connection, ApiListener listener);
+
  private:
   class Endpoint;
+  class LimitedConnection;
   struct BodyResult;
 
   kj::Promise<void> acceptLoop(kj::ConnectionReceiver& receiver, Endpoint& endpoint);
@@ -70,6 +76,8 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
   void taskFailed(kj::Exception&& e) override;
   kj::Promise<void> handleApplicationError(kj::Exception exception,
                                            kj::Maybe<kj::HttpService::Response&> response) override;
+  kj::Promise<void> handleClientProtocolError(kj::HttpHeaders::ProtocolError error,
+                                              kj::HttpService::Response& response) override;
 
   kj::AsyncIoContext& io_;
   ApiBackend& backend_;

@@ -1,4 +1,4 @@
-// The download tool's broker half: the call is decided like any other (policy/approvals.cpp's download
+// The download tool's broker half: the call is decided by the run's gate like any other (policy/approvals.cpp's download
 // rule: an MCP server's origin, web tools, or the conversation's network), then pined fetches the address
 // and the bytes pass through here to the worker, which writes them through its sandbox.
 #include <kj/debug.h>
@@ -35,24 +35,12 @@ class DownloadRelay final : public proto::ByteSink::Server {
 }  // namespace
 
 kj::Promise<DownloadAnswer> Run::download(std::string url, std::string path, proto::FileSink::Client sink) {
-  policy::ToolCall call{"download", "", nlohmann::json{{"url", url}, {"path", path}}, false};
-  if (!tools_.count("download")) {  // the capability is never handed out then; checked again all the same
-    auditDecision(call, "refused", "not in this run's profile");
-    return downloadRefused(withAskHint("refused: 'download' is not a tool of this run"));
-  }
-  if (breaker_.tripped("download", call.args)) {
-    stopReason_ = "the model repeated the same download call; the run was stopped";
-    auditDecision(call, "refused", stopReason_);
-    return downloadRefused("refused: " + stopReason_);
-  }
-  auto facts = broker_.sessionFacts(agent(), req_.session, req_.trust == config::Trust::Untrusted);
-  if (auto why = taintedWriteRefusal(call, facts)) return downloadRefused(withAskHint("refused: " + *why));
-  return decide(call, policy::decideToolCall(*config_, agent(), facts, call))
+  return gate_.checkDownload(url, path)
       .then([this, url, sink = kj::mv(sink)](GateAnswer g) mutable -> kj::Promise<DownloadAnswer> {
         if (!g.allowed) return downloadRefused(g.reason);
         auto bytes = std::make_shared<uint64_t>(0);
-        auto req = broker_.supervisor().downloadRequest();
-        req.setAgent(req_.agent);
+        auto req = ctx_.services.supervisor().downloadRequest();
+        req.setAgent(ctx_.req.agent);
         req.setUrl(url);
         req.setSink(kj::heap<DownloadRelay>(kj::mv(sink), bytes));
         return req.send().then([this, url, bytes](auto&& resp) {
@@ -62,8 +50,8 @@ kj::Promise<DownloadAnswer> Run::download(std::string url, std::string path, pro
           a.error = resp.getError().cStr();
           for (auto h : resp.getHeaders())
             if (strcasecmp(h.getName().cStr(), "location") == 0) a.location = h.getValue().cStr();
-          nlohmann::json f = {{"agent", req_.agent}, {"task", taskId_}, {"origin", policy::urlOrigin(url).value_or("")},
-                              {"status", a.status}, {"bytes", *bytes}};
+          nlohmann::json f = {{"agent", ctx_.req.agent}, {"task", ctx_.taskId},
+                              {"origin", policy::urlOrigin(url).value_or("")}, {"status", a.status}, {"bytes", *bytes}};
           if (!a.error.empty()) f["error"] = a.error;
           audit("download", f);
           return a;

@@ -6,21 +6,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <iostream>
 #include <kj/async-unix.h>
 
 #include "broker/broker.h"
 #include "common/fd.h"
 #include "common/log.h"
+#include "common/unix_socket.h"
+#include "sandbox/linux/no_exec.h"
 #include "supervisor/redact/redactor.h"
 
 int main(int argc, char** argv) {
-  std::string homeDir;
+  // A pledge without exec: the broker never starts a program (pined starts every process).
+  if (int e = pine::sandbox::forbidExec()) {
+    std::cerr << "pine-broker: cannot give up exec: " << strerror(e) << "\n";
+    return 1;
+  }
+  std::string homeDir, bootId;
   bool logStderr = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--home" && i + 1 < argc) homeDir = argv[++i];
     else if (a == "--log-stderr") logStderr = true;
+    else if (a == "--boot-id" && i + 1 < argc) bootId = argv[++i];  // pined's start: a restart of the broker alone keeps grants
+    else if (a == "--owner-uid" && i + 1 < argc) pine::setOwnerUid((unsigned)std::stoul(argv[++i]));
     else {
       std::cerr << "pine-broker: unknown argument '" << a << "' (pine-broker is started by pined)\n";
       return 2;
@@ -39,12 +49,13 @@ int main(int argc, char** argv) {
   pine::setupAudit(home.audit());
   // The broker holds no secrets, but outside content may carry secret-shaped strings: keep them out of logs.
   auto patterns = std::make_shared<const pine::redact::Redactor>(std::vector<std::string>{});
-  pine::setLogFilter([patterns](std::string_view line) { return patterns->redact(line); });
+  pine::setLogFilter([patterns](std::string_view line) { return patterns->redact(line); },
+                     [patterns](std::string_view line) { return patterns->redact(line, pine::redact::Format::kJson); });
   signal(SIGPIPE, SIG_IGN);
   kj::UnixEventPort::captureSignal(SIGTERM);
   try {
     auto io = kj::setupAsyncIo();
-    pine::Broker broker(io, home);
+    pine::Broker broker(io, home, bootId);
     auto term = io.unixEventPort.onSignal(SIGTERM).then([&broker](siginfo_t) { broker.stop(); }).eagerlyEvaluate(nullptr);
     broker.run().wait(io.waitScope);
   } catch (std::exception& e) {

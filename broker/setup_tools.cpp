@@ -1,12 +1,12 @@
 // The tools that set things up: schedules (create), add_skill, create_agent. Each
 // writes configuration, which only pined writes: the new text goes through
 // changeConfig and is validated there exactly like the file it becomes. The
-// decision to ask or refuse was made before (Run::callTool, policy/setup_tools).
+// decision to ask or refuse was made before (RunGate::checkBrokerTool, policy/setup_tools).
 #include <kj/debug.h>
 
 #include <algorithm>
 
-#include "broker/run.h"
+#include "broker/broker_tools.h"
 #include "broker/skills.h"
 #include "common/fd.h"
 #include "common/log.h"
@@ -64,51 +64,51 @@ std::string joinErrors(capnp::List<capnp::Text>::Reader errors) {
 
 }  // namespace
 
-kj::Promise<std::optional<std::string>> Run::changeConfig(const std::string& path, const std::string& content,
+kj::Promise<std::optional<std::string>> BrokerTools::changeConfig(const std::string& path, const std::string& content,
                                                           const std::string& reason) {
-  auto req = broker_.supervisor().changeConfigRequest();
+  auto req = run_.services.supervisor().changeConfigRequest();
   req.setPath(path);
   req.setContent(content);
-  req.setReason(reason + " (asked for by " + req_.agent + ", task " + taskId_ + ")");
+  req.setReason(reason + " (asked for by " + run_.req.agent + ", task " + run_.taskId + ")");
   return req.send().then([](auto&& r) -> std::optional<std::string> {
     if (r.getOk()) return std::nullopt;
     return joinErrors(r.getErrors());
   });
 }
 
-kj::Promise<std::optional<std::string>> Run::addToPineYaml(const std::string& list, const nlohmann::json& entry,
+kj::Promise<std::optional<std::string>> BrokerTools::addToPineYaml(const std::string& list, const nlohmann::json& entry,
                                                            const std::string& reason) {
   std::string why;
-  auto updated = appendToList(readOrEmpty(broker_.home().root + "/pine.yaml"), list, entry.dump(), why);
+  auto updated = appendToList(readOrEmpty(run_.services.home().root + "/pine.yaml"), list, entry.dump(), why);
   if (!updated) return std::optional<std::string>(why);
   return changeConfig("pine.yaml", *updated, reason);
 }
 
-kj::Promise<ToolAnswer> Run::scheduleCreate(const nlohmann::json& args) {
+kj::Promise<ToolAnswer> BrokerTools::scheduleCreate(const nlohmann::json& args) {
   std::string name = args.value("name", ""), task = args.value("task", ""), target = args.value("for", "conversation");
   if (name.empty() || task.empty()) return toolError("\"name\" and \"task\" are required");
   int kinds = int(args.contains("cron")) + int(args.contains("intervalSec")) + int(args.contains("at"));
   if (kinds != 1) return toolError("give exactly one of cron, intervalSec and at");
   nlohmann::json entry = {{"name", name},
-                          {"agent", target == "all" ? "*" : req_.agent},
+                          {"agent", target == "all" ? "*" : run_.req.agent},
                           {"task", task},
-                          {"createdBy", "agent:" + req_.agent + "/" + req_.session}};
-  if (target == "conversation") entry["session"] = req_.session;
+                          {"createdBy", "agent:" + run_.req.agent + "/" + run_.req.session}};
+  if (target == "conversation") entry["session"] = run_.req.session;
   for (const char* k : {"cron", "intervalSec", "at", "timezone"})
     if (args.contains(k)) entry[k] = args[k];
   return addToPineYaml("schedules", entry, "schedule '" + name + "'").then([this, name](std::optional<std::string> e) {
     if (e) return toolError("the schedule was not created:\n" + *e);
-    broker_.reloadConfiguration();
+    run_.services.reloadConfiguration();
     return ToolAnswer{"schedule '" + name + "' created", false};
   });
 }
 
-std::optional<std::string> Run::checkSetupArgs(const std::string& tool, const nlohmann::json& args) const {
+std::optional<std::string> checkSetupArgs(const RunContext& run, const std::string& tool, const nlohmann::json& args) {
   if (tool == "add_skill") {
     NewSkill skill{args.value("name", ""), args.value("description", ""), args.value("instructions", "")};
     if (auto why = checkNewSkill(skill)) return why;
     if (args.contains("forAllAgents") && !args["forAllAgents"].is_boolean()) return "\"forAllAgents\" is true or false";
-    for (const auto& s : config_->pine.skills)
+    for (const auto& s : run.config->pine.skills)
       if (s.name == skill.name)
         return "a skill '" + skill.name + "' exists; an agent adds skills, the owner changes them: pick another name";
     return std::nullopt;
@@ -116,14 +116,14 @@ std::optional<std::string> Run::checkSetupArgs(const std::string& tool, const nl
   if (tool == "create_agent") {
     std::string id = args.value("id", ""), mode = args.value("mode", "auto");
     if (!isValidAgentId(id)) return "\"id\" is 1 to 64 characters of [a-z0-9_-], not starting with '-'";
-    if (config_->agents.count(id)) return "an agent '" + id + "' exists";
+    if (run.config->agents.count(id)) return "an agent '" + id + "' exists";
     // The same limits as a skill's: one line of description, Markdown instructions.
     if (auto why = checkNewSkill({id, args.value("description", ""), args.value("instructions", "")})) return why;
     if (mode != "auto" && mode != "manual") return "\"mode\" is auto or manual (bypass is the owner's to set)";
     if (!args.contains("tools")) return std::nullopt;
     if (!args["tools"].is_array()) return "\"tools\" is a list of tool names";
     // A new agent gets at most the tools of the agent that creates it, and never create_agent.
-    const auto& own = agent().tools;
+    const auto& own = run.agent().tools;
     for (auto& t : args["tools"]) {
       if (!t.is_string()) return "\"tools\" is a list of tool names";
       std::string name = t.get<std::string>();
@@ -139,7 +139,7 @@ std::optional<std::string> Run::checkSetupArgs(const std::string& tool, const nl
     const auto& src = args["source"];
     std::string name = src.value("name", ""), type = src.value("type", "");
     if (!isValidAgentId(name)) return "a source's name is 1 to 64 characters of [a-z0-9_-], not starting with '-'";
-    for (const auto& s : config_->pine.sources)
+    for (const auto& s : run.config->pine.sources)
       if (s.name == name) return "a source '" + name + "' exists; pick another name";
     if (src.contains("agent")) return "\"agent\" is set by pine (forAllAgents: true for a source of every agent)";
     // What runs a program outside the sandbox, or needs a secret, is the owner's to set up.
@@ -155,46 +155,46 @@ std::optional<std::string> Run::checkSetupArgs(const std::string& tool, const nl
   return std::nullopt;
 }
 
-policy::AddSourceRequest Run::addSourceRequest(const nlohmann::json& args) const {
+policy::AddSourceRequest addSourceRequest(const RunContext& run, const nlohmann::json& args) {
   policy::AddSourceRequest r;
   const auto src = args.value("source", nlohmann::json::object());
   r.name = src.value("name", "");
   // A conversation with the owner: the owner's own message, or a sub-agent working on it.
-  r.withOwner = req_.trust == config::Trust::Owner && (req_.origin == "owner" || req_.origin.rfind("subagent:", 0) == 0);
+  r.withOwner = run.req.trust == config::Trust::Owner && (run.req.origin == "owner" || run.req.origin.rfind("subagent:", 0) == 0);
   r.forAllAgents = args.value("forAllAgents", false);
   r.trustOwner = src.value("trust", "untrusted") != "untrusted";
   if (src.value("type", "") == "folder" && src.contains("path") && src["path"].is_string()) {
     std::string path = src["path"].get<std::string>();
-    std::string ws = broker_.home().agents() + "/" + req_.agent + "/workspace/";
+    std::string ws = run.services.home().agents() + "/" + run.req.agent + "/workspace/";
     r.folderInsideWorkspace = path.rfind(ws, 0) == 0 && path.size() > ws.size() && path.find("/..") == std::string::npos &&
                               path.find("/./") == std::string::npos;
   }
   return r;
 }
 
-kj::Promise<ToolAnswer> Run::addSource(const nlohmann::json& args) {
+kj::Promise<ToolAnswer> BrokerTools::addSource(const nlohmann::json& args) {
   nlohmann::json entry = args["source"];
   const std::string name = entry.value("name", "");
   const bool forAll = args.value("forAllAgents", false);
-  if (!forAll) entry["agent"] = req_.agent;
+  if (!forAll) entry["agent"] = run_.req.agent;
   return addToPineYaml("sources", entry, "source '" + name + "'").then([this, name, forAll](std::optional<std::string> e) {
     if (e) return toolError("the source was not added:\n" + *e);
-    broker_.reloadConfiguration();
-    audit("source.add", {{"agent", req_.agent}, {"session", req_.session}, {"task", taskId_}, {"source", name},
+    run_.services.reloadConfiguration();
+    audit("source.add", {{"agent", run_.req.agent}, {"session", run_.req.session}, {"task", run_.taskId}, {"source", name},
                          {"forAllAgents", forAll}});
     return ToolAnswer{"source '" + name + "' added; it runs once something subscribes to it (subscribe)", false};
   });
 }
 
-kj::Promise<ToolAnswer> Run::addSkill(const nlohmann::json& args) {
+kj::Promise<ToolAnswer> BrokerTools::addSkill(const nlohmann::json& args) {
   NewSkill skill{args.value("name", ""), args.value("description", ""), args.value("instructions", "")};
   bool forAll = args.value("forAllAgents", false);
   nlohmann::json entry = {{"name", skill.name}};
-  if (!forAll) entry["agent"] = req_.agent;
+  if (!forAll) entry["agent"] = run_.req.agent;
   // pine.yaml must take the entry before the file is written; the file goes first all the same:
   // pine.yaml's entry is refused while its SKILL.md is missing.
   std::string why;
-  if (!appendToList(readOrEmpty(broker_.home().root + "/pine.yaml"), "skills", entry.dump(), why)) return toolError(why);
+  if (!appendToList(readOrEmpty(run_.services.home().root + "/pine.yaml"), "skills", entry.dump(), why)) return toolError(why);
   std::string path = "skills/" + skill.name + "/SKILL.md";
   return changeConfig(path, skillFile(skill), "skill '" + skill.name + "'")
       .then([this, entry, name = skill.name](std::optional<std::string> e) -> kj::Promise<std::optional<std::string>> {
@@ -203,8 +203,8 @@ kj::Promise<ToolAnswer> Run::addSkill(const nlohmann::json& args) {
       })
       .then([this, name = skill.name, forAll](std::optional<std::string> e) {
         if (e) return toolError("the skill was not added:\n" + *e);
-        broker_.reloadConfiguration();
-        audit("skill.add", {{"agent", req_.agent}, {"session", req_.session}, {"task", taskId_}, {"skill", name},
+        run_.services.reloadConfiguration();
+        audit("skill.add", {{"agent", run_.req.agent}, {"session", run_.req.session}, {"task", run_.taskId}, {"skill", name},
                             {"forAllAgents", forAll}});
         return ToolAnswer{"skill '" + name + "' added" + (forAll ? " for all agents" : "") +
                               "; it is in the skills index from the next task on",
@@ -212,22 +212,22 @@ kj::Promise<ToolAnswer> Run::addSkill(const nlohmann::json& args) {
       });
 }
 
-kj::Promise<ToolAnswer> Run::createAgent(const nlohmann::json& args) {
+kj::Promise<ToolAnswer> BrokerTools::createAgent(const nlohmann::json& args) {
   std::string id = args.value("id", "");
   std::vector<std::string> tools = {"read", "write", "edit", "grep", "find", "ls", "bash"};
   if (args.contains("tools")) tools = args["tools"].get<std::vector<std::string>>();  // checked: strings only
-  std::string yaml = "# Created by agent " + req_.agent + " (task " + taskId_ + "), approved by the owner.\n" +
+  std::string yaml = "# Created by agent " + run_.req.agent + " (task " + run_.taskId + "), approved by the owner.\n" +
                      "description: " + nlohmann::json(args.value("description", "")).dump() + "\n" +
                      "mode: " + args.value("mode", "auto") + "\n" + "tools: " + nlohmann::json(tools).dump() + "\n";
-  auto req = broker_.supervisor().createAgentRequest();
+  auto req = run_.services.supervisor().createAgentRequest();
   req.setId(id);
   req.setAgentYaml(yaml);
   req.setInstructions(args.value("instructions", ""));
-  req.setReason("agent '" + id + "' asked for by " + req_.agent + ", task " + taskId_);
+  req.setReason("agent '" + id + "' asked for by " + run_.req.agent + ", task " + run_.taskId);
   return req.send().then([this, id](auto&& r) {
     if (!r.getOk()) return toolError("the agent was not created:\n" + joinErrors(r.getErrors()));
-    broker_.reloadConfiguration();
-    audit("agent.create", {{"agent", id}, {"by", req_.agent}, {"session", req_.session}, {"task", taskId_}});
+    run_.services.reloadConfiguration();
+    audit("agent.create", {{"agent", id}, {"by", run_.req.agent}, {"session", run_.req.session}, {"task", run_.taskId}});
     return ToolAnswer{"agent '" + id + "' created; delegate to it or the owner can message it", false};
   });
 }

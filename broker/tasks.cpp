@@ -16,6 +16,14 @@ const char* toString(TaskState s) {
   return "unknown";
 }
 
+std::optional<TaskState> parseTaskState(const std::string& s) {
+  if (s == "queued") return TaskState::Queued;
+  if (s == "running") return TaskState::Running;
+  if (s == "done") return TaskState::Done;
+  if (s == "failed" || s == "refused") return TaskState::Failed;
+  return std::nullopt;
+}
+
 nlohmann::json TaskRecord::toJson() const {
   nlohmann::json j = {{"id", id}, {"agent", agent}, {"state", toString(state)}, {"createdAt", isoTime(createdAtMs)}};
   if (workerPid) j["workerPid"] = workerPid;
@@ -26,6 +34,7 @@ nlohmann::json TaskRecord::toJson() const {
   j["trust"] = trust;
   if (!origin.empty()) j["origin"] = origin;
   if (!parent.empty()) j["parent"] = parent;
+  if (attempt) j["resumed"] = attempt;
   if (tokensIn || tokensOut) j["usage"] = {{"input", tokensIn}, {"output", tokensOut}, {"cost", cost}};
   if (state == TaskState::Done) j["answer"] = answer;
   if (state == TaskState::Failed) j["error"] = error;
@@ -45,6 +54,14 @@ TaskRecord& TaskTable::create(const std::string& agent, const std::string& text,
   TaskRecord& ref = *t;
   tasks_[ref.id] = std::move(t);
   order_.push_back(ref.id);
+  return ref;
+}
+
+TaskRecord& TaskTable::adopt(TaskRecord t) {
+  auto owned = std::make_unique<TaskRecord>(std::move(t));
+  TaskRecord& ref = *owned;
+  if (!tasks_.count(ref.id)) order_.push_back(ref.id);
+  tasks_[ref.id] = std::move(owned);
   return ref;
 }
 

@@ -14,6 +14,8 @@ namespace pine {
 
 enum class TaskState { Queued, Running, Done, Failed };
 const char* toString(TaskState s);
+// The state a stored row names ("refused" is an ended task that never ran: Failed); nullopt for others.
+std::optional<TaskState> parseTaskState(const std::string& s);
 
 struct TaskRecord {
   std::string id;
@@ -31,7 +33,9 @@ struct TaskRecord {
   std::string trust = "owner";
   std::string origin;  // who started it: owner, route:NAME, schedule:NAME, delegate:TASK, ...
   std::string parent;
+  std::string eventId;
   int depth = 0;
+  int attempt = 0;  // how often it was resumed after a crash of the broker
   long long tokensIn = 0, tokensOut = 0;
   double cost = 0;
   bool ended() const { return state == TaskState::Done || state == TaskState::Failed; }
@@ -43,6 +47,8 @@ class TaskTable {
   explicit TaskTable(size_t keepEnded = 200) : keepEnded_(keepEnded) {}
 
   TaskRecord& create(const std::string& agent, const std::string& text, long long nowMs);
+  // Takes up a task the store kept across a crash of the broker, under its own id.
+  TaskRecord& adopt(TaskRecord t);
   TaskRecord* find(const std::string& id);
   // Moves a task to Running.
   void start(TaskRecord& t, pid_t workerPid, const std::string& sandbox, long long nowMs);

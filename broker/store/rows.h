@@ -35,6 +35,9 @@ struct EventQuery {
 struct TaskRow {
   std::string id, agent, session, text, trust, state;  // state: queued|running|done|failed|refused
   std::string answer, error, parent, eventId;
+  std::string origin;          // who started it: owner, route:NAME, schedule:NAME, delegate:TASK, ...
+  std::string request = "{}";  // JSON text: the rest of what started it, for resuming after a crash
+  int attempt = 0;             // 0: as submitted; n: resumed n times after a crash of the broker
   int depth = 0;
   long long createdMs = 0, startedMs = 0, endedMs = 0;
   long long tokensIn = 0, tokensOut = 0;
@@ -72,6 +75,23 @@ struct GrantRow {
   std::string agent, session, kind, value;  // kind: always|read|write|network
   bool whileTainted = false;
   long long createdMs = 0;
+};
+
+// One tool call of a task, in the journal a resumed run is told about (recovery after a
+// crash of the broker): recorded before the call is carried out, then settled.
+struct StepRow {
+  std::string taskId;
+  long long seq = 0;  // assigned by addStep: 1, 2, ... within the task
+  int attempt = 0;    // the task's attempt that made the call
+  std::string tool;
+  std::string args;      // JSON text (clipped to a JSON string when long)
+  std::string argsHash;  // SHA-256 hex of the full arguments' JSON text: what a repeat is matched by
+  std::string side;      // worker|broker: who carries it out
+  std::string state;     // pending|done|failed|unknown
+  std::string result;    // what a broker-side call returned (clipped); "" for the worker's
+  std::string approvalId;  // the approval it went ahead on, if any
+  bool answered = false;   // a resumed run's exact repeat was answered from here (once)
+  long long startedMs = 0, endedMs = 0;
 };
 
 struct StateRow {

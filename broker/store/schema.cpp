@@ -131,12 +131,52 @@ CREATE INDEX approvals_by_state ON approvals (state, created_ms);
 CREATE INDEX subscriptions_by_agent ON subscriptions (agent, created_ms);
 )sql";
 
+// v3: what a crash of the broker must not lose (issue 12). A task keeps what started it
+// (origin, request) and how often it was resumed (attempt); the journal of its tool calls
+// says which were carried out, and which were cut off; pined's boot tells a restart of the
+// broker from a fresh start of pined; mode switches last until pined restarts.
+const char* kV3 = R"sql(
+ALTER TABLE tasks ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+ALTER TABLE tasks ADD COLUMN request TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE tasks ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE task_steps (
+  task_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  tool TEXT NOT NULL,
+  args TEXT NOT NULL,
+  args_hash TEXT NOT NULL,
+  side TEXT NOT NULL CHECK (side IN ('worker', 'broker')),
+  state TEXT NOT NULL CHECK (state IN ('pending', 'done', 'failed', 'unknown')),
+  result TEXT NOT NULL DEFAULT '',
+  approval_id TEXT NOT NULL DEFAULT '',
+  answered INTEGER NOT NULL DEFAULT 0,
+  started_ms INTEGER NOT NULL,
+  ended_ms INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (task_id, seq),
+  FOREIGN KEY (task_id) REFERENCES tasks (id) ON DELETE CASCADE
+);
+CREATE INDEX task_steps_by_state ON task_steps (state);
+CREATE INDEX approvals_by_task ON approvals (task_id, created_ms);
+CREATE TABLE boot (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  boot_id TEXT NOT NULL,
+  started_ms INTEGER NOT NULL
+);
+CREATE TABLE mode_switches (
+  agent TEXT PRIMARY KEY NOT NULL,
+  mode TEXT NOT NULL CHECK (mode IN ('manual', 'auto', 'bypass')),
+  set_ms INTEGER NOT NULL
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> list = {
       {1, "creating the tables", kV1},
       {2, "creating the indexes", kV2},
+      {3, "adding the task journal, pined's boot and mode switches", kV3},
   };
   return list;
 }

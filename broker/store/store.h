@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "broker/store/rows.h"
@@ -40,6 +41,8 @@ class Store {
   // Newest first; "" matches every agent / state.
   std::vector<TaskRow> tasks(int limit, const std::string& agent = "", const std::string& state = "") const;
   std::vector<TaskRow> unfinishedTasks() const;  // queued or running, oldest first
+  // Adds to a task's stored usage (model calls as they happen, so that a crash loses none).
+  void addTaskUsage(const std::string& id, long long tokensIn, long long tokensOut, double cost);
   // Tasks created at or after sinceMs; agent "" sums every agent.
   UsageTotals usageSince(const std::string& agent, long long sinceMs) const;
 
@@ -65,12 +68,40 @@ class Store {
   bool decideApproval(const std::string& id, const std::string& state, bool always, const std::string& by,
                       long long nowMs);
 
+  // The approvals one task asked for, oldest first.
+  std::vector<ApprovalRow> approvalsOfTask(const std::string& taskId) const;
+
+  // The journal of a task's tool calls (after a crash of the broker, a resumed run is told what
+  // was carried out and what was cut off). The task's row must exist; its steps go with it.
+  // Records a call about to be carried out (state pending, or as given); returns its seq.
+  long long addStep(StepRow s);
+  // Settles one pending step: done, failed or unknown, with what it returned. False if it was
+  // not pending.
+  bool settleStep(const std::string& taskId, long long seq, const std::string& state, const std::string& result,
+                  long long nowMs);
+  // Settles every pending step of the task carried out by `side`; returns how many.
+  long long settlePendingSteps(const std::string& taskId, const std::string& side, const std::string& state,
+                               long long nowMs);
+  // Every pending step of every task becomes unknown: the broker starts, whatever ran was cut off.
+  long long interruptPendingSteps(long long nowMs);
+  void markStepAnswered(const std::string& taskId, long long seq);
+  std::vector<StepRow> steps(const std::string& taskId) const;  // by seq
+
+  // What lasts until pined restarts, not only its broker. pined names each of its starts by a
+  // boot id; the broker passes it here when it starts. A boot id other than the stored one is a
+  // fresh start of pined: every grant and mode switch is removed in the same transaction and
+  // true returned. The same one is a restart of the broker alone: nothing is removed.
+  bool beginBoot(const std::string& bootId, long long nowMs);
+  // pinectl mode: an agent's mode until pined restarts (mode: manual|auto|bypass).
+  void setModeSwitch(const std::string& agent, const std::string& mode, long long nowMs);
+  std::vector<std::pair<std::string, std::string>> modeSwitches() const;  // (agent, mode), by agent
+
   // Creates the session row if missing. The same grant again keeps the first and widens
   // whileTainted (a yes given while tainted holds).
   void addGrant(const GrantRow& g);
   std::vector<GrantRow> grants(const std::string& agent, const std::string& session) const;
-  // Grants hold until the conversation is reset or the daemon restarts: the broker calls
-  // this when it starts. Returns how many were removed.
+  // Grants hold until the conversation is reset or the daemon restarts (beginBoot calls this
+  // on a fresh start of pined). Returns how many were removed.
   long long removeAllGrants();
 
   std::optional<StateRow> state(const std::string& key) const;
@@ -94,8 +125,9 @@ class Store {
   PurgeCounts purgeOlderThan(long long cutoffMs);
 
   // Layer 10: a secret that reached the store is rewritten out of event payloads, task texts,
-  // answers and errors, message contents, approval arguments and reasons, and state values
-  // (fn returns the redacted text). JSON stays JSON: fn also sees every decoded string, so an
+  // answers and errors, message contents, approval arguments and reasons, state values, and the
+  // journal's arguments and results (fn returns the redacted text). JSON stays JSON: fn also
+  // sees every decoded string, so an
   // escaped secret is found too. One transaction; the old text is zeroed in the file
   // (secure_delete) and the WAL truncated. Returns how many stored values changed.
   long long rewriteText(const std::function<std::string(const std::string&)>& fn);

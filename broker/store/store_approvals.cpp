@@ -78,6 +78,14 @@ std::vector<ApprovalRow> Store::approvals(bool pendingOnly, int limit) const {
   return out;
 }
 
+std::vector<ApprovalRow> Store::approvalsOfTask(const std::string& taskId) const {
+  auto st = db_->prepare(APPROVAL_COLUMNS " WHERE task_id = ?1 ORDER BY created_ms, rowid", "listing a task's approvals");
+  st.bind(1, taskId);
+  std::vector<ApprovalRow> out;
+  while (st.step()) out.push_back(readApproval(st));
+  return out;
+}
+
 bool Store::decideApproval(const std::string& id, const std::string& state, bool always, const std::string& by,
                            long long nowMs) {
   std::string what = "deciding approval '" + id + "': ";

@@ -74,7 +74,8 @@ long long Store::rewriteText(const std::function<std::string(const std::string&)
   static const Column columns[] = {
       {"events", "payload", true},  {"tasks", "text", false},     {"tasks", "answer", false},
       {"tasks", "error", false},    {"messages", "content", true}, {"approvals", "args", true},
-      {"approvals", "reason", false}, {"state", "value", true},
+      {"approvals", "reason", false}, {"state", "value", true}, {"task_steps", "args", true},
+      {"task_steps", "result", false},
   };
   long long changed = 0;
   {

@@ -1,4 +1,5 @@
-// Small tables: agents' state, subscriptions, schedules' last runs, channel pairings.
+// Small tables: agents' state, subscriptions, schedules' last runs, channel pairings, pined's
+// boot and the mode switches that last until it restarts.
 #include "broker/store/checks.h"
 #include "broker/store/json_text.h"
 #include "broker/store/sqlite_db.h"
@@ -157,6 +158,48 @@ std::vector<PairingRow> Store::pairings(const std::string& channel) const {
   st.bind(1, channel);
   std::vector<PairingRow> out;
   while (st.step()) out.push_back(readPairing(st));
+  return out;
+}
+
+bool Store::beginBoot(const std::string& bootId, long long nowMs) {
+  requireNonEmpty(bootId, "pined's boot id");
+  Tx tx(*db_, "recording pined's boot");
+  std::string stored;
+  {
+    auto st = db_->prepare("SELECT boot_id FROM boot WHERE id = 1", "reading pined's boot");
+    if (st.step()) stored = st.text(0);
+  }
+  bool fresh = stored != bootId;
+  if (fresh) {
+    // Grants, "always" answers and mode switches hold until pined restarts (pine-security.md layer 4).
+    db_->prepare("DELETE FROM grants", "removing the grants of pined's last run").run();
+    db_->prepare("DELETE FROM mode_switches", "removing the mode switches of pined's last run").run();
+    auto st = db_->prepare(
+        "INSERT INTO boot (id, boot_id, started_ms) VALUES (1, ?1, ?2) ON CONFLICT (id) DO UPDATE SET "
+        "boot_id = excluded.boot_id, started_ms = excluded.started_ms",
+        "recording pined's boot");
+    st.bind(1, bootId).bind(2, nowMs);
+    st.run();
+  }
+  tx.commit();
+  return fresh;
+}
+
+void Store::setModeSwitch(const std::string& agent, const std::string& mode, long long nowMs) {
+  requireNonEmpty(agent, "mode switch: agent");
+  requireOneOf(mode, {"manual", "auto", "bypass"}, "mode switch of " + agent + ": mode");
+  auto st = db_->prepare(
+      "INSERT INTO mode_switches (agent, mode, set_ms) VALUES (?1, ?2, ?3) ON CONFLICT (agent) DO UPDATE SET "
+      "mode = excluded.mode, set_ms = excluded.set_ms",
+      "storing a mode switch");
+  st.bind(1, agent).bind(2, mode).bind(3, nowMs);
+  st.run();
+}
+
+std::vector<std::pair<std::string, std::string>> Store::modeSwitches() const {
+  auto st = db_->prepare("SELECT agent, mode FROM mode_switches ORDER BY agent", "reading mode switches");
+  std::vector<std::pair<std::string, std::string>> out;
+  while (st.step()) out.emplace_back(st.text(0), st.text(1));
   return out;
 }
 

@@ -1,5 +1,6 @@
 // Tasks: what ran, for whom, with what answer and usage.
 #include "broker/store/checks.h"
+#include "broker/store/json_text.h"
 #include "broker/store/sqlite_db.h"
 #include "broker/store/store.h"
 
@@ -11,7 +12,7 @@ namespace {
 
 #define TASK_COLUMNS                                                                                               \
   "SELECT id, agent, session, text, trust, state, answer, error, parent, event_id, depth, created_ms, started_ms, " \
-  "ended_ms, tokens_in, tokens_out, cost FROM tasks"
+  "ended_ms, tokens_in, tokens_out, cost, origin, request, attempt FROM tasks"
 
 TaskRow readTask(const Stmt& st) {
   TaskRow t;
@@ -32,6 +33,9 @@ TaskRow readTask(const Stmt& st) {
   t.tokensIn = st.i64(14);
   t.tokensOut = st.i64(15);
   t.cost = st.f64(16);
+  t.origin = st.text(17);
+  t.request = st.text(18);
+  t.attempt = st.i32(19);
   return t;
 }
 
@@ -49,20 +53,33 @@ void Store::putTask(const TaskRow& t) {
   requireNonEmpty(t.agent, what + "agent");
   requireOneOf(t.trust, {"owner", "untrusted"}, what + "trust");
   requireOneOf(t.state, {"queued", "running", "done", "failed", "refused"}, what + "state");
-  // An upsert, not INSERT OR REPLACE: the row is updated in place, never deleted and re-made.
+  requireJson(t.request, what + "request");
+  if (t.attempt < 0) throw StoreError(what + "attempt " + std::to_string(t.attempt) + " is negative");
+  // An upsert, not INSERT OR REPLACE: the row is updated in place, never deleted and re-made
+  // (which would also delete its journal through the foreign key).
   auto st = db_->prepare(
       "INSERT INTO tasks (id, agent, session, text, trust, state, answer, error, parent, event_id, depth, created_ms, "
-      "started_ms, ended_ms, tokens_in, tokens_out, cost) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-      "?13, ?14, ?15, ?16, ?17) ON CONFLICT (id) DO UPDATE SET agent = excluded.agent, session = excluded.session, "
+      "started_ms, ended_ms, tokens_in, tokens_out, cost, origin, request, attempt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+      "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) ON CONFLICT (id) DO UPDATE SET "
+      "agent = excluded.agent, session = excluded.session, "
       "text = excluded.text, trust = excluded.trust, state = excluded.state, answer = excluded.answer, "
       "error = excluded.error, parent = excluded.parent, event_id = excluded.event_id, depth = excluded.depth, "
       "created_ms = excluded.created_ms, started_ms = excluded.started_ms, ended_ms = excluded.ended_ms, "
-      "tokens_in = excluded.tokens_in, tokens_out = excluded.tokens_out, cost = excluded.cost",
+      "tokens_in = excluded.tokens_in, tokens_out = excluded.tokens_out, cost = excluded.cost, "
+      "origin = excluded.origin, request = excluded.request, attempt = excluded.attempt",
       "storing a task");
   st.bind(1, t.id).bind(2, t.agent).bind(3, t.session).bind(4, t.text).bind(5, t.trust).bind(6, t.state);
   st.bind(7, t.answer).bind(8, t.error).bind(9, t.parent).bind(10, t.eventId).bind(11, t.depth);
   st.bind(12, t.createdMs).bind(13, t.startedMs).bind(14, t.endedMs).bind(15, t.tokensIn).bind(16, t.tokensOut);
-  st.bind(17, t.cost);
+  st.bind(17, t.cost).bind(18, t.origin).bind(19, t.request).bind(20, t.attempt);
+  st.run();
+}
+
+void Store::addTaskUsage(const std::string& id, long long tokensIn, long long tokensOut, double cost) {
+  auto st = db_->prepare(
+      "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, cost = cost + ?4 WHERE id = ?1",
+      "adding to a task's usage");
+  st.bind(1, id).bind(2, tokensIn).bind(3, tokensOut).bind(4, cost);
   st.run();
 }
 

@@ -259,6 +259,17 @@ RawConn::~RawConn() {
   if (fd_ >= 0) close(fd_);
 }
 
+RawConn& RawConn::operator=(RawConn&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = o.fd_;
+    buf_ = std::move(o.buf_);
+    eof_ = o.eof_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
 bool RawConn::send(const std::string& bytes) {
   size_t off = 0;
   while (off < bytes.size()) {

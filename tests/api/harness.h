@@ -94,7 +94,8 @@ class RawConn {
  public:
   static RawConn tcp(int port);
   static RawConn unixSocket(const std::string& path);
-  RawConn(RawConn&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  RawConn(RawConn&& o) noexcept : fd_(o.fd_), buf_(std::move(o.buf_)), eof_(o.eof_) { o.fd_ = -1; }
+  RawConn& operator=(RawConn&& o) noexcept;
   ~RawConn();
 
   bool send(const std::string& bytes);  // false when the server has closed

@@ -45,14 +45,12 @@ std::vector<nlohmann::json> tasksOf(Pined& p, const std::string& agent) {
   return out;
 }
 
-bool ended(const nlohmann::json& t) { return t["state"] == "done" || t["state"] == "failed"; }
-
 // The task once it has ended (null when it did not within `limit`).
 nlohmann::json waitTask(Pined& p, const std::string& agent, const std::string& id, std::chrono::milliseconds limit = 20s) {
   nlohmann::json found;
   waitUntil([&] {
     for (auto& t : tasksOf(p, agent))
-      if (t["id"] == id && ended(t)) {
+      if (t["id"] == id && taskEnded(t)) {
         found = t;
         return true;
       }
@@ -88,19 +86,10 @@ nlohmann::json runWatchingApprovals(Pined& p, const std::string& agent, const st
   waitUntil([&] {
     if (pendingFor(p, agent, 0ms).is_object()) asked = true;
     for (auto& x : tasksOf(p, agent))
-      if (x["id"] == id && ended(x)) t = x;
+      if (x["id"] == id && taskEnded(x)) t = x;
     return asked || t.is_object();
   }, 20s);
   return t;
-}
-
-bool sessionTainted(Pined& p, const std::string& agent, const std::string& session) {
-  auto j = p.api("GET", "/v1/agents").json();
-  for (auto& a : j["agents"])
-    if (a["id"] == agent)
-      for (auto& s : a["sessions"])
-        if (s["session"] == session) return s["tainted"].get<bool>();
-  return false;
 }
 
 bool has(const nlohmann::json& t, const char* field, const std::string& part) {
@@ -127,7 +116,7 @@ nlohmann::json firstEndedTask(Pined& p, const std::string& agent, std::chrono::m
   nlohmann::json found;
   waitUntil([&] {
     for (auto& t : tasksOf(p, agent))
-      if (ended(t)) {
+      if (taskEnded(t)) {
         found = t;
         return true;
       }
@@ -321,7 +310,7 @@ TEST_CASE("subscriptions: events of a subscribed source arrive in the conversati
   nlohmann::json delivered;
   REQUIRE(waitUntil([&] {
     for (auto& t : tasksOf(pined, "relay-sub"))
-      if (has(t, "origin", "subscription:") && ended(t)) delivered = t;
+      if (has(t, "origin", "subscription:") && taskEnded(t)) delivered = t;
     return delivered.is_object();
   }, 20s));
   CAPTURE(delivered.dump());
@@ -344,7 +333,7 @@ TEST_CASE("subscriptions: events of a subscribed source arrive in the conversati
   nlohmann::json own;
   REQUIRE(waitUntil([&] {
     for (auto& t : tasksOf(pined, "relay-sep"))
-      if (has(t, "origin", "subscription:") && ended(t)) own = t;
+      if (has(t, "origin", "subscription:") && taskEnded(t)) own = t;
     return own.is_object();
   }, 20s));
   CAPTURE(own.dump());

@@ -140,8 +140,6 @@ void writeHome(const std::string& home, const std::string& taintTools, const std
 
 std::string ws(const std::string& home, const std::string& agent = "main") { return home + "/agents/" + agent + "/workspace"; }
 
-bool ended(const nlohmann::json& t) { return t["state"] == "done" || t["state"] == "failed"; }
-
 nlohmann::json taskById(Pined& p, const std::string& agent, const std::string& id) {
   auto j = p.api("GET", "/v1/tasks?agent=" + agent).json();
   if (j.is_object() && j.contains("tasks"))
@@ -171,7 +169,7 @@ Outcome runAnswering(Pined& p, const std::string& agent, const std::string& text
           p.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/" + answer, "{}");
         }
     auto t = taskById(p, agent, id);
-    if (t.is_object() && ended(t)) o.task = t;
+    if (t.is_object() && taskEnded(t)) o.task = t;
     return o.task.is_object();
   }, 40s);
   return o;
@@ -196,15 +194,6 @@ std::map<std::string, std::vector<std::string>> decisionsOf(Pined& p, const std:
   for (auto& d : audit(p, "tool.decision"))
     if (d["task"] == task) out[d["tool"].get<std::string>()].push_back(d["decision"].get<std::string>());
   return out;
-}
-
-bool sessionTainted(Pined& p, const std::string& agent, const std::string& session) {
-  auto j = p.api("GET", "/v1/agents").json();
-  for (auto& a : j["agents"])
-    if (a["id"] == agent)
-      for (auto& s : a["sessions"])
-        if (s["session"] == session) return s["tainted"].get<bool>();
-  return false;
 }
 
 void checkUntouched(const std::string& dir) {
@@ -441,7 +430,7 @@ TEST_CASE("injection from a stranger's message: the untrusted run has read-only 
   REQUIRE(waitUntil([&] {
     auto j = pined.api("GET", "/v1/tasks?agent=house").json();
     for (auto& x : j["tasks"])
-      if (ended(x)) t = x;
+      if (taskEnded(x)) t = x;
     return t.is_object();
   }, 30s));
   CAPTURE(t.dump());
@@ -524,7 +513,7 @@ TEST_CASE("injection in an MQTT payload: a real mosquitto, an mqtt source routed
   REQUIRE_MESSAGE(waitUntil([&] {
     auto j = pined.api("GET", "/v1/tasks?agent=house").json();
     for (auto& x : j["tasks"])
-      if (ended(x)) t = x;
+      if (taskEnded(x)) t = x;
     return t.is_object();
   }, 30s), readText(home + "/data/logs/broker.log"));
   CAPTURE(t.dump());

@@ -1,6 +1,7 @@
 // Opening pine.db: schema steps, files that are refused, the pragmas and the file mode.
 #include <unistd.h>
 
+#include "broker/store/schema.h"
 #include "tests/store/helpers.h"
 
 using namespace pine::store;
@@ -66,7 +67,7 @@ TEST_CASE("open: a missing file is created, migrated to the latest version, WAL,
   mode_t old = umask(022);
   auto s = Store::open(dir.db());
   umask(old);
-  CHECK(Store::latestSchemaVersion() == 2);
+  CHECK(Store::latestSchemaVersion() == 3);
   CHECK(s->schemaVersion() == Store::latestSchemaVersion());
   CHECK(s->path() == dir.db());
   std::vector<Event> b = {ev("e")};
@@ -89,7 +90,7 @@ TEST_CASE("open: an existing empty file is fine; a readable-by-others file is na
   { std::ofstream(dir.db()).flush(); }
   REQUIRE(::chmod(dir.db().c_str(), 0644) == 0);
   auto s = Store::open(dir.db());
-  CHECK(s->schemaVersion() == 2);
+  CHECK(s->schemaVersion() == 3);
   struct stat st {};
   REQUIRE(::stat(dir.db().c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
@@ -103,7 +104,7 @@ TEST_CASE("open: reopening keeps the data and runs no step again") {
   }
   auto s = Store::open(dir.db());
   CHECK(s->state("k")->value == "1");
-  CHECK(s->schemaVersion() == 2);
+  CHECK(s->schemaVersion() == 3);
 }
 
 TEST_CASE("open: a hand-made version 1 database is migrated and keeps its rows") {
@@ -118,7 +119,7 @@ TEST_CASE("open: a hand-made version 1 database is migrated and keeps its rows")
   }
   CHECK(indexes(dir.db()).empty());
   auto s = Store::open(dir.db());
-  CHECK(s->schemaVersion() == 2);
+  CHECK(s->schemaVersion() == 3);
   CHECK(indexes(dir.db()).find("events_by_time") != std::string::npos);
   auto e = s->event("old");
   REQUIRE(e);
@@ -127,6 +128,24 @@ TEST_CASE("open: a hand-made version 1 database is migrated and keeps its rows")
   s->appendEvents(b);
   CHECK(b[0].seq == 2);
   CHECK(s->messages("main", "main").size() == 1);
+}
+
+TEST_CASE("open: a version 1 task is migrated with no request, attempt 0, and an empty journal") {
+  TempDir dir;
+  {
+    Raw raw(dir.db());
+    raw.exec(kV1);
+    raw.exec("INSERT INTO tasks (id, agent, session, text, trust, state, created_ms) VALUES ('t-old', 'main', "
+             "'main', 'hello', 'owner', 'running', 5)");
+  }
+  auto s = Store::open(dir.db());
+  auto t = s->task("t-old");
+  REQUIRE(t);
+  CHECK(t->request == "{}");
+  CHECK(t->origin == "");
+  CHECK(t->attempt == 0);
+  CHECK(s->steps("t-old").empty());
+  CHECK(s->unfinishedTasks().size() == 1);
 }
 
 TEST_CASE("open: a step that fails leaves the database at the version before it") {
@@ -153,7 +172,7 @@ TEST_CASE("open: a newer schema is refused, naming version, file and the fix") {
   }
   std::string err = errorOf([&] { Store::open(dir.db()); });
   CHECK(err.find("schema version 7") != std::string::npos);
-  CHECK(err.find("knows up to 2") != std::string::npos);
+  CHECK(err.find("knows up to " + std::to_string(pine::store::detail::latestVersion())) != std::string::npos);
   CHECK(err.find(dir.db()) != std::string::npos);
   CHECK(err.find("upgrade pine or restore a backup") != std::string::npos);
   Raw raw(dir.db());
@@ -192,7 +211,7 @@ TEST_CASE("open: a symbolic link is refused; the file it points to opens") {
   REQUIRE(::symlink(real.c_str(), dir.db().c_str()) == 0);
   std::string err = errorOf([&] { Store::open(dir.db()); });
   CHECK(err.find("symbolic link") != std::string::npos);
-  CHECK(Store::open(real)->schemaVersion() == 2);
+  CHECK(Store::open(real)->schemaVersion() == 3);
 }
 
 TEST_CASE("open: a missing folder says to create it") {
@@ -200,5 +219,5 @@ TEST_CASE("open: a missing folder says to create it") {
   std::string err = errorOf([&] { Store::open(dir.path + "/data/pine.db"); });
   CHECK(err.find("create the folder " + dir.path + "/data") != std::string::npos);
   std::filesystem::create_directory(dir.path + "/data");
-  CHECK(Store::open(dir.path + "/data/pine.db")->schemaVersion() == 2);
+  CHECK(Store::open(dir.path + "/data/pine.db")->schemaVersion() == 3);
 }

@@ -1,10 +1,10 @@
-// The broker's side of the control API (broker/api_backend.h): what each route
-// reads or changes. The HTTP side and the owner checks are in control_api.cpp.
+#include "broker/owner_api.h"
+
 #include <kj/debug.h>
 
-#include "broker/broker.h"
+#include "broker/policy/topics.h"
 #include "broker/schedule/describe.h"
-#include "broker/schedule/next_run.h"
+#include "common/rpc_link.h"
 #include "common/log.h"
 #include "common/names.h"
 
@@ -30,8 +30,8 @@ std::optional<config::Mode> parseMode(const std::string& s) {
 
 }  // namespace
 
-kj::Promise<ApiReply> Broker::status() {
-  return supervisor_.statusRequest().send().then(
+kj::Promise<ApiReply> OwnerApi::status() {
+  return p_.supervisor().statusRequest().send().then(
       [this](auto&& r) {
         long long now = nowMs();
         nlohmann::json procs = nlohmann::json::array();
@@ -46,26 +46,26 @@ kj::Promise<ApiReply> Broker::status() {
           procs.push_back(j);
         }
         nlohmann::json active = nlohmann::json::array();
-        for (auto* t : tasks_.active()) active.push_back(t->toJson());
+        for (auto* t : p_.queue.active()) active.push_back(t->toJson());
         return ApiReply{200,
-                        {{"home", home_.root},
+                        {{"home", p_.home.root},
                          {"processes", procs},
                          {"tasks", active},
-                         {"pendingApprovals", store_->approvals(true, 1000).size()}}};
+                         {"pendingApprovals", p_.store.approvals(true, 1000).size()}}};
       },
       [](kj::Exception&& e) { return apiError(502, "pined did not answer: " + describeRemote(e)); });
 }
 
-kj::Promise<ApiReply> Broker::reload() {
-  return supervisor_.reloadConfigRequest().send().then([this](auto&& r) {
+kj::Promise<ApiReply> OwnerApi::reload() {
+  return p_.supervisor().reloadConfigRequest().send().then([this](auto&& r) {
     nlohmann::json errors = nlohmann::json::array();
     for (auto e : r.getErrors()) errors.push_back(std::string(e.cStr()));
-    if (errors.empty()) reloadConfiguration();  // pined validated it: the broker reads the same files
+    if (errors.empty()) p_.reloadConfiguration();  // pined validated it: the broker reads the same files
     return ApiReply{200, {{"ok", errors.empty()}, {"errors", errors}}};
   });
 }
 
-ApiReply Broker::tasks(const ApiQuery& query) {
+ApiReply OwnerApi::tasks(const ApiQuery& query) {
   long long limit;
   try {
     limit = std::clamp<long long>(queryInt(query, "limit", 100), 1, 1000);
@@ -75,17 +75,17 @@ ApiReply Broker::tasks(const ApiQuery& query) {
   auto agentIt = query.find("agent");
   auto stateIt = query.find("state");
   nlohmann::json list = nlohmann::json::array();
-  for (auto& r : store_->tasks((int)limit, agentIt == query.end() ? "" : agentIt->second,
+  for (auto& r : p_.store.tasks((int)limit, agentIt == query.end() ? "" : agentIt->second,
                                stateIt == query.end() ? "" : stateIt->second)) {
     // Live tasks say more (worker pid, sandbox) than their stored row.
-    if (auto* t = tasks_.find(r.id)) {
+    if (auto* t = p_.queue.find(r.id)) {
       list.push_back(t->toJson());
       continue;
     }
     nlohmann::json j = {{"id", r.id},         {"agent", r.agent}, {"session", r.session}, {"trust", r.trust},
                         {"state", r.state},   {"createdAt", isoTime(r.createdMs)}};
     if (r.endedMs) j["endedAt"] = isoTime(r.endedMs);
-    if (r.state == "done") j["answer"] = r.answer;
+    if (parseTaskState(r.state) == TaskState::Done) j["answer"] = r.answer;
     if (!r.error.empty()) j["error"] = r.error;
     if (r.tokensIn || r.tokensOut) j["usage"] = {{"input", r.tokensIn}, {"output", r.tokensOut}, {"cost", r.cost}};
     list.push_back(j);
@@ -93,7 +93,7 @@ ApiReply Broker::tasks(const ApiQuery& query) {
   return {200, {{"tasks", list}}};
 }
 
-ApiReply Broker::listEvents(const ApiQuery& query) {
+ApiReply OwnerApi::listEvents(const ApiQuery& query) {
   store::EventQuery q;
   std::string pattern;
   try {
@@ -116,7 +116,7 @@ ApiReply Broker::listEvents(const ApiQuery& query) {
   nlohmann::json list = nlohmann::json::array();
   // A wildcard pattern narrows in SQL by its literal prefix, then here exactly.
   while (true) {
-    auto batch = store_->events(q);
+    auto batch = p_.store.events(q);
     for (auto& e : batch) {
       if (pattern.empty() || policy::topicMatches(pattern, e.topic)) list.push_back(eventJson(e));
       if ((int)list.size() >= q.limit) break;
@@ -127,7 +127,7 @@ ApiReply Broker::listEvents(const ApiQuery& query) {
   return {200, {{"events", list}}};
 }
 
-kj::Promise<ApiReply> Broker::publishEvent(const nlohmann::json& body) {
+kj::Promise<ApiReply> OwnerApi::publishEvent(const nlohmann::json& body) {
   // One event {"topic", "payload"}, or a batch {"events": [...]} committed in one transaction.
   bool batch = body.is_object() && body.contains("events");
   const nlohmann::json items = batch ? body["events"] : nlohmann::json::array({body});
@@ -152,7 +152,7 @@ kj::Promise<ApiReply> Broker::publishEvent(const nlohmann::json& body) {
     drafts.push_back(std::move(e));
   }
   kj::Vector<kj::Promise<store::Event>> promises;
-  for (auto& d : drafts) promises.add(bus_->publish(std::move(d)));  // same loop turn: one transaction
+  for (auto& d : drafts) promises.add(p_.bus.publish(std::move(d)));  // same loop turn: one transaction
   return kj::joinPromises(promises.releaseAsArray())
       .then(
           [batch](kj::Array<store::Event> committed) {
@@ -164,22 +164,21 @@ kj::Promise<ApiReply> Broker::publishEvent(const nlohmann::json& body) {
           [](kj::Exception&& ex) { return apiError(503, "not stored: " + describeRemote(ex)); });
 }
 
-ApiReply Broker::agents() {
+ApiReply OwnerApi::agents() {
   nlohmann::json list = nlohmann::json::array();
-  for (auto& [id, a] : config_->agents) {
+  for (auto& [id, a] : p_.config->agents) {
     nlohmann::json sessions = nlohmann::json::array();
-    for (auto& s : store_->sessions(id))
+    for (auto& s : p_.store.sessions(id))
       sessions.push_back({{"session", s.session}, {"tainted", s.tainted}, {"taintReason", s.taintReason}});
-    auto o = modeOverrides_.find(id);
-    config::Mode mode = o != modeOverrides_.end() ? o->second : config_->effectiveMode(a);
+    config::Mode mode = p_.sessions.effectiveMode(a);
     nlohmann::json active = nlohmann::json::array();
-    for (auto* t : tasks_.active())
+    for (auto* t : p_.queue.active())
       if (t->agent == id) active.push_back(t->id);
     list.push_back({{"id", id},
                     {"description", a.description},
                     {"mode", config::enumName(mode)},
-                    {"configuredMode", config::enumName(config_->effectiveMode(a))},
-                    {"model", config_->effectiveModel(a)},
+                    {"configuredMode", config::enumName(p_.config->effectiveMode(a))},
+                    {"model", p_.config->effectiveModel(a)},
                     {"tools", a.tools},
                     {"sessions", sessions},
                     {"activeTasks", active}});
@@ -187,7 +186,7 @@ ApiReply Broker::agents() {
   return {200, {{"agents", list}}};
 }
 
-ApiReply Broker::sendMessage(const std::string& agent, const nlohmann::json& body) {
+ApiReply OwnerApi::sendMessage(const std::string& agent, const nlohmann::json& body) {
   if (!body.is_object() || !body.contains("text") || !body["text"].is_string() ||
       body["text"].get<std::string>().empty())
     return apiError(400, "\"text\" must be a non-empty string");
@@ -203,59 +202,56 @@ ApiReply Broker::sendMessage(const std::string& agent, const nlohmann::json& bod
   r.text = body["text"].get<std::string>();
   r.trust = config::Trust::Owner;  // the control API authenticated the owner
   r.origin = "owner";
-  auto s = submit(r);
+  auto s = p_.queue.submit(r);
   if (s.taskId.empty()) return apiError(s.status, s.error);
   return {200, {{"task", s.taskId}, {"session", s.session}}};
 }
 
-kj::Promise<ApiReply> Broker::taskResult(const std::string& taskId) {
-  return whenEnded(taskId).then([this, taskId](const TaskRecord* t) -> ApiReply {
+kj::Promise<ApiReply> OwnerApi::taskResult(const std::string& taskId) {
+  return p_.queue.whenEnded(taskId).then([this, taskId](std::optional<TaskRecord> t) -> ApiReply {
     if (t) return {200, t->toJson()};
-    auto row = store_->task(taskId);
+    auto row = p_.store.task(taskId);
     if (!row) return apiError(404, "no task '" + taskId + "'");
     nlohmann::json j = {{"id", row->id}, {"agent", row->agent}, {"state", row->state}, {"session", row->session}};
-    if (row->state == "done") j["answer"] = row->answer;
+    if (parseTaskState(row->state) == TaskState::Done) j["answer"] = row->answer;
     if (!row->error.empty()) j["error"] = row->error;
     return {200, j};
   });
 }
 
-ApiReply Broker::resetAgent(const std::string& agent, const nlohmann::json& body) {
-  if (!config_->agents.count(agent)) return apiError(404, "no agent '" + agent + "'");
+ApiReply OwnerApi::resetAgent(const std::string& agent, const nlohmann::json& body) {
+  if (!p_.config->agents.count(agent)) return apiError(404, "no agent '" + agent + "'");
   std::vector<std::string> sessions;
   if (body.is_object() && body.contains("session")) {
     if (!body["session"].is_string()) return apiError(400, "\"session\" must be a string");
     sessions.push_back(body["session"].get<std::string>());
   } else {
-    for (auto& s : store_->sessions(agent)) sessions.push_back(s.session);
+    for (auto& s : p_.store.sessions(agent)) sessions.push_back(s.session);
   }
-  for (auto& s : sessions) {
-    store_->resetSession(agent, s);
-    audit("session.reset", {{"agent", agent}, {"session", s}});
-  }
+  for (auto& s : sessions) p_.sessions.reset(agent, s);
   return {200, {{"agent", agent}, {"reset", sessions}}};
 }
 
-ApiReply Broker::setMode(const std::string& agent, const nlohmann::json& body) {
-  auto it = config_->agents.find(agent);
-  if (it == config_->agents.end()) return apiError(404, "no agent '" + agent + "'");
+ApiReply OwnerApi::setMode(const std::string& agent, const nlohmann::json& body) {
+  auto it = p_.config->agents.find(agent);
+  if (it == p_.config->agents.end()) return apiError(404, "no agent '" + agent + "'");
   if (!body.is_object() || !body.contains("mode") || !body["mode"].is_string())
     return apiError(400, "the body must be {\"mode\": \"manual|auto|bypass\"}");
   auto mode = parseMode(body["mode"].get<std::string>());
   if (!mode) return apiError(400, "mode must be manual, auto or bypass");
-  modeOverrides_[agent] = *mode;
+  p_.sessions.setModeSwitch(agent, *mode);
   nlohmann::json reply = {{"agent", agent}, {"mode", config::enumName(*mode)}, {"until", "the daemon restarts"}};
   // Bypass in a conversation that has read outside content is paused unless the owner says "anyway" for it.
   if (*mode == config::Mode::Bypass) {
     nlohmann::json paused = nlohmann::json::array();
     std::string anyway = body.value("anywayInSession", "");
-    for (auto& s : store_->sessions(agent)) {
+    for (auto& s : p_.store.sessions(agent)) {
       if (!s.tainted) continue;
       if (s.session == anyway) {
         s.bypassAnyway = true;
-        store_->putSession(s);
+        p_.store.putSession(s);
         audit("mode.bypass_anyway", {{"agent", agent}, {"session", s.session}});
-      } else if (!config_->pine.security.bypassWhenTainted) {
+      } else if (!p_.config->pine.security.bypassWhenTainted) {
         paused.push_back(s.session);
       }
     }
@@ -265,39 +261,55 @@ ApiReply Broker::setMode(const std::string& agent, const nlohmann::json& body) {
                       "anywayInSession to choose bypass in one of them anyway";
     }
   } else {
-    for (auto& s : store_->sessions(agent))
+    for (auto& s : p_.store.sessions(agent))
       if (s.bypassAnyway) {
         s.bypassAnyway = false;  // "anyway" holds until the mode changes
-        store_->putSession(s);
+        p_.store.putSession(s);
       }
   }
   audit("mode.set", {{"agent", agent}, {"mode", config::enumName(*mode)}});
   return {200, reply};
 }
 
-ApiReply Broker::approvals(const ApiQuery& query) {
+ApiReply OwnerApi::approvals(const ApiQuery& query) {
   bool all = query.count("all") && query.at("all") != "false" && query.at("all") != "0";
   nlohmann::json list = nlohmann::json::array();
-  for (auto& a : store_->approvals(!all, 200)) list.push_back(Approvals::toJson(a));
+  for (auto& a : p_.store.approvals(!all, 200)) list.push_back(Approvals::toJson(a));
   return {200, {{"approvals", list}}};
 }
 
-ApiReply Broker::approve(const std::string& id, bool always) {
-  if (auto why = approvals_->decide(id, true, always, "owner")) return apiError(409, *why);
-  return {200, Approvals::toJson(*store_->approval(id))};
+ApiReply OwnerApi::answer(const std::string& id, bool approved, bool always) {
+  if (auto refused = p_.approvals.decide(id, approved, always, "owner")) {
+    // Closed with its task (it ended, or was not resumed after a restart): nothing waits for it any more.
+    int status = refused->why == AnswerRefused::Why::Closed ? 410 : 409;
+    return apiError(status, refused->message);
+  }
+  return {200, Approvals::toJson(*p_.store.approval(id))};
 }
 
-ApiReply Broker::deny(const std::string& id) {
-  if (auto why = approvals_->decide(id, false, false, "owner")) return apiError(409, *why);
-  return {200, Approvals::toJson(*store_->approval(id))};
+ApiReply OwnerApi::approve(const std::string& id, bool always) { return answer(id, true, always); }
+
+ApiReply OwnerApi::deny(const std::string& id) { return answer(id, false, false); }
+
+// The owner stops a task (POST /v1/tasks/{id}/cancel, pinectl cancel).
+ApiReply OwnerApi::cancelTask(const std::string& id) {
+  switch (p_.queue.cancel(id)) {
+    case TaskQueue::Cancel::Unknown: return apiError(404, "no task '" + id + "'");
+    case TaskQueue::Cancel::AlreadyEnded: {
+      auto* t = p_.queue.find(id);
+      return apiError(409, "task " + id + " has already ended (" + (t ? toString(t->state) : "ended") + ")");
+    }
+    case TaskQueue::Cancel::Cancelled: break;
+  }
+  return {200, {{"task", id}, {"cancelled", true}}};
 }
 
-ApiReply Broker::schedules() {
+ApiReply OwnerApi::schedules() {
   nlohmann::json list = nlohmann::json::array();
-  for (auto& s : config_->pine.schedules) {
+  for (auto& s : p_.config->pine.schedules) {
     std::string error;
-    auto last = store_->lastRun(s.name);
-    auto next = schedule::nextRunMs(s, last.value_or(0), startedMs_, nowMs(), &error);
+    auto last = p_.store.lastRun(s.name);
+    auto next = p_.schedules.nextRunMs(s, &error);
     nlohmann::json j = {{"id", s.name}, {"name", s.name}, {"agent", s.agent}, {"task", s.task},
                         {"when", schedule::describeSchedule(s)}};
     if (!s.cron.empty()) j["cron"] = s.cron;
@@ -311,21 +323,21 @@ ApiReply Broker::schedules() {
   return {200, {{"schedules", list}}};
 }
 
-ApiReply Broker::getState(const std::string& key) {
+ApiReply OwnerApi::getState(const std::string& key) {
   if (!isValidStateKey(key)) return apiError(400, "state keys are 1 to 128 characters of [A-Za-z0-9_./-]");
-  auto row = store_->state(key);
+  auto row = p_.store.state(key);
   if (!row) return apiError(404, "no state '" + key + "'");
   auto v = nlohmann::json::parse(row->value, nullptr, false);
   return {200, {{"key", key}, {"value", v.is_discarded() ? nlohmann::json(row->value) : v},
                 {"updatedAt", isoTime(row->updatedMs)}, {"updatedBy", row->updatedBy}}};
 }
 
-ApiReply Broker::putState(const std::string& key, const nlohmann::json& body) {
+ApiReply OwnerApi::putState(const std::string& key, const nlohmann::json& body) {
   if (!isValidStateKey(key)) return apiError(400, "state keys are 1 to 128 characters of [A-Za-z0-9_./-]");
   if (!body.is_object() || !body.contains("value")) return apiError(400, "the body must be {\"value\": <any JSON>}");
   std::string value = body["value"].dump();
   if (value.size() > (64u << 10)) return apiError(413, "a state value is at most 64 KiB of JSON");
-  background_.add(writeState(key, value, "owner", config::Trust::Owner).ignoreResult());
+  p_.writeOwnerState(key, value);
   return {200, {{"key", key}, {"value", body["value"]}}};
 }
 

@@ -1,0 +1,116 @@
+#include "broker/event_routing.h"
+
+#include "broker/event_bus.h"
+#include "broker/policy/routing.h"
+#include "broker/policy/run_limits.h"
+#include "broker/policy/topics.h"
+#include "common/log.h"
+#include "worker/tools/outside_text.h"
+
+namespace pine {
+
+EventRouter::EventRouter(store::Store& store, const std::shared_ptr<const config::Home>& config, Feed& feed,
+                         Submit submit)
+    : store_(store), config_(config), feed_(feed), submit_(std::move(submit)), subscriptions_(store.subscriptions()) {}
+
+EventRouter::~EventRouter() = default;
+
+void EventRouter::deliver(const store::Event& e) {
+  feed_.publish({{"kind", "event"}, {"event", eventJson(e)}});
+  auto cfg = config_;
+  config::Trust trust = e.trust == "owner" ? config::Trust::Owner : config::Trust::Untrusted;
+  if (policy::checkHops(e.hops, cfg->pine.limits.eventHops)) {
+    audit("event.dropped", {{"eventId", e.id}, {"topic", e.topic}, {"reason", "too many hops"}});
+    return;
+  }
+  for (auto& target : policy::routeEvent(*cfg, {e.topic, e.source, trust, e.hops})) {
+    RunRequest r;
+    r.agent = target.agent;
+    r.trust = target.trust;
+    r.origin = "route:" + (target.route.empty() ? e.topic : target.route);
+    r.eventId = e.id;
+    r.hops = e.hops;
+    std::string body = "Event " + e.topic + " from " + e.source + ":\n" + e.payload;
+    r.text = (target.prompt.empty() ? std::string() : target.prompt + "\n\n") +
+             (target.trust == config::Trust::Owner ? body : tools::fenceOutside("event " + e.topic, body));
+    auto s = submit_(r);
+    if (s.taskId.empty()) spdlog::info("event {} not routed to {}: {}", e.id, target.agent, s.error);
+  }
+  deliverToSubscriptions(e);
+}
+
+void EventRouter::addSubscription(const store::SubscriptionRow& row) {
+  store_.putSubscription(row);
+  subscriptions_.push_back(row);
+  updateSources();  // a source nobody wanted until now starts
+}
+
+void EventRouter::deliverToSubscriptions(const store::Event& e) {
+  if (subscriptions_.empty()) return;
+  long long now = nowMs();
+  auto subs = subscriptions_;  // submit() below may add to the list
+  for (auto& s : subs) {
+    if (s.source != e.source) continue;
+    if (!s.topic.empty() && !policy::topicMatches(s.topic, e.topic)) continue;
+    if (s.lastDeliveredMs && now - s.lastDeliveredMs < (long long)s.throttleSec * 1000) {
+      audit("subscription.throttled", {{"subscription", s.id}, {"eventId", e.id}});
+      continue;
+    }
+    store_.touchSubscription(s.id, now);
+    for (auto& c : subscriptions_)
+      if (c.id == s.id) c.lastDeliveredMs = now;
+    // What a source reports is outside content unless the owner marked that source trust: owner.
+    const config::Source* src = nullptr;
+    for (auto& c : config_->pine.sources)
+      if (c.name == s.source) src = &c;
+    bool owner = src && src->trust == config::Trust::Owner && e.trust == "owner";
+    RunRequest r;
+    r.agent = s.agent;
+    r.origin = "subscription:" + s.id;
+    r.eventId = e.id;
+    r.hops = e.hops;
+    std::string body = "Event " + e.topic + " from " + e.source + ":\n" + e.payload;
+    r.text = owner ? body : tools::fenceOutside("subscribed source " + e.source, body);
+    if (s.separate) {
+      r.session = s.agent + "~u-" + s.id;
+      r.trust = owner ? config::Trust::Owner : config::Trust::Untrusted;
+      r.separate = !owner;
+    } else {
+      r.session = s.session;
+      r.trust = config::Trust::Owner;  // the conversation keeps its tools; the event taints it
+      r.taintsSession = !owner;
+    }
+    auto res = submit_(r);
+    if (res.taskId.empty()) spdlog::info("event {} not delivered to {}: {}", e.id, s.agent, res.error);
+  }
+}
+
+void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish) {
+  // What a source hears is an event like any other: committed, then routed and delivered.
+  sources_ = std::make_unique<sources::SourceManager>(io, [publish = std::move(publish)](sources::Draft d) {
+    store::Event e;
+    e.topic = d.topic;
+    e.source = d.source;
+    e.origin = "source:" + d.source;
+    e.trust = d.trust;
+    e.payload = d.payload;
+    publish(std::move(e));
+  });
+  updateSources();
+}
+
+void EventRouter::updateSources() {
+  if (!sources_) return;
+  std::set<std::string> subscribed;
+  for (auto& s : subscriptions_) subscribed.insert(s.source);
+  sources_->update(sources::wantedSources(*config_, subscribed));
+  for (auto& [name, why] : sources_->notRunning()) spdlog::warn("source {} is wanted but not running: {}", name, why);
+}
+
+std::optional<std::string> EventRouter::publishToSource(const std::string& source, const std::string& topic,
+                                                        const std::string& payload) {
+  if (!sources_) return std::string("sources are not running");
+  return sources_->publish(source, topic, payload);
+}
+
+}  // namespace pine

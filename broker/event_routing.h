@@ -1,0 +1,49 @@
+// Where a committed event goes: to the feed, to the runs the routes of pine.yaml start, and
+// into the conversations (or runs of their own) that subscribed to its source, throttled;
+// what a source reports is outside content unless the owner marked it trust: owner. Also
+// keeps running the sources someone wants (a subscription, a route, start: always) and
+// publishes through a source's own channel. Touches the store's subscriptions, the task
+// queue (submit) and the sources.
+#pragma once
+#include <kj/async-io.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/feed.h"
+#include "broker/run_services.h"
+#include "broker/sources/source_manager.h"
+
+namespace pine {
+
+class EventRouter {
+ public:
+  using Submit = std::function<Submitted(RunRequest)>;
+  EventRouter(store::Store& store, const std::shared_ptr<const config::Home>& config, Feed& feed, Submit submit);
+  ~EventRouter();
+
+  // Called once per committed event, in commit order (EventBus's delivery).
+  void deliver(const store::Event& e);
+  // Subscriptions are read on every event: kept in memory, written through to the store.
+  void addSubscription(const store::SubscriptionRow& row);
+  // Starts the source manager; what a source hears is published through `publish`.
+  void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish);
+  // Starts the sources someone wants and stops the rest.
+  void updateSources();
+  std::optional<std::string> publishToSource(const std::string& source, const std::string& topic,
+                                             const std::string& payload);
+
+ private:
+  void deliverToSubscriptions(const store::Event& e);
+  store::Store& store_;
+  const std::shared_ptr<const config::Home>& config_;
+  Feed& feed_;
+  Submit submit_;
+  std::vector<store::SubscriptionRow> subscriptions_;
+  std::unique_ptr<sources::SourceManager> sources_;
+};
+
+}  // namespace pine

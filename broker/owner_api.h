@@ -1,0 +1,68 @@
+// The owner API's backend (api_backend.h): what each route of the control API reads or
+// changes. The HTTP side and the owner checks are control_api's. Touches the task queue and
+// its workers (list, submit, cancel), the sessions (reset, modes), the approvals desk, the
+// store's events and state, the schedules, and pined (status, reload).
+#pragma once
+#include <kj/async.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "broker/api_backend.h"
+#include "broker/approvals.h"
+#include "broker/event_bus.h"
+#include "broker/feed.h"
+#include "broker/schedule_timers.h"
+#include "broker/sessions.h"
+#include "broker/task_queue.h"
+#include "proto/supervisor.capnp.h"
+
+namespace pine {
+
+class OwnerApi final : public ApiBackend {
+ public:
+  struct Parts {
+    const Home& home;
+    const std::string& token;  // the bearer token in force
+    const std::shared_ptr<const config::Home>& config;
+    store::Store& store;
+    Feed& feed;
+    EventBus& bus;
+    TaskQueue& queue;
+    Sessions& sessions;
+    Approvals& approvals;
+    ScheduleTimers& schedules;
+    std::function<proto::Supervisor::Client()> supervisor;
+    std::function<void()> reloadConfiguration;  // after pined validated a change
+    // PUT /v1/state: stored and published as the owner's (the reply does not wait for the event).
+    std::function<void(const std::string& key, const std::string& valueJson)> writeOwnerState;
+  };
+  explicit OwnerApi(Parts parts) : p_(std::move(parts)) {}
+
+  std::string token() const override { return p_.token; }
+  kj::Promise<ApiReply> status() override;
+  kj::Promise<ApiReply> reload() override;
+  ApiReply tasks(const ApiQuery& query) override;
+  ApiReply listEvents(const ApiQuery& query) override;
+  kj::Promise<ApiReply> publishEvent(const nlohmann::json& body) override;
+  ApiReply agents() override;
+  ApiReply sendMessage(const std::string& agent, const nlohmann::json& body) override;
+  kj::Promise<ApiReply> taskResult(const std::string& taskId) override;
+  ApiReply resetAgent(const std::string& agent, const nlohmann::json& body) override;
+  ApiReply setMode(const std::string& agent, const nlohmann::json& body) override;
+  ApiReply approvals(const ApiQuery& query) override;
+  ApiReply approve(const std::string& id, bool always) override;
+  ApiReply deny(const std::string& id) override;
+  ApiReply cancelTask(const std::string& id) override;
+  ApiReply schedules() override;
+  ApiReply getState(const std::string& key) override;
+  ApiReply putState(const std::string& key, const nlohmann::json& body) override;
+  Feed& feed() override { return p_.feed; }
+
+ private:
+  ApiReply answer(const std::string& id, bool approved, bool always);
+  Parts p_;
+};
+
+}  // namespace pine
