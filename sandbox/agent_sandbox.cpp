@@ -1,6 +1,9 @@
 #include "sandbox/agent_sandbox.h"
 
 #include "common/names.h"
+#include "sandbox/linux/agent_ids.h"
+#include "sandbox/linux/owned_tree.h"
+#include "sandbox/linux/tainted_trees.h"
 
 #include <pwd.h>
 #include <fcntl.h>
@@ -90,6 +93,7 @@ PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) cons
   if (auto why = refuseReason(probe_, req)) throw std::runtime_error(*why);
 
   AgentPaths paths = pathsFor(request.agent, request.skills);
+  SandboxIds ids{options_.workerUid, options_.workerGid};  // as root: the agent's own, below
   makeDir(home_ + "/agents");
   makeDir(home_ + "/agents/" + request.agent);
   makeDir(paths.workspace);
@@ -98,11 +102,22 @@ PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) cons
   makeDir(paths.tmpdir);
   if (probe_.root) {
     // Folders from pine's home down are made traversable below; above it is the operator's to fix.
-    requireTraversable(home_, options_.workerUid);
-    requireTraversable(programDir_ + "/.", options_.workerUid);
-    prepareWorkerOwnership({paths.workspace, paths.privateHome, paths.tmpdir}, home_, options_.workerUid,
-                           options_.workerGid);
-    shareReadOnly(paths.skills, home_);  // pined writes skills mode 600: the worker reads, never owns them
+    ids = pickAgentIds(home_, request.agent, options_.workerIdFirst, options_.workerIdLast);
+    requireTraversable(home_, ids.uid);
+    requireTraversable(programDir_ + "/.", ids.uid);
+    // Descriptor-based, and only where a folder is new or not the worker's yet (owned_tree.h).
+    handOverToWorker(home_, {"agents/" + request.agent + "/workspace", "sandbox/" + request.agent,
+                             "sandbox/" + request.agent + "/tmp"}, ids.uid, ids.gid);
+    std::vector<std::string> skills;  // pined writes skills mode 600: the worker reads, never owns them
+    for (auto& dir : paths.skills) skills.push_back(dir.substr(home_.size() + 1));
+    shareReadOnlyBelow(home_, skills);
+  }
+
+  if (request.tainted && !request.untrusted) {
+    // The binds that keep instruction files read-only need files to bind: a tainted run must
+    // not be able to create the ones that are missing (tainted_trees.h).
+    createMissingFiles(home_, "agents/" + request.agent + "/workspace", {"AGENTS.md", "SOUL.md", "MEMORY.md", "CLAUDE.md"},
+                       probe_.root ? ids.uid : (unsigned)-1, probe_.root ? ids.gid : (unsigned)-1);
   }
 
   PreparedSandbox out;
@@ -115,6 +130,8 @@ PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) cons
     out.policy.denyWrite.push_back(out.policy.writable.at(1));  // the private home
   }
   LinuxOptions opts = options_;
+  opts.workerUid = ids.uid;
+  opts.workerGid = ids.gid;
   opts.cwd = paths.workspace;
   opts.maskDir = home_ + "/sandbox/.mask";
   opts.maskFile = home_ + "/sandbox/.mask-file";

@@ -28,7 +28,8 @@ const char kUsage[] =
     "  --worker-program PATH  the pine-worker to run (default: beside pined)\n"
     "  --egress-ca FILE       trust only this CA bundle for outgoing HTTPS (default: the system's)\n"
     "  --launcher-program PATH  the pine-launch that enters sandboxes (default: beside pined)\n"
-    "  --broker-ids FIRST-LAST  as root: the range the broker's own uid and gid come from (default 60600-60699)\n";
+    "  --broker-ids FIRST-LAST  as root: the range the broker's own uid and gid come from (default 60600-60699)\n"
+    "  --worker-ids FIRST-LAST  as root: the range each agent's own worker uid and gid come from (default 60700-60999)\n";
 
 // Detach from the terminal. The first process returns only once the broker is
 // ready (or after a timeout), so `pined && pinectl status` works.
@@ -80,17 +81,17 @@ int main(int argc, char** argv) {
     else if (a == "--worker-program") workerProgram = value();
     else if (a == "--egress-ca") options.egressCaFile = pine::absolutePath(value());
     else if (a == "--launcher-program") launcherProgram = value();
-    else if (a == "--broker-ids") {
+    else if (a == "--broker-ids" || a == "--worker-ids") {
       std::string v = value();
       unsigned long first = 0, last = 0;
       char dash = 0;
       if (sscanf(v.c_str(), "%lu%c%lu", &first, &dash, &last) != 3 || dash != '-' || first == 0 || last < first ||
           last > 0xfffffffeUL) {
-        std::cerr << "pined: --broker-ids " << v << ": write FIRST-LAST, two uids from 1 up, FIRST <= LAST\n";
+        std::cerr << "pined: " << a << " " << v << ": write FIRST-LAST, two uids from 1 up, FIRST <= LAST\n";
         return 2;
       }
-      options.sandbox.brokerIdFirst = (uid_t)first;
-      options.sandbox.brokerIdLast = (uid_t)last;
+      (a == "--broker-ids" ? options.sandbox.brokerIdFirst : options.sandbox.workerIdFirst) = (uid_t)first;
+      (a == "--broker-ids" ? options.sandbox.brokerIdLast : options.sandbox.workerIdLast) = (uid_t)last;
     }
     else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
@@ -99,6 +100,12 @@ int main(int argc, char** argv) {
       std::cerr << "pined: unknown argument '" << a << "'\n" << kUsage;
       return 2;
     }
+  }
+  if (options.sandbox.brokerIdFirst <= options.sandbox.workerIdLast &&
+      options.sandbox.workerIdFirst <= options.sandbox.brokerIdLast) {
+    std::cerr << "pined: the broker's ids (--broker-ids) and the workers' (--worker-ids) overlap; give them "
+                 "ranges of their own\n";
+    return 2;
   }
   umask(077);
 

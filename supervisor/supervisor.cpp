@@ -14,6 +14,7 @@
 #include <openssl/crypto.h>
 #include "supervisor/service.h"
 #include "supervisor/spawn.h"
+#include "sandbox/linux/tainted_trees.h"
 #include "common/sanitizer_env.h"
 
 namespace pine {
@@ -24,6 +25,24 @@ void addSanitizerEnv(std::vector<std::string>& env, bool sandboxed = false) {
 }
 
 int64_t msSince(long long startMs) { return nowMs() - startMs; }
+
+// After a tainted run: what it left that git would obey is moved aside, and the owner is told.
+void undoTaintedRun(const sandbox::TaintedRunTrees& trees, const std::string& taskId, const std::string& agent) {
+  try {
+    auto moved = trees.undo(taskId);
+    if (moved.empty()) return;
+    audit("taint.undo", {{"task", taskId}, {"agent", agent}, {"git_settings_moved_aside", moved},
+                         {"why", "a run that had read outside content created these repositories' hooks and config; "
+                                 "they are kept beside as hooks.tainted-TASK and config.tainted-TASK, for the owner "
+                                 "to read before using git there"}});
+    std::string list;
+    for (const auto& m : moved) list += (list.empty() ? "" : ", ") + m;
+    spdlog::warn("task {} (agent {}) had read outside content and created git settings; moved aside: {}", taskId,
+                 agent, list);
+  } catch (std::exception& e) {
+    spdlog::error("task {} (agent {}): checking what the tainted run left: {}", taskId, agent, e.what());
+  }
+}
 
 // The TCP port of an MQTT source's address (validated by the configuration's checks).
 int mqttPort(const std::string& url) {
@@ -188,7 +207,7 @@ sandbox::PreparedBroker Supervisor::prepareBroker() {
       if (source.type == "mqtt" && !source.url.empty()) req.connectPorts.push_back(mqttPort(source.url));
   }
   return sandbox::prepareBrokerSandbox(req, sandboxes_.probe(), options_.sandbox,
-                                       options_.brokerIds.value_or(sandbox::BrokerIds{0, 0}));
+                                       options_.brokerIds.value_or(sandbox::SandboxIds{0, 0}));
 }
 
 kj::Promise<void> Supervisor::keepBroker() {
@@ -344,13 +363,21 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
   }
   workerEnd = nullptr;
 
+  // A tainted run may create repositories whose hooks and config the owner's git would obey:
+  // look at its writable trees now, and undo what it added once it has ended (tainted_trees.h).
+  std::shared_ptr<const sandbox::TaintedRunTrees> trees;
+  if (tainted && !untrusted)
+    trees = std::make_shared<const sandbox::TaintedRunTrees>(
+        box.policy.writable, box.plan.changeIds ? box.plan.uid : (unsigned)-1,
+        box.plan.changeIds ? box.plan.gid : (unsigned)-1);
   const std::string sandbox = "linux:" + box.mode;
   long long started = nowMs();
   audit("process.start", {{"process", "worker"}, {"process_pid", pid}, {"task", taskId}, {"agent", agent},
                           {"sandbox", sandbox}, {"tainted", tainted}, {"untrusted", untrusted}, {"network", sandbox::networkName(box.policy.network)},
                           {"sandbox_notes", box.notes}});
   auto exit = children_.add(pid, {"worker", started, 0, taskId, agent})
-                  .then([pid, taskId, agent, started](int status) {
+                  .then([pid, taskId, agent, started, trees](int status) {
+                    if (trees) undoTaintedRun(*trees, taskId, agent);
                     auto fields = exitFields(status);
                     fields["process"] = "worker";
                     fields["process_pid"] = pid;

@@ -31,7 +31,7 @@ struct SupervisorOptions {
   sandbox::LinuxOptions sandbox;  // worker uid/gid and the broker's id range when root, Landlock minimum
   std::string egressCaFile;       // trust only this CA bundle for egress (empty: the system's)
   std::string launcherProgram;    // pine-launch (empty: beside pined)
-  std::optional<sandbox::BrokerIds> brokerIds;  // when root: the broker's own uid and gid (main picks them)
+  std::optional<sandbox::SandboxIds> brokerIds;  // when root: the broker's own uid and gid (main picks them)
 };
 
 struct SpawnedWorker {

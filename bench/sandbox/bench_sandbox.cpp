@@ -363,7 +363,7 @@ int main(int argc, char** argv) {
   if (access((bindir + "/pine-launch").c_str(), X_OK) != 0)
     die("no pine-launch beside " + worker + " (build bin/pine-launch too)");
 
-  // As root, prepare() hands the agent folders to uid 65534, which must be able
+  // As root, prepare() hands the agent folders to the agent's own uid, which must be able
   // to walk down to them: the temp home sits under a 0711 folder.
   char tmpl[] = "/tmp/pine-bench-sandbox.XXXXXX";
   if (!mkdtemp(tmpl)) die(std::string("mkdtemp: ") + strerror(errno));

@@ -1,5 +1,9 @@
 #include "sandbox/linux/broker_home.h"
 
+#include <kj/io.h>
+
+#include "sandbox/linux/owned_tree.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -22,123 +26,15 @@ namespace {
   throw std::runtime_error("preparing pine's home for the broker: " + what + " " + path + ": " + strerror(errno));
 }
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // A folder opened without following a link at its last component.
 int openDir(int at, const char* name) { return openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); }
 
-void setMode(int dirFd, const char* name, const struct stat& st, mode_t mode, const std::string& path) {
-  if ((st.st_mode & 07777) != mode && fchmodat(dirFd, name, mode, 0) != 0) fail("chmod", path);
-}
-
-void setGroup(int dirFd, const char* name, const struct stat& st, gid_t gid, const std::string& path) {
-  if (st.st_gid != gid && fchownat(dirFd, name, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) != 0) fail("chgrp", path);
-}
-
-// Every entry below the open folder `dirFd` (on device `dev`) to `uid`; links are re-owned
-// themselves (lchown), never followed; a file with several links is left alone.
-void ownTree(int dirFd, dev_t dev, uid_t uid, const std::string& path, int depth) {
-  if (depth > 64) {
-    errno = ELOOP;
-    fail("walk (too deep)", path);
-  }
-  int dupFd = dup(dirFd);
-  if (dupFd < 0) fail("dup", path);
-  DIR* d = fdopendir(dupFd);
-  if (!d) {
-    close(dupFd);
-    fail("opendir", path);
-  }
-  std::unique_ptr<DIR, int (*)(DIR*)> closer(d, closedir);
-  while (dirent* e = readdir(d)) {
-    const char* name = e->d_name;
-    if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
-    std::string child = path + "/" + name;
-    struct stat st;
-    if (fstatat(dirFd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno == ENOENT) continue;
-      fail("stat", child);
-    }
-    if (st.st_dev != dev) continue;  // a mount: not ours to walk into
-    if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode) && st.st_nlink > 1) continue;
-    if (st.st_uid != uid && fchownat(dirFd, name, uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW) != 0) fail("chown", child);
-    if (S_ISDIR(st.st_mode)) {
-      Fd sub(openDir(dirFd, name));
-      if (sub.get() < 0) fail("open", child);
-      ownTree(sub.get(), dev, uid, child, depth + 1);
-    }
-  }
-}
-
-// g+r on files, g+rx on folders, group `gid`, down the tree; links and multiply-linked files skipped.
-void shareTree(int dirFd, dev_t dev, gid_t gid, const std::string& path, int depth) {
-  if (depth > 64) {
-    errno = ELOOP;
-    fail("walk (too deep)", path);
-  }
-  int dupFd = dup(dirFd);
-  if (dupFd < 0) fail("dup", path);
-  DIR* d = fdopendir(dupFd);
-  if (!d) {
-    close(dupFd);
-    fail("opendir", path);
-  }
-  std::unique_ptr<DIR, int (*)(DIR*)> closer(d, closedir);
-  while (dirent* e = readdir(d)) {
-    const char* name = e->d_name;
-    if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
-    std::string child = path + "/" + name;
-    struct stat st;
-    if (fstatat(dirFd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno == ENOENT) continue;
-      fail("stat", child);
-    }
-    if (st.st_dev != dev) continue;
-    if (S_ISREG(st.st_mode) && st.st_nlink == 1) {
-      setGroup(dirFd, name, st, gid, child);
-      setMode(dirFd, name, st, (st.st_mode & 07777) | S_IRGRP, child);
-    } else if (S_ISDIR(st.st_mode)) {
-      setGroup(dirFd, name, st, gid, child);
-      setMode(dirFd, name, st, (st.st_mode & 07777) | S_IRGRP | S_IXGRP, child);
-      Fd sub(openDir(dirFd, name));
-      if (sub.get() < 0) fail("open", child);
-      shareTree(sub.get(), dev, gid, child, depth + 1);
-    }
-  }
-}
-
-// One entry of the folder `dirFd`, if it exists and is a regular file with one link, or a folder.
-void shareEntry(int dirFd, const char* name, gid_t gid, const std::string& path, bool recursive, dev_t dev) {
-  struct stat st;
-  if (fstatat(dirFd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) return;
-    fail("stat", path);
-  }
-  if (st.st_dev != dev) return;
-  if (S_ISREG(st.st_mode) && st.st_nlink == 1) {
-    setGroup(dirFd, name, st, gid, path);
-    setMode(dirFd, name, st, (st.st_mode & 07777) | S_IRGRP, path);
-  } else if (S_ISDIR(st.st_mode)) {
-    setGroup(dirFd, name, st, gid, path);
-    setMode(dirFd, name, st, (st.st_mode & 07777) | S_IRGRP | S_IXGRP, path);
-    if (recursive) {
-      Fd sub(openDir(dirFd, name));
-      if (sub.get() < 0) fail("open", path);
-      shareTree(sub.get(), dev, gid, path, 1);
-    }
-  }
+// The broker's group and g+r (files) or g+rx (folders) on one entry of the open folder `dirFd`,
+// and with `recursive` on everything below it; links, mounts and files with several links are
+// left alone (owned_tree.h).
+void shareEntry(int dirFd, const char* name, gid_t gid, const std::string& path, bool recursive) {
+  applyToEntry(dirFd, name, TreeRule{(uid_t)-1, gid, S_IRGRP, S_IRGRP | S_IXGRP}, path, recursive);
 }
 
 }  // namespace
@@ -165,7 +61,7 @@ bool uidInUse(uid_t uid) {
   return false;
 }
 
-BrokerIds pickBrokerIds(uid_t first, uid_t last, const std::string& dataDir) {
+SandboxIds pickBrokerIds(uid_t first, uid_t last, const std::string& dataDir) {
   if (first == 0 || last < first)
     throw std::runtime_error("the broker's id range " + std::to_string(first) + "-" + std::to_string(last) +
                              " is empty or starts at 0 (pined --broker-ids FIRST-LAST)");
@@ -197,8 +93,8 @@ std::string untraversableReason(const std::string& path, uid_t uid, gid_t gid) {
   return "";
 }
 
-void prepareBrokerHome(const std::string& home, BrokerIds ids) {
-  Fd root(open(home.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+void prepareBrokerHome(const std::string& home, SandboxIds ids) {
+  kj::AutoCloseFd root(open(home.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (root.get() < 0) fail("open", home);
   struct stat hs;
   if (fstat(root.get(), &hs) != 0) fail("stat", home);
@@ -210,21 +106,21 @@ void prepareBrokerHome(const std::string& home, BrokerIds ids) {
 
   // data/: the broker's.
   if (mkdirat(root.get(), "data", 0700) != 0 && errno != EEXIST) fail("mkdir", home + "/data");
-  Fd data(openDir(root.get(), "data"));
+  kj::AutoCloseFd data(openDir(root.get(), "data"));
   if (data.get() < 0) fail("open", home + "/data");
   if (mkdirat(data.get(), "tmp", 0700) != 0 && errno != EEXIST) fail("mkdir", home + "/data/tmp");
   struct stat ds;
   if (fstat(data.get(), &ds) != 0) fail("stat", home + "/data");
   if (ds.st_uid != ids.uid && fchown(data.get(), ids.uid, (gid_t)-1) != 0) fail("chown", home + "/data");
-  ownTree(data.get(), ds.st_dev, ids.uid, home + "/data", 1);
+  applyToTree(data.get(), TreeRule{ids.uid, (gid_t)-1, 0, 0}, home + "/data");
 
   // What it reads.
   for (const char* name : {"pine.yaml", "pine.json", "models.yaml", "models.json", "USER.md"})
-    shareEntry(root.get(), name, ids.gid, home + "/" + name, false, hs.st_dev);
+    shareEntry(root.get(), name, ids.gid, home + "/" + name, false);
   for (const char* name : {"skills", "providers"})
-    shareEntry(root.get(), name, ids.gid, home + "/" + name, true, hs.st_dev);
-  shareEntry(root.get(), "agents", ids.gid, home + "/agents", false, hs.st_dev);
-  Fd agents(openDir(root.get(), "agents"));
+    shareEntry(root.get(), name, ids.gid, home + "/" + name, true);
+  shareEntry(root.get(), "agents", ids.gid, home + "/agents", false);
+  kj::AutoCloseFd agents(openDir(root.get(), "agents"));
   if (agents.get() < 0) {
     if (errno == ENOENT) return;
     fail("open", home + "/agents");
@@ -242,11 +138,11 @@ void prepareBrokerHome(const std::string& home, BrokerIds ids) {
     std::string dir = home + "/agents/" + e->d_name;
     struct stat st;
     if (fstatat(agents.get(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
-    shareEntry(agents.get(), e->d_name, ids.gid, dir, false, hs.st_dev);
-    Fd agent(openDir(agents.get(), e->d_name));
+    shareEntry(agents.get(), e->d_name, ids.gid, dir, false);
+    kj::AutoCloseFd agent(openDir(agents.get(), e->d_name));
     if (agent.get() < 0) fail("open", dir);
     for (const char* name : {"agent.yaml", "agent.json", "AGENTS.md"})
-      shareEntry(agent.get(), name, ids.gid, dir + "/" + name, false, hs.st_dev);
+      shareEntry(agent.get(), name, ids.gid, dir + "/" + name, false);
   }
 }
 

@@ -13,7 +13,7 @@
 
 namespace pine::sandbox {
 
-struct BrokerIds {
+struct SandboxIds {
   uid_t uid;
   gid_t gid;  // the same number
 };
@@ -21,7 +21,7 @@ struct BrokerIds {
 // The first id in [first, last] that no account or group names (getpwuid, getgrgid) and no
 // process runs as; the current owner of `dataDir` comes first when it is in the range, so that a
 // restart keeps the broker's uid. Throws std::runtime_error saying which range to widen.
-BrokerIds pickBrokerIds(uid_t first, uid_t last, const std::string& dataDir);
+SandboxIds pickBrokerIds(uid_t first, uid_t last, const std::string& dataDir);
 
 // True when a process (other than zombies) runs with this real, effective or saved uid.
 bool uidInUse(uid_t uid);
@@ -34,7 +34,7 @@ bool uidInUse(uid_t uid);
 //   agent.{yaml,json} and AGENTS.md, not its workspace), skills/ and providers/: group `ids.gid`,
 //   g+r (g+rx on folders).
 // .env, sandbox/ and the workspaces are left as they are. Throws with the path that failed.
-void prepareBrokerHome(const std::string& home, BrokerIds ids);
+void prepareBrokerHome(const std::string& home, SandboxIds ids);
 
 // Why `uid`/`gid` cannot walk down to `path` (a folder above it is not traversable for them), or
 // "" when they can.

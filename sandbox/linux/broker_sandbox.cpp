@@ -44,7 +44,7 @@ std::vector<std::string> workspacesIn(const std::string& home) {
 }  // namespace
 
 PreparedBroker prepareBrokerSandbox(const BrokerSandboxRequest& request, const Probe& probe,
-                                    const LinuxOptions& options, BrokerIds ids) {
+                                    const LinuxOptions& options, SandboxIds ids) {
   Requirements req;
   req.minLandlockAbi = options.minLandlockAbi;
   req.requireNamespaces = options.requireNamespaces;

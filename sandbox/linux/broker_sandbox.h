@@ -29,6 +29,6 @@ struct PreparedBroker {
 // `ids` are used when pined runs as root (probe.root): the home is prepared for them and the
 // broker runs as them. Throws std::runtime_error saying why and what to do: fail closed.
 PreparedBroker prepareBrokerSandbox(const BrokerSandboxRequest& request, const Probe& probe,
-                                    const LinuxOptions& options, BrokerIds ids);
+                                    const LinuxOptions& options, SandboxIds ids);
 
 }  // namespace pine::sandbox

@@ -60,15 +60,4 @@ struct ExecTarget {
 // stacks (mmap) of a pid namespace's init and worker.
 [[noreturn]] void enterSandboxAndExec(const LinuxPlan& plan, const ExecTarget& target) noexcept;
 
-// When pined runs as root: hand the agent's own folders (workspace, private
-// home, temp) to the worker's uid, recursively and without following links,
-// and make the folders above them up to and including `stopAt` traversable
-// (o+x, never readable) so the worker can reach them. Throws with the path.
-void prepareWorkerOwnership(const std::vector<std::string>& roots, const std::string& stopAt, uid_t uid,
-                            gid_t gid);
-
-// When pined runs as root: lets the worker's uid read these trees without owning them (o+rx on
-// folders, o+r on regular files, o+x on the folders above up to stopAt). Links are left alone.
-void shareReadOnly(const std::vector<std::string>& roots, const std::string& stopAt);
-
 }  // namespace pine::sandbox

@@ -61,7 +61,7 @@ std::vector<Bind> computeBinds(const Policy& policy, uid_t owner, gid_t group, s
     if (!existsNoFollow(d, &st)) {
       std::string parent = parentOf(d);
       if (baseOf(d) == "hooks" && isGitDir(parent) && mkdir(d.c_str(), 0755) == 0) {
-        if (owner != (uid_t)-1 && chown(d.c_str(), owner, group) != 0) {
+        if (owner != (uid_t)-1 && lchown(d.c_str(), owner, group) != 0) {
           // Left root's: the guard still holds, untainted runs just cannot add hooks.
         }
       } else {

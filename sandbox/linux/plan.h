@@ -19,11 +19,15 @@ namespace pine::sandbox {
 
 struct LinuxOptions {
   // When pined runs as root, the sandboxed process runs as this uid/gid with no
-  // supplementary groups (workers: default nobody; the broker: its own ids, see
-  // brokerIdFirst). Ignored otherwise: an unprivileged pined's children keep its
-  // uid, inside a user namespace where available.
+  // supplementary groups (a worker: its agent's own ids, see workerIdFirst; the broker:
+  // its own ids, see brokerIdFirst; pine-egress: this default, nobody). Ignored otherwise:
+  // an unprivileged pined's children keep its uid, inside a user namespace where available.
   uid_t workerUid = 65534;
   gid_t workerGid = 65534;
+  // When pined runs as root: the range each agent's own worker uid (and gid, the same
+  // number) is taken from (sandbox/linux/agent_ids.h).
+  uid_t workerIdFirst = 60700;
+  uid_t workerIdLast = 60999;
   // When pined runs as root: the range the broker's own uid (and gid, the same
   // number) is taken from, the first one no account and no process uses.
   uid_t brokerIdFirst = 60600;

@@ -227,7 +227,7 @@ TEST_CASE("no usable sandbox: the task is refused with what to fix, never run un
   REQUIRE(mkdir(parent.c_str(), 0700) == 0);  // as root, the worker uid cannot walk through this
   if (geteuid() != 0) return;                 // only root drops workers to another uid
   // The broker, which runs as its own uid and group when pined is root, may walk through; workers may not.
-  unsigned brokerId = 60700;  // outside the default range, which other tests' brokers may still hold
+  unsigned brokerId = 61000;  // outside the default ranges, which other tests' brokers and workers may hold
   while (getpwuid(brokerId) || getgrgid(brokerId)) ++brokerId;
   REQUIRE(chown(parent.c_str(), 0, brokerId) == 0);
   REQUIRE(chmod(parent.c_str(), 0710) == 0);
@@ -237,6 +237,46 @@ TEST_CASE("no usable sandbox: the task is refused with what to fix, never run un
   CHECK(r.err.find("chmod o+x") != std::string::npos);
   CHECK(pined.auditEvents("sandbox.refused").size() == 1);
   CHECK(pined.auditEvents("task.start").empty());
+}
+
+TEST_CASE("as root each agent's workers get a uid of their own from --worker-ids, the same after a restart") {
+  if (geteuid() != 0) {
+    MESSAGE("skipped: only a root pined gives workers other uids");
+    return;
+  }
+  TempDir dir;
+  const std::string home = dir.path() + "/home";
+  auto ownerOf = [](const std::string& path) {
+    struct stat st;
+    REQUIRE(lstat(path.c_str(), &st) == 0);
+    return st.st_uid;
+  };
+  const std::vector<std::string> args = {"--worker-ids", "60950-60959"};
+  uid_t mainUid = 0, otherUid = 0;
+  {
+    Pined pined(home, args, {"main", "other"});
+    REQUIRE(pined.ctl({"send", "main", "hello"}).exitCode == 0);
+    REQUIRE(pined.ctl({"send", "other", "hello"}).exitCode == 0);
+    mainUid = ownerOf(home + "/agents/main/workspace");
+    otherUid = ownerOf(home + "/agents/other/workspace");
+    CHECK(mainUid >= 60950);
+    CHECK(mainUid <= 60959);
+    CHECK(otherUid >= 60950);
+    CHECK(otherUid <= 60959);
+    CHECK(mainUid != otherUid);
+    CHECK(ownerOf(home + "/sandbox/main") == mainUid);
+    CHECK(ownerOf(home + "/sandbox/other/tmp") == otherUid);
+    CHECK(pined.stop() == 0);
+  }
+  Pined again(home, args, {"main", "other"});
+  REQUIRE(again.ctl({"send", "other", "hello again"}).exitCode == 0);
+  CHECK(ownerOf(home + "/agents/other/workspace") == otherUid);
+  CHECK(ownerOf(home + "/agents/main/workspace") == mainUid);
+  // Ranges that overlap are refused before anything starts.
+  auto r = run({binDir() + "/pined", "--home", dir.path() + "/other-home", "--foreground", "--broker-ids",
+                "60950-60960", "--worker-ids", "60955-60999"});
+  CHECK(r.exitCode == 2);
+  CHECK(contains(r.err, "overlap"));
 }
 
 TEST_CASE("a task for an agent that is not configured is refused and says where to create it") {

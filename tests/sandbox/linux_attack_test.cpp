@@ -29,6 +29,7 @@
 
 #include "sandbox/linux/enter.h"
 #include "sandbox/linux/launch_plan.h"
+#include "sandbox/linux/owned_tree.h"
 #include "sandbox/policy.h"
 
 namespace fs = std::filesystem;
@@ -112,7 +113,8 @@ struct Fixture {
     paths.skills = {pine + "/agents/a/skills"};
     paths.docs = pine + "/docs";
     paths.programDir = prog;
-    if (geteuid() == 0) prepareWorkerOwnership({ws, priv, tmp}, root, 65534, 65534);
+    if (geteuid() == 0) handOverToWorker(root, {ws.substr(root.size() + 1), priv.substr(root.size() + 1),
+                                                tmp.substr(root.size() + 1)}, 65534, 65534);
     // The broker's data/, owned by the uid the broker cases run as (the worker uid here).
     if (geteuid() == 0 && chown((pine + "/data").c_str(), 65534, 65534) != 0) FAIL("chown data");
 

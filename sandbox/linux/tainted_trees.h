@@ -1,0 +1,60 @@
+// What a tainted session must not leave behind to make an injection permanent, where
+// the Linux sandbox cannot refuse it by itself: Landlock and bind mounts guard paths
+// that exist when the run starts. So, before the run, pined creates the instruction
+// files that are missing (empty), and the read-only binds hold for them too; and
+// after the run (the worker is gone by then) it moves aside the hooks and config of
+// every repository the run created (`git init`, a clone, a `.git` file pointing
+// elsewhere), which the owner's own git would otherwise obey later.
+//
+// A git folder is recognised by what git needs in it (HEAD, config, and objects or refs),
+// not by its name: `.git`, a bare repository, `--separate-git-dir`, submodules' folders
+// under `.git/modules` and worktrees' are all found. Walks are descriptor-based
+// (owned_tree.h): no link is followed and no mount crossed.
+#pragma once
+#include <set>
+#include <string>
+#include <vector>
+
+namespace pine::sandbox {
+
+// Creates each of `names` that does not exist in the folder `base`/`rel` (reached without
+// following a link) as an empty file, mode 644, owned by `uid`/`gid` unless those are -1.
+// Returns the names created. Throws with the path when the folder cannot be opened.
+std::vector<std::string> createMissingFiles(const std::string& base, const std::string& rel,
+                                            const std::vector<std::string>& names, unsigned uid, unsigned gid);
+
+// The git folders below `root` (paths relative to it, "" for the root itself). Stops
+// after `maxFolders` folders (the caller treats a partial answer as it must).
+struct GitFolders {
+  std::set<std::string> found;
+  bool complete = true;
+};
+GitFolders findGitFolders(const std::string& root, size_t maxFolders = 50000);
+
+// After a tainted run: each git folder below `root` that is not in `before` gets its
+// `hooks` and `config` renamed to `hooks.tainted-<stamp>` and `config.tainted-<stamp>`
+// (kept for the owner to read; git reads neither name), a fresh empty `hooks` folder and
+// a config with only what `git init` writes. Files are created owned by `uid`/`gid` when
+// those are not -1. Returns the folders changed, relative to `root`.
+struct Quarantined {
+  std::vector<std::string> folders;
+  bool complete = true;  // false: the tree was larger than the walk's budget
+};
+Quarantined quarantineNewGitSettings(const std::string& root, const std::set<std::string>& before,
+                                     const std::string& stamp, unsigned uid, unsigned gid);
+
+// The writable trees of one tainted run, looked at when it starts; `undo()` once it has
+// ended quarantines what it added (above) in each and says what, one "<tree>/<folder>"
+// a line, and a line for a tree too large to look through whole.
+class TaintedRunTrees {
+ public:
+  TaintedRunTrees(std::vector<std::string> roots, unsigned uid, unsigned gid);
+  std::vector<std::string> undo(const std::string& stamp) const;
+
+ private:
+  std::vector<std::string> roots_;
+  std::vector<GitFolders> before_;
+  unsigned uid_, gid_;
+};
+
+}  // namespace pine::sandbox
