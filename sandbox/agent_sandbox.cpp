@@ -116,8 +116,11 @@ PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) cons
   if (request.tainted && !request.untrusted) {
     // The binds that keep instruction files read-only need files to bind: a tainted run must
     // not be able to create the ones that are missing (tainted_trees.h).
+    const unsigned uid = probe_.root ? ids.uid : (unsigned)-1, gid = probe_.root ? ids.gid : (unsigned)-1;
     createMissingFiles(home_, "agents/" + request.agent + "/workspace", {"AGENTS.md", "SOUL.md", "MEMORY.md", "CLAUDE.md"},
-                       probe_.root ? ids.uid : (unsigned)-1, probe_.root ? ids.gid : (unsigned)-1);
+                       uid, gid);
+    // Likewise the private home's settings, which later clean runs would read (policy.h).
+    createMissingFiles(home_, "sandbox/" + request.agent, homeConfigNames(), uid, gid);
   }
 
   PreparedSandbox out;

@@ -329,6 +329,14 @@ std::vector<std::string> defaultSystemDenyRead() {
   return out;
 }
 
+const std::vector<std::string>& homeConfigNames() {
+  static const std::vector<std::string> names = {
+      ".profile", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".zshrc", ".zshenv", ".zprofile",
+      ".zlogin", ".shrc", ".kshrc", ".inputrc", ".gitconfig", ".npmrc", ".yarnrc", ".curlrc", ".wgetrc", ".netrc",
+      ".pypirc", ".pythonrc", ".config/", ".local/", ".ssh/", ".pip/", ".gnupg/", ".node_modules/", ".node_libraries/"};
+  return names;
+}
+
 const std::vector<std::string>& instructionNames() {
   static const std::vector<std::string> names = {"AGENTS.md", "SOUL.md", "MEMORY.md", "USER.md",
                                                  "CLAUDE.md", ".pi",     ".agents"};
@@ -414,6 +422,11 @@ Policy agentPolicy(const AgentPaths& raw, const Grants& grants, bool tainted) {
 
   if (!p.programDir.empty()) pol.denyWrite.push_back(p.programDir);
   if (tainted) {
+    // The private home persists across tasks: what a later, clean run would read from it stays as it was.
+    for (auto n : homeConfigNames()) {
+      if (n.back() == '/') n.pop_back();
+      pol.denyWrite.push_back(join(p.privateHome, n));
+    }
     std::vector<std::string> scanRoots = {p.workspace};
     if (!p.openedFolder.empty()) scanRoots.push_back(p.openedFolder);
     for (auto& w : grantedWrite) scanRoots.push_back(w);

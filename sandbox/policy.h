@@ -97,6 +97,12 @@ std::vector<std::string> defaultSystemDenyRead();
 // Instruction files a tainted session may not write, at any depth.
 const std::vector<std::string>& instructionNames();  // AGENTS.md SOUL.md MEMORY.md USER.md CLAUDE.md .pi .agents
 
+// What in the private home ($HOME of the worker) changes what later runs execute or where
+// they fetch from: shells' start-up files, git's, npm's, pip's, curl's and wget's settings,
+// and the folders where tools keep settings or code they load (.config, .local, .ssh, ...).
+// A tainted session may not write them; a name ending in '/' is a folder.
+const std::vector<std::string>& homeConfigNames();
+
 // Why `path` (canonical) may never be granted to this agent, or nullopt when it
 // may. Refused: anything that is, contains or lies inside pine's home (except
 // what lies inside the agent's own workspace, private home or temp), its .env,

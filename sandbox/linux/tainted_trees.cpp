@@ -114,8 +114,20 @@ std::vector<std::string> createMissingFiles(const std::string& base, const std::
   kj::AutoCloseFd dir(baseFd.get() < 0 ? -1 : openBelow(baseFd.get(), rel));
   if (dir.get() < 0)
     throw std::runtime_error("open " + base + "/" + rel + " (a folder, never a link): " + strerror(errno));
-  std::vector<std::string> made;
-  for (const auto& name : names) {
+  std::vector<std::string> created;
+  for (const auto& entry : names) {
+    if (!entry.empty() && entry.back() == '/') {
+      const std::string name = entry.substr(0, entry.size() - 1);
+      if (mkdirat(dir.get(), name.c_str(), 0700) != 0) {
+        if (errno == EEXIST) continue;
+        throw std::runtime_error("create " + base + "/" + rel + "/" + name + ": " + strerror(errno));
+      }
+      kj::AutoCloseFd made(openat(dir.get(), name.c_str(), kFolderOpen));
+      if (made.get() >= 0) giveTo(made.get(), uid, gid);
+      created.push_back(entry);
+      continue;
+    }
+    const std::string& name = entry;
     int fd = openat(dir.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
       if (errno == EEXIST) continue;  // there already
@@ -123,9 +135,9 @@ std::vector<std::string> createMissingFiles(const std::string& base, const std::
     }
     giveTo(fd, uid, gid);
     close(fd);
-    made.push_back(name);
+    created.push_back(name);
   }
-  return made;
+  return created;
 }
 
 GitFolders findGitFolders(const std::string& root, size_t maxFolders) {

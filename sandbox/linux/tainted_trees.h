@@ -18,8 +18,9 @@
 namespace pine::sandbox {
 
 // Creates each of `names` that does not exist in the folder `base`/`rel` (reached without
-// following a link) as an empty file, mode 644, owned by `uid`/`gid` unless those are -1.
-// Returns the names created. Throws with the path when the folder cannot be opened.
+// following a link) as an empty file, mode 644, or, for a name ending in '/', an empty folder,
+// mode 700; owned by `uid`/`gid` unless those are -1. Returns the names created. Throws with
+// the path when the folder cannot be opened or a name cannot be created.
 std::vector<std::string> createMissingFiles(const std::string& base, const std::string& rel,
                                             const std::vector<std::string>& names, unsigned uid, unsigned gid);
 

@@ -4,7 +4,8 @@
 // instruction files, to rename and hard-link over existing ones, to create
 // repositories with hooks and config (plain, nested, with a separate git folder), to
 // point an existing repository at another config (commondir), and to move .git
-// aside. The clean conversation's twin does the same and keeps what it made.
+// aside, and to plant settings in its private home ($HOME) that later runs would read.
+// The clean conversation's twin does the same and keeps what it made.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,11 +48,18 @@ r 'mkdir -p deep/er && git init -q deep/er/repo && echo x > deep/er/repo/.git/ho
 r 'mkdir -p gd && git init -q --separate-git-dir=gd/store sep && echo x > gd/store/hooks/pre-push'
 r 'echo ../evil > .git/commondir'
 r 'mv .git .git-aside'
+r 'cd && echo registry=http://evil.example/ >> .npmrc'
+r 'git config --global core.hooksPath /tmp/evil'
+r 'cd && echo curl-evil >> .bashrc'
+r 'cd && mkdir -p .config/git && echo x > .config/git/config'
+r 'cd && mkdir -p .local/lib && echo x > .local/lib/evil.pth'
+r 'cd && echo scratch > scratch.txt'
 )";
 
 const char* kTwin = R"(r() { if sh -c "$1" >/dev/null 2>&1; then echo "ok: $1"; else echo "no: $1"; fi; }
 r 'echo mine > SOUL.md'
 r 'git init -q cleanrepo && echo x > cleanrepo/.git/hooks/pre-commit'
+r 'git config --global user.name owner-twin'
 )";
 
 std::string plantResults(const std::string& home, const std::string& task) {
@@ -115,6 +123,17 @@ TEST_CASE("a tainted session's script cannot plant instruction files or git sett
   CHECK(readText(ws + "/MEMORY.md").empty());
   CHECK(readText(ws + "/AGENTS.md") == "the owner's rules\n");
   CHECK(pathExists(ws + "/.git/HEAD"));
+  // The private home's settings, which a later clean run would read, stay as they were; the
+  // private home itself stays writable.
+  const std::string priv = home + "/sandbox/main";
+  for (const char* refused : {"no: cd && echo registry=http://evil.example/ >> .npmrc",
+                              "no: git config --global core.hooksPath /tmp/evil", "no: cd && echo curl-evil >> .bashrc",
+                              "no: cd && mkdir -p .config/git", "no: cd && mkdir -p .local/lib"})
+    CHECK_MESSAGE(contains(out, refused), refused);
+  CHECK(contains(out, "ok: cd && echo scratch > scratch.txt"));
+  for (const char* file : {"/.npmrc", "/.gitconfig", "/.bashrc"}) CHECK(readText(priv + file).empty());
+  CHECK(std::filesystem::is_empty(priv + "/.config"));
+  CHECK(std::filesystem::is_empty(priv + "/.local"));
 
   // Allowed while it ran, undone once it had ended: the repositories it made have a plain config
   // and no hooks; what it wrote is kept beside them for the owner to read.
@@ -153,6 +172,8 @@ TEST_CASE("a tainted session's script cannot plant instruction files or git sett
   CHECK(contains(twinOut, "ok: echo mine > SOUL.md"));
   CHECK(contains(twinOut, "ok: git init -q cleanrepo"));
   CHECK(readText(ws + "/SOUL.md") == "mine\n");
+  CHECK(contains(twinOut, "ok: git config --global user.name owner-twin"));
+  CHECK(contains(readText(home + "/sandbox/main/.gitconfig"), "owner-twin"));
   CHECK(pathExists(ws + "/cleanrepo/.git/hooks/pre-commit"));
   CHECK(audit(pined, "taint.undo").size() == 1);
 }

@@ -165,6 +165,16 @@ TEST_CASE("a tainted policy guards .git and instruction files at any depth") {
     CAPTURE(d);
     CHECK(has(tainted.denyWrite, d));
   }
+  // The private home's settings: read-only when tainted, the clean session's own otherwise.
+  CHECK(has(homeConfigNames(), ".gitconfig"));
+  CHECK(has(homeConfigNames(), ".config/"));
+  for (std::string n : homeConfigNames()) {
+    if (n.back() == '/') n.pop_back();
+    CAPTURE(n);
+    CHECK(has(tainted.denyWrite, p.privateHome + "/" + n));
+    CHECK(!has(clean.denyWrite, p.privateHome + "/" + n));
+  }
+  CHECK(has(tainted.writable, p.privateHome));
 }
 
 TEST_CASE("the worker's environment is minimal") {
