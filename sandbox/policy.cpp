@@ -15,6 +15,8 @@
 #include <cstring>
 #include <memory>
 
+#include "sandbox/jail/name_rules.h"
+
 namespace pine::sandbox {
 namespace {
 
@@ -72,23 +74,31 @@ std::string canonOwn(const std::string& p, const char* what) {
   }
 }
 
-// Walks a writable tree for what a tainted session must not change. Does not
-// follow symlinks (a link is not the repository the owner's git would use
-// there) and stops, refusing the task, past a budget: an unscanned tree would be
-// an unguarded one.
-class TaintScan {
+// Walks the agent's own trees once for what the OS must guard by name, since neither Landlock
+// nor a mount can refuse a name: secrets files (.env, .env.* in any letter case, as the path
+// jail compares names) wherever the agent can read, and in a tainted session the instruction
+// files and git settings wherever it can write. Does not follow symlinks (a link leads to a
+// tree that is guarded where it lies, or not readable at all) and stops, refusing the task,
+// past a budget: an unscanned tree would be an unguarded one.
+class TreeScan {
  public:
-  explicit TaintScan(std::vector<std::string>& out) : out_(out) {}
+  explicit TreeScan(Policy& pol) : pol_(pol) {}
 
-  void tree(const std::string& dir) { walk(dir, 0); }
+  void readable(const std::string& dir) { walk(dir, 0, false); }
+  void writable(const std::string& dir, bool tainted) { walk(dir, 0, tainted); }
 
  private:
   static constexpr size_t kMaxDirs = 50000;
   static constexpr int kMaxDepth = 64;
 
+  static bool secretName(const std::string& name) {
+    static const NameRules secrets(NameRules::secretFiles());
+    return secrets.refusing(name, false) != nullptr;
+  }
+
   void visitGitDir(const std::string& g, int depth) {
-    out_.push_back(g + "/hooks");
-    out_.push_back(g + "/config");
+    pol_.denyWrite.push_back(g + "/hooks");
+    pol_.denyWrite.push_back(g + "/config");
     // Submodules keep their git directories under .git/modules/<name>/, nested
     // as deep as the submodules are.
     std::string modules = g + "/modules";
@@ -105,32 +115,36 @@ class TaintScan {
     });
   }
 
-  void walk(const std::string& dir, int depth) {
+  void walk(const std::string& dir, int depth, bool tainted) {
     const auto& names = instructionNames();
     forEachEntry(dir, depth, [&](const std::string& path, const std::string& name, bool dir_) {
-      if (std::find(names.begin(), names.end(), name) != names.end()) {
-        out_.push_back(path);  // .pi/ and .agents/ are denied whole: no need to look inside
+      if (secretName(name)) {
+        pol_.denyRead.push_back(path);  // a folder named .env is denied whole
         return;
       }
+      bool guardedHere = tainted && std::find(names.begin(), names.end(), name) != names.end();
+      if (guardedHere) pol_.denyWrite.push_back(path);  // .pi/ and .agents/ are denied whole
       if (!dir_) return;
-      if (name == ".git") {
-        visitGitDir(path, depth + 1);
-        return;
-      }
-      walk(path, depth + 1);
+      if (tainted && name == ".git") visitGitDir(path, depth + 1);
+      // Below a guarded folder or inside .git only secrets are left to find.
+      walk(path, depth + 1, tainted && !guardedHere && name != ".git");
     });
   }
 
   template <class F>
   void forEachEntry(const std::string& dir, int depth, F&& f) {
     if (depth > kMaxDepth || ++dirs_ > kMaxDirs)
-      throw PolicyError("the writable folder holding " + dir +
-                        " is too large or deep to check for .git and instruction files (more than " +
-                        std::to_string(kMaxDirs) +
-                        " folders); a tainted session there is refused. Open a smaller folder, or reset the "
-                        "conversation so it is no longer tainted.");
-    DirPtr d(opendir(dir.c_str()));
-    if (!d) return;  // unreadable to the supervisor: unreadable to the worker too
+      throw PolicyError("the folders the agent may read, with " + dir + ", are too large or deep to check for "
+                        "secrets files (.env) and, in a tainted session, git settings and instruction files (more "
+                        "than " + std::to_string(kMaxDirs) + " folders or " + std::to_string(kMaxDepth) +
+                        " levels); the task is refused rather than run unchecked. Grant or open a smaller folder.");
+    int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;  // unreadable to the supervisor: unreadable to the worker too
+    DirPtr d(fdopendir(fd));
+    if (!d) {
+      close(fd);
+      return;
+    }
     while (dirent* e = readdir(d.get())) {
       std::string name = e->d_name;
       if (name == "." || name == "..") continue;
@@ -145,7 +159,7 @@ class TaintScan {
     }
   }
 
-  std::vector<std::string>& out_;
+  Policy& pol_;
   size_t dirs_ = 0;
 };
 
@@ -402,7 +416,9 @@ Policy agentPolicy(const AgentPaths& raw, const Grants& grants, bool tainted) {
   if (!p.programDir.empty()) pol.readable.push_back(p.programDir);
   if (!p.docs.empty()) pol.readable.push_back(p.docs);
   for (auto& s : p.skills) pol.readable.push_back(s);
-  for (auto& r : grants.read) pol.readable.push_back(grantPath(r, vars, p, "read"));
+  std::vector<std::string> grantedRead;
+  for (auto& r : grants.read) grantedRead.push_back(grantPath(r, vars, p, "read"));
+  pol.readable.insert(pol.readable.end(), grantedRead.begin(), grantedRead.end());
 
   pol.writable = {p.workspace, p.privateHome, p.tmpdir};
   if (!p.openedFolder.empty()) pol.writable.push_back(p.openedFolder);
@@ -427,16 +443,30 @@ Policy agentPolicy(const AgentPaths& raw, const Grants& grants, bool tainted) {
       if (n.back() == '/') n.pop_back();
       pol.denyWrite.push_back(join(p.privateHome, n));
     }
-    std::vector<std::string> scanRoots = {p.workspace};
-    if (!p.openedFolder.empty()) scanRoots.push_back(p.openedFolder);
-    for (auto& w : grantedWrite) scanRoots.push_back(w);
-    TaintScan scan(pol.denyWrite);
-    for (auto& root : scanRoots) {
-      if (!isDir(root)) continue;
-      for (auto& n : instructionNames()) pol.denyWrite.push_back(join(root, n));
-      scan.tree(root);
-    }
   }
+  // The agent's own trees, scanned by name; the system's and pine's are not the agent's to fill.
+  std::vector<std::string> guardedRoots = {p.workspace};  // where a tainted run may not plant
+  if (!p.openedFolder.empty()) guardedRoots.push_back(p.openedFolder);
+  guardedRoots.insert(guardedRoots.end(), grantedWrite.begin(), grantedWrite.end());
+  std::vector<std::string> readRoots = {p.privateHome, p.tmpdir};
+  readRoots.insert(readRoots.end(), p.skills.begin(), p.skills.end());
+  readRoots.insert(readRoots.end(), grantedRead.begin(), grantedRead.end());
+  TreeScan scan(pol);
+  std::vector<std::string> scanned;
+  auto firstTime = [&](const std::string& root) {
+    for (auto& s : scanned)
+      if (pathWithin(root, s)) return false;
+    scanned.push_back(root);
+    return isDir(root);
+  };
+  for (auto& root : guardedRoots) {
+    // Instruction names at a root's top are guarded whether they exist yet or not.
+    if (tainted && isDir(root))
+      for (auto& n : instructionNames()) pol.denyWrite.push_back(join(root, n));
+    if (firstTime(root)) scan.writable(root, tainted);
+  }
+  for (auto& root : readRoots)
+    if (firstTime(root)) scan.readable(root);
   sortUnique(pol.readable);
   sortUnique(pol.writable);
   sortUnique(pol.denyRead);

@@ -117,7 +117,11 @@ Variables agentVariables(const AgentPaths& paths);
 // closed. With `tainted`, USER.md is no longer writable and every .git/hooks,
 // .git/config (also of submodules and nested repositories) and instruction file
 // under a writable root goes into denyWrite; instruction names directly in a
-// writable root are listed whether or not they exist yet.
+// writable root are listed whether or not they exist yet. In every session, each
+// secrets file (the path jail's NameRules::secretFiles: .env, .env.*, any case)
+// in the agent's own trees (workspace, opened folder, grants, private home, temp,
+// skills) goes into denyRead. Those trees are walked without following links;
+// past 50,000 folders or 64 levels the task is refused (PolicyError).
 Policy agentPolicy(const AgentPaths& paths, const Grants& grants, bool tainted);
 
 // Where the broker lives and what it must reach. pined fills it from the home and the configuration.

@@ -5,6 +5,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "sandbox/jail/name_rules.h"
+
 namespace pine::sandbox {
 namespace {
 
@@ -230,6 +232,22 @@ std::string seatbeltComponentRegex(std::string_view name) {
   return out;
 }
 
+std::string seatbeltGlobRegex(std::string_view pattern) {
+  if (pattern.find('/') != std::string_view::npos)
+    throw std::invalid_argument("seatbelt name pattern spans more than one component");
+  std::string out;
+  size_t i = 0;
+  while (i <= pattern.size()) {
+    size_t star = pattern.find('*', i);
+    if (star == std::string_view::npos) star = pattern.size();
+    if (star > i) out += seatbeltComponentRegex(pattern.substr(i, star - i));
+    if (star < pattern.size()) out += "[^/]*";
+    i = star + 1;
+  }
+  if (out.empty()) throw std::invalid_argument("seatbelt name pattern is empty");
+  return out;
+}
+
 SeatbeltProfile buildSeatbeltProfile(const Policy& policy, const SeatbeltOptions& options) {
   Params params;
   const auto readable = canonicalAll(policy.readable);
@@ -360,6 +378,15 @@ SeatbeltProfile buildSeatbeltProfile(const Policy& policy, const SeatbeltOptions
       filters.push_back(regexFilter(git + "/(.*/)?" + seatbeltComponentRegex(n) + "(/|$)"));
     filters.push_back(regexFilter(git + "$"));
     t += rule("deny file-write*", filters);
+  }
+  if (options.protectSecretFiles) {
+    t += "; Secrets files (.env, .env.*) wherever they lie, in any letter case: a script the\n"
+         "; agent writes meets the same refusal as its file tools.\n";
+    std::vector<std::string> filters;
+    for (const auto& rule : NameRules::secretFiles())
+      filters.push_back(regexFilter("/" + seatbeltGlobRegex(rule.pattern) + "(/|$)"));
+    t += rule("deny file-read* file-write*", filters);
+    t += rule("deny process-exec", filters);
   }
   if (options.protectInstructionFiles) {
     t += "; Tainted session: the files read into the prompt stay as they are.\n";

@@ -24,6 +24,9 @@ struct SeatbeltOptions {
   // Tainted sessions: refuse writes to the files read into the prompt
   // (AGENTS.md, SOUL.md, MEMORY.md, USER.md, CLAUDE.md, .pi/, .agents/).
   bool protectInstructionFiles = false;
+  // Refuse reading, writing and running secrets files (the path jail's
+  // NameRules::secretFiles: .env, .env.*) at any depth, under any root.
+  bool protectSecretFiles = true;
 };
 
 struct SeatbeltProfile {
@@ -73,5 +76,10 @@ std::vector<std::string> sandboxExecArgv(const SeatbeltProfile& profile,
 // ASCII letters, digits, '.', '-' and '_' are accepted in `name`; anything
 // else throws std::invalid_argument. Exposed for tests.
 std::string seatbeltComponentRegex(std::string_view name);
+
+// The same for a one-component glob ('*': any run of characters but '/'), as the path
+// jail's name rules write them: ".env.*". Throws std::invalid_argument on a '/', an
+// empty pattern or what seatbeltComponentRegex refuses.
+std::string seatbeltGlobRegex(std::string_view pattern);
 
 }  // namespace pine::sandbox

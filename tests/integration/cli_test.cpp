@@ -71,6 +71,18 @@ TEST_CASE("pinectl sandbox run: the agent's shell policy, its refusals and its l
                     true);
   CHECK(commit.exitCode == 0);
   CHECK(commit.out == "done\n");
+  // The workspace's own .env files: closed to a script the agent writes, as to its file tools.
+  const std::string ws = home + "/agents/main/workspace";
+  std::filesystem::create_directories(ws + "/site");
+  std::ofstream(ws + "/site/.env.local") << "DB_PASSWORD=workspace-secret\n";
+  std::ofstream(ws + "/site/.envrc") << "layout node\n";
+  auto leak = sbx({"sh", "-c", "printf 'cat site/.env.local\\necho X >> site/.env.local\\n' > leak.sh && sh leak.sh"});
+  CHECK(leak.exitCode != 0);
+  CHECK(leak.out.find("workspace-secret") == std::string::npos);
+  CHECK(readText(ws + "/site/.env.local") == "DB_PASSWORD=workspace-secret\n");
+  auto twin = sbx({"sh", "-c", "printf 'cat site/.envrc\\n' > twin.sh && sh twin.sh"});
+  CHECK(twin.exitCode == 0);
+  CHECK(twin.out == "layout node\n");
 }
 
 TEST_CASE("pinectl sandbox run: an agent reads its own and the shared skills, writes none, and not another's") {

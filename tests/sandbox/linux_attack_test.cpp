@@ -44,6 +44,11 @@ const Probe& kernel() {
   return gProbeOverride ? *gProbeOverride : p;
 }
 
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 void writeText(const std::string& path, const std::string& text, mode_t mode = 0644) {
   std::ofstream(path) << text;
   chmod(path.c_str(), mode);
@@ -305,6 +310,20 @@ Result spawn(const Opt& o, std::vector<std::string> args, bool detach = false) {
 
 Result run(std::vector<std::string> args, const Opt& o = {}) { return spawn(o, std::move(args)); }
 
+// A denied path inside a readable tree is hidden by a mask (mount namespace) or carved out by
+// Landlock (without): each way, with and without namespaces.
+std::vector<Opt> everyWayToHide() {
+  std::vector<Opt> out;
+  for (bool masks : {true, false})
+    for (bool namespaces : {true, false}) {
+      Opt o;
+      o.masks = masks;
+      o.namespaces = namespaces;
+      out.push_back(o);
+    }
+  return out;
+}
+
 #define REFUSED(r)                 \
   do {                             \
     Result r_ = (r);               \
@@ -429,23 +448,19 @@ TEST_CASE("a denied path inside a readable tree: hidden by a mask in a mount nam
   writeText(shared + "/token", "denied file\n");
   for (auto p : {shared, shared + "/private"}) chmod(p.c_str(), 0755);
   for (auto p : {shared + "/open.txt", shared + "/private/key", shared + "/token"}) chmod(p.c_str(), 0644);
-  for (bool masks : {true, false})
-    for (bool namespaces : {true, false}) {
-      CAPTURE(masks);
-      CAPTURE(namespaces);
-      Opt o;
-      o.masks = masks;
-      o.namespaces = namespaces;
-      o.extraRead = {shared};
-      o.extraDenyRead = {shared + "/private", shared + "/token"};
-      // The files are readable by anyone as far as permissions go: only the sandbox stops these.
-      REFUSED(run({"read", shared + "/private/key"}, o));
-      REFUSED(run({"read", shared + "/token"}, o));
-      REFUSED(run({"write", shared + "/token"}, o));
-      REFUSED(run({"write", shared + "/private/new"}, o));
-      WORKS(run({"read", shared + "/open.txt"}, o));
-      CHECK(fs::file_size(shared + "/token") == 12);
-    }
+  for (Opt o : everyWayToHide()) {
+    CAPTURE(o.masks);
+    CAPTURE(o.namespaces);
+    o.extraRead = {shared};
+    o.extraDenyRead = {shared + "/private", shared + "/token"};
+    // The files are readable by anyone as far as permissions go: only the sandbox stops these.
+    REFUSED(run({"read", shared + "/private/key"}, o));
+    REFUSED(run({"read", shared + "/token"}, o));
+    REFUSED(run({"write", shared + "/token"}, o));
+    REFUSED(run({"write", shared + "/private/new"}, o));
+    WORKS(run({"read", shared + "/open.txt"}, o));
+    CHECK(fs::file_size(shared + "/token") == 12);
+  }
   // Masks cut the Landlock rules a denied path in /etc costs (one for every neighbour otherwise).
   Policy pol = agentPolicy(f.paths, {}, false);
   LinuxOptions lo;
@@ -491,6 +506,55 @@ TEST_CASE("secrets are not readable; the agent's own things are") {
   REFUSED(run({"read", f.pine + "/.env"}, flat));
   REFUSED(run({"read", "/proc/" + std::to_string(getpid()) + "/environ"}, flat));
   WORKS(run({"read", f.ws + "/hello.txt"}, flat));
+}
+
+TEST_CASE("a script the agent writes meets the jail's protected names: .env files in its own trees are closed") {
+  Fixture& f = fx();
+  // The files are the worker's own as far as permissions go: only the sandbox stops these.
+  std::string app = f.ws + "/app", site = f.outside + "/site";
+  fs::create_directories(app + "/config");
+  fs::create_directories(site);
+  const std::vector<std::string> secrets = {app + "/.env", app + "/.ENV.local", app + "/config/.Env.production",
+                                            site + "/.env"};
+  for (auto& s : secrets) writeText(s, "API_KEY=sk-workspace-secret\n", 0666);
+  writeText(app + "/.envrc", "export PATH=$PWD/bin:$PATH\n", 0666);
+  writeText(app + "/env.example", "API_KEY=\n", 0666);
+  writeText(site + "/index.html", "<p>hi</p>\n", 0666);
+  for (auto d : {app, app + "/config", site}) chmod(d.c_str(), 0777);
+  // The script is written first, then run: the shell that runs it sees only its name.
+  auto script = [&](const std::string& body) {
+    return "cd " + app + " && cat > \"$TMPDIR/s.sh\" <<'EOF'\n" + body + "\nEOF\nsh \"$TMPDIR/s.sh\"";
+  };
+  for (Opt o : everyWayToHide()) {
+    CAPTURE(o.masks);
+    CAPTURE(o.namespaces);
+    o.grants.read = {site};
+    const std::vector<std::string> attacks = {
+        "cat .env", "cat .ENV.local", "cat config/.Env.production", "cat ./config/../.env", "echo API_KEY=x >> .env",
+        "printf x > .env", "cp .env /dev/stdout", "python3 -c 'print(open(\".env\").read())'",
+        "mv .env stolen && cat stolen", "rm .env", "ln .env hard && cat hard", "cat " + site + "/.env",
+        "find . -name '.env*' -exec cat {} +  | grep -q sk-workspace"};
+    for (const std::string& attack : attacks) {
+      CAPTURE(attack);
+      REFUSED(run({"sh", script(attack)}, o));
+    }
+    // The twins: names that only look alike, and the rest of the trees.
+    const std::vector<std::string> twins = {"cat .envrc", "echo 'export A=1' >> .envrc", "cat env.example",
+                                            "ls -a | grep -q .env", "cat " + site + "/index.html"};
+    for (const std::string& twin : twins) {
+      CAPTURE(twin);
+      WORKS(run({"sh", script(twin)}, o));
+    }
+    for (auto& s : secrets) CHECK(readFile(s) == "API_KEY=sk-workspace-secret\n");
+  }
+  // Through the tools' own path as well: the probe opens the file itself.
+  Opt masked;
+  masked.masks = true;
+  REFUSED(run({"read", app + "/.env"}, masked));
+  REFUSED(run({"write", app + "/.ENV.local"}, masked));
+  WORKS(run({"read", app + "/.envrc"}, masked));
+  fs::remove_all(app);
+  fs::remove_all(site);
 }
 
 TEST_CASE("writing outside the workspace, private home and temp is refused") {

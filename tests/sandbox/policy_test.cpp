@@ -177,6 +177,52 @@ TEST_CASE("a tainted policy guards .git and instruction files at any depth") {
   CHECK(has(tainted.writable, p.privateHome));
 }
 
+TEST_CASE("secrets files are denied wherever the agent can read them, in any letter case; look-alikes are not") {
+  Tree t;
+  std::string ws = t.paths.workspace, outside = t.root + "/outside";
+  fs::create_directories(ws + "/app/config");
+  fs::create_directories(ws + "/.env.d");
+  fs::create_directories(outside + "/site/node_modules/pkg");
+  fs::create_directories(t.paths.privateHome + "/proj");
+  for (std::string f : std::vector<std::string>{ws + "/.env", ws + "/app/.ENV.local", ws + "/app/config/.Env.production",
+                        ws + "/app/.e\u200Cnv", ws + "/.envrc", ws + "/app/env.example", ws + "/app/x.env",
+                        outside + "/site/.env", outside + "/site/node_modules/pkg/.env.test", outside + "/site/.env-x",
+                        t.paths.privateHome + "/proj/.env", t.paths.skills[0] + "/.env"})
+    std::ofstream(f) << "K=v\n";
+  fs::create_symlink(outside + "/site", ws + "/link-to-site");
+  auto has = [](const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  Grants g;
+  g.read = {outside + "/site"};
+  for (bool tainted : {false, true}) {
+    CAPTURE(tainted);
+    Policy pol = agentPolicy(t.paths, g, tainted);
+    for (std::string d : std::vector<std::string>{ws + "/.env", ws + "/.env.d", ws + "/app/.ENV.local", ws + "/app/config/.Env.production",
+                          ws + "/app/.e\u200Cnv", outside + "/site/.env", outside + "/site/node_modules/pkg/.env.test",
+                          t.paths.privateHome + "/proj/.env", t.paths.skills[0] + "/.env"}) {
+      CAPTURE(d);
+      CHECK(has(pol.denyRead, d));
+    }
+    for (std::string open : std::vector<std::string>{ws + "/.envrc", ws + "/app/env.example", ws + "/app/x.env", outside + "/site/.env-x",
+                             ws + "/link-to-site/.env"}) {
+      CAPTURE(open);
+      CHECK(!has(pol.denyRead, open));
+    }
+  }
+  // Without the grant, the folder outside is not the agent's to read, so not scanned.
+  Policy plain = agentPolicy(t.paths, {}, false);
+  CHECK(!has(plain.denyRead, outside + "/site/.env"));
+  // A tree too large to check is refused, not run unchecked.
+  std::string deep = outside + "/deep";
+  for (int i = 0; i < 70; ++i) deep += "/d";
+  fs::create_directories(deep);
+  Grants big;
+  big.read = {outside + "/deep"};
+  std::string why = refusal(t.paths, big);
+  CHECK(why.find("too large or deep to check for secrets files") != std::string::npos);
+}
+
 TEST_CASE("the worker's environment is minimal") {
   Tree t;
   auto env = workerEnvironment(t.paths);

@@ -294,10 +294,40 @@ TEST_CASE("an empty policy grants no files beyond the system runtime") {
   CHECK(profile.text.find("(param \"W") == std::string::npos);
 }
 
+TEST_CASE("secrets files are closed by name wherever they lie, in any case; look-alikes stay open") {
+  auto profile = buildSeatbeltProfile(defaultAgent());
+  const auto& t = profile.text;
+  // Read, write and exec, after every allow.
+  size_t rule = t.find("(deny file-read* file-write*\n  (regex");
+  REQUIRE(rule != std::string::npos);
+  CHECK(rule > t.rfind("(allow file-read"));
+  auto secrets = regexesOf(t.substr(rule, t.find("\n(", rule) - rule));
+  REQUIRE(secrets.size() == 2);
+  CHECK(t.find("(deny process-exec\n  (regex", rule) != std::string::npos);
+  auto off = regexesOf(buildSeatbeltProfile(defaultAgent(), {true, false, false}).text);
+  const std::string ws = "/Users/alice/.pine/agents/main/workspace";
+  const std::string zwnj = utf8(0x200C);
+  for (std::string attack : std::vector<std::string>{ws + "/.env", ws + "/.ENV", ws + "/.Env.local", ws + "/app/config/.env.production",
+                             ws + "/.env.d/key", "/Users/alice/code/site/.env", ws + "/.e" + zwnj + "nv",
+                             "/private/tmp/x/.env.test"}) {
+    CAPTURE(attack);
+    CHECK(anyMatch(secrets, attack));
+    CHECK_FALSE(anyMatch(off, attack));
+  }
+  for (std::string twin : std::vector<std::string>{ws + "/.envrc", ws + "/env", ws + "/app.env", ws + "/.environment", ws + "/dotenv/x",
+                           ws + "/.env-example", ws + "/src/env.ts", ws + "/x.env.local"}) {
+    CAPTURE(twin);
+    CHECK_FALSE(anyMatch(secrets, twin));
+  }
+  CHECK(seatbeltGlobRegex(".env.*") == seatbeltComponentRegex(".env.") + "[^/]*");
+  CHECK_THROWS_AS(seatbeltGlobRegex("a/b"), std::invalid_argument);
+  CHECK_THROWS_AS(seatbeltGlobRegex(""), std::invalid_argument);
+}
+
 TEST_CASE("git control and instruction files: attacks refused, twins allowed") {
   auto tainted = regexesOf(buildSeatbeltProfile(defaultAgent(), {true, true}).text);
   auto clean = regexesOf(buildSeatbeltProfile(defaultAgent(), {true, false}).text);
-  auto none = regexesOf(buildSeatbeltProfile(defaultAgent(), {false, false}).text);
+  auto none = regexesOf(buildSeatbeltProfile(defaultAgent(), {false, false, false}).text);
   CHECK(none.empty());
   const std::string ws = "/Users/alice/.pine/agents/main/workspace";
   const std::string kelvin = utf8(0x212A), longS = utf8(0x017F), zwnj = utf8(0x200C);
