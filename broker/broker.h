@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "broker/approvals.h"
+#include "broker/approval_desk.h"
 #include "broker/event_bus.h"
 #include "broker/event_routing.h"
 #include "broker/feed.h"

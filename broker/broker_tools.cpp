@@ -9,7 +9,7 @@
 #include "common/log.h"
 #include "common/names.h"
 #include "common/tool_table.h"
-#include "worker/tools/outside_text.h"
+#include "common/outside_text.h"
 
 namespace pine {
 
@@ -137,7 +137,7 @@ kj::Promise<ToolAnswer> BrokerTools::delegate(const nlohmann::json& args) {
     if (t->state != TaskState::Done) return toolError(target + " did not answer: " + t->error);
     // An answer written after reading outside content is data for this run, not instructions.
     if (tainted)
-      return ToolAnswer{tools::fenceOutside("the answer of " + target + ", which read outside content", t->answer), false};
+      return ToolAnswer{fenceOutside("the answer of " + target + ", which read outside content", t->answer), false};
     return ToolAnswer{t->answer, false};
   });
 }

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "broker/policy/setup_tools.h"
+#include "broker/policy/setup_rules.h"
 #include "broker/run_context.h"
 #include "broker/worker_link.h"
 

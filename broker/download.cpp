@@ -4,7 +4,7 @@
 #include <kj/debug.h>
 #include <strings.h>
 
-#include "broker/policy/origin.h"
+#include "common/url_origin.h"
 #include "broker/run.h"
 #include "common/log.h"
 #include "common/refusal.h"
@@ -51,7 +51,7 @@ kj::Promise<DownloadAnswer> Run::download(std::string url, std::string path, pro
           for (auto h : resp.getHeaders())
             if (strcasecmp(h.getName().cStr(), "location") == 0) a.location = h.getValue().cStr();
           nlohmann::json f = {{"agent", ctx_.req.agent}, {"task", ctx_.taskId},
-                              {"origin", policy::urlOrigin(url).value_or("")}, {"status", a.status}, {"bytes", *bytes}};
+                              {"origin", urlOrigin(url).value_or("")}, {"status", a.status}, {"bytes", *bytes}};
           if (!a.error.empty()) f["error"] = a.error;
           audit("download", f);
           return a;

@@ -5,7 +5,7 @@
 #include "broker/policy/run_limits.h"
 #include "broker/policy/topics.h"
 #include "common/log.h"
-#include "worker/tools/outside_text.h"
+#include "common/outside_text.h"
 
 namespace pine {
 
@@ -32,7 +32,7 @@ void EventRouter::deliver(const store::Event& e) {
     r.hops = e.hops;
     std::string body = "Event " + e.topic + " from " + e.source + ":\n" + e.payload;
     r.text = (target.prompt.empty() ? std::string() : target.prompt + "\n\n") +
-             (target.trust == config::Trust::Owner ? body : tools::fenceOutside("event " + e.topic, body));
+             (target.trust == config::Trust::Owner ? body : fenceOutside("event " + e.topic, body));
     auto s = submit_(r);
     if (s.taskId.empty()) spdlog::info("event {} not routed to {}: {}", e.id, target.agent, s.error);
   }
@@ -70,7 +70,7 @@ void EventRouter::deliverToSubscriptions(const store::Event& e) {
     r.eventId = e.id;
     r.hops = e.hops;
     std::string body = "Event " + e.topic + " from " + e.source + ":\n" + e.payload;
-    r.text = owner ? body : tools::fenceOutside("subscribed source " + e.source, body);
+    r.text = owner ? body : fenceOutside("subscribed source " + e.source, body);
     if (s.separate) {
       r.session = s.agent + "~u-" + s.id;
       r.trust = owner ? config::Trust::Owner : config::Trust::Untrusted;

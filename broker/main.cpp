@@ -15,7 +15,7 @@
 #include "common/log.h"
 #include "common/unix_socket.h"
 #include "sandbox/linux/no_exec.h"
-#include "supervisor/redact/redactor.h"
+#include "redact/redactor.h"
 
 int main(int argc, char** argv) {
   // A pledge without exec: the broker never starts a program (pined starts every process).

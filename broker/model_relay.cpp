@@ -6,8 +6,8 @@
 #include "broker/policy/run_limits.h"
 #include "common/fd.h"
 #include "common/log.h"
-#include "worker/providers/provider.h"
-#include "worker/providers/reply_script.h"
+#include "providers/provider.h"
+#include "providers/reply_script.h"
 
 namespace pine {
 namespace {

@@ -3,7 +3,7 @@
 #include <kj/debug.h>
 
 #include "broker/policy/topics.h"
-#include "broker/schedule/describe.h"
+#include "schedule/describe.h"
 #include "common/rpc_link.h"
 #include "common/log.h"
 #include "common/names.h"

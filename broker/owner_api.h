@@ -10,7 +10,7 @@
 #include <string>
 
 #include "broker/api_backend.h"
-#include "broker/approvals.h"
+#include "broker/approval_desk.h"
 #include "broker/event_bus.h"
 #include "broker/feed.h"
 #include "broker/schedule_timers.h"

@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "broker/policy/approvals.h"
+#include "broker/policy/approval_rules.h"
 #include "broker/policy/run_limits.h"
 #include "broker/run_services.h"
 #include "broker/sessions.h"

@@ -1,11 +1,11 @@
 #include "broker/run_gate.h"
 
-#include "broker/approvals.h"
+#include "broker/approval_desk.h"
 #include "broker/broker_tools.h"
 #include "broker/event_bus.h"
 #include "broker/policy/profile.h"
 #include "broker/policy/schedules.h"
-#include "broker/policy/setup_tools.h"
+#include "broker/policy/setup_rules.h"
 #include "broker/policy/taint.h"
 #include "broker/policy/topics.h"
 #include "common/log.h"

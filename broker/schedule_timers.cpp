@@ -1,6 +1,6 @@
 #include "broker/schedule_timers.h"
 
-#include "broker/schedule/next_run.h"
+#include "schedule/next_run.h"
 #include "common/log.h"
 
 namespace pine {

@@ -1,5 +1,5 @@
 // Schedules act in the owner's name (pine-security.md layer 7): a timer per schedule of the
-// configuration in force, armed for its next run (broker/schedule/ computes when), which
+// configuration in force, armed for its next run (schedule/ computes when), which
 // submits an owner task for each agent it names and records the run; re-armed as a whole
 // when the configuration changes. Touches the store's schedule runs and the task queue.
 #pragma once

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/policy/approvals.h"
+#include "broker/policy/approval_rules.h"
 #include "broker/store/store.h"
 #include "config/model.h"
 

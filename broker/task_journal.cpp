@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include "broker/approval_desk.h"
 #include "common/log.h"
 
 namespace pine {
@@ -147,10 +148,11 @@ std::string TaskJournal::resumeNote(const std::vector<store::StepRow>& steps, in
   }
   for (auto& a : waiting) {
     std::string call = a.tool + " " + clipped(a.args, 300);
-    if (a.state == "pending")
+    auto state = parseApprovalState(a.state);  // a row the store refused to hold otherwise
+    if (state == ApprovalState::Pending)
       lines += "- waiting for the owner's approval: " + call +
                ". Make the same call again to wait for that answer; the owner is not asked twice.\n";
-    else if (a.state == "approved")
+    else if (state == ApprovalState::Approved)
       lines += "- approved by the owner, not carried out yet: " + call + ". Make the same call again to carry it out.\n";
     else
       lines += "- not approved (" + a.state + "): " + call + ". Do not retry it; report it.\n";

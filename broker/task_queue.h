@@ -16,7 +16,7 @@
 #include <set>
 #include <string>
 
-#include "broker/approvals.h"
+#include "broker/approval_desk.h"
 #include "broker/feed.h"
 #include "broker/run_services.h"
 #include "broker/sessions.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/approvals.h"
+#include "broker/approval_desk.h"
 #include "broker/store/store.h"
 #include "broker/task_queue.h"
 #include "config/model.h"

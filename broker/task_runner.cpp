@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <kj/debug.h>
 
-#include "broker/policy/approvals.h"
+#include "broker/policy/approval_rules.h"
 #include "broker/policy/profile.h"
 #include "broker/skills.h"
 #include "common/fd.h"

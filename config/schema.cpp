@@ -4,9 +4,9 @@
 #include <cctype>
 #include <optional>
 
-#include "broker/schedule/cron.h"
-#include "broker/schedule/one_shot.h"
-#include "broker/schedule/zone.h"
+#include "schedule/cron.h"
+#include "schedule/one_shot.h"
+#include "schedule/zone.h"
 #include "common/names.h"
 #include "common/tool_table.h"
 #include "config/secrets.h"
@@ -512,7 +512,7 @@ void readPine(Ctx& c, const YAML::Node& root, PineConfig& out) {
     s.require("name");
     if (s.str("agent", sc.agent)) c.ref(Ref::AgentOrAll, sc.agent, s.valuePos("agent"), s.pathOf("agent"));
     s.require("agent");
-    // The scheduler's own rules (broker/schedule/), so that what loads is what runs.
+    // The scheduler's own rules (schedule/), so that what loads is what runs.
     if (s.str("cron", sc.cron)) {
       std::string p = cronProblem(sc.cron);
       if (!p.empty()) c.error(s.valuePos("cron"), s.pathOf("cron"), p, "for example \"0 7 * * mon-fri\"");

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "egress/request/request.h"
-#include "supervisor/redact/redactor.h"
+#include "redact/redactor.h"
 
 namespace pine::egress {
 

@@ -11,7 +11,7 @@
 
 #include "egress/egress.h"
 #include "proto/egress.capnp.h"
-#include "supervisor/redact/redactor.h"
+#include "redact/redactor.h"
 
 namespace pine::egress {
 namespace {

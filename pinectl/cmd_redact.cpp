@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "common/home.h"
-#include "supervisor/redact/redactor.h"
+#include "redact/redactor.h"
 
 namespace pine {
 namespace {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 
+#include "common/path_parts.h"
 #include "sandbox/jail/name_rules.h"
 
 namespace pine::sandbox {
@@ -24,19 +25,6 @@ struct DirCloser {
   void operator()(DIR* d) const { closedir(d); }
 };
 using DirPtr = std::unique_ptr<DIR, DirCloser>;
-
-std::vector<std::string> splitComponents(std::string_view path) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string_view::npos) j = path.size();
-    std::string_view c = path.substr(i, j - i);
-    if (!c.empty() && c != ".") out.emplace_back(c);
-    i = j + 1;
-  }
-  return out;
-}
 
 std::optional<std::string> realPath(const std::string& p) {
   std::unique_ptr<char, decltype(&free)> r(realpath(p.c_str(), nullptr), &free);
@@ -283,7 +271,9 @@ std::string canonicalPath(std::string_view path) {
   if (path.empty()) throw PolicyError("empty path");
   if (path[0] != '/') throw PolicyError("relative path \"" + std::string(path) + "\": sandbox paths must be absolute");
   if (path.find('\0') != std::string_view::npos) throw PolicyError("path contains a NUL byte");
-  std::vector<std::string> comps = splitComponents(path);
+  std::vector<std::string> comps;
+  for (auto& c : splitPath(path, true))
+    if (c != ".") comps.push_back(std::move(c));
   // The longest prefix that exists is resolved by the kernel's rules (symlinks,
   // ".." after a link); the rest cannot contain links, only plain names.
   for (size_t k = comps.size() + 1; k-- > 0;) {

@@ -18,6 +18,7 @@
 #include "common/sanitizer_env.h"
 #include "common/fd.h"
 #include "common/log.h"
+#include "common/url_origin.h"
 #include "egress/request/placeholders.h"
 #include "proto/egress.capnp.h"
 #include "sandbox/policy.h"
@@ -34,23 +35,8 @@ constexpr size_t kMaxCaBundle = 4 << 20;
 constexpr uint64_t kMaxFrameWords = (2u << 20) / sizeof(capnp::word);
 constexpr unsigned kMaxHeaders = 1000;
 
-// "https://Host:443/x" -> "https://host:443"; empty when it cannot be read.
-std::string originOf(const std::string& url) {
-  size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return "";
-  std::string s = url.substr(0, scheme);
-  for (auto& c : s) c = (char)tolower((unsigned char)c);
-  size_t start = scheme + 3;
-  size_t end = url.find_first_of("/?#", start);
-  std::string authority = url.substr(start, end == std::string::npos ? std::string::npos : end - start);
-  if (size_t at = authority.rfind('@'); at != std::string::npos) authority = authority.substr(at + 1);
-  for (auto& c : authority) c = (char)tolower((unsigned char)c);
-  // A port is a ':' after the host; an IPv6 literal's colons sit inside [...].
-  size_t hostEnd = authority.rfind(']');
-  bool hasPort = authority.find(':', hostEnd == std::string::npos ? 0 : hostEnd) != std::string::npos;
-  if (!hasPort) authority += s == "https" ? ":443" : s == "http" ? ":80" : "";
-  return s + "://" + authority;
-}
+// The request's origin as the broker reads it (common/url_origin.h); empty when it cannot be read.
+std::string originOf(const std::string& url) { return urlOrigin(url).value_or(""); }
 
 std::string shortUrl(const std::string& url) { return url.size() <= 200 ? url : url.substr(0, 200) + "..."; }
 

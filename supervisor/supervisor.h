@@ -17,7 +17,7 @@
 #include "supervisor/backoff.h"
 #include "supervisor/children.h"
 #include "supervisor/owner_service.h"
-#include "supervisor/redact/redactor.h"
+#include "redact/redactor.h"
 #include "supervisor/secrets/secret_store.h"
 
 namespace pine {

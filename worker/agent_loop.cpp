@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "worker/prompt.h"
-#include "worker/providers/provider.h"
+#include "providers/provider.h"
 #include "worker/tools/tool_box.h"
 
 namespace pine {
@@ -310,7 +310,7 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
         if (verdict.getAllowed()) {
           auto r = toolbox.run(tc.name, args);
           // A result the owner's configuration calls outside content reaches the model as data.
-          result.text = verdict.getOutside() && !r.isError ? tools::fenceOutside(tc.name + " result", r.text) : r.text;
+          result.text = verdict.getOutside() && !r.isError ? fenceOutside(tc.name + " result", r.text) : r.text;
           result.isError = r.isError;
         } else {
           result.text = str(verdict.getReason());

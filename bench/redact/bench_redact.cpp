@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/redact/redactor.h"
+#include "redact/redactor.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #include "broker/policy/routing.h"
 
-#include "broker/policy/text.h"
+#include "broker/policy/quote.h"
 #include "broker/policy/topics.h"
 
 namespace pine::policy {

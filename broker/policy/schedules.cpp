@@ -1,6 +1,6 @@
 #include "broker/policy/schedules.h"
 
-#include "broker/policy/text.h"
+#include "broker/policy/quote.h"
 
 namespace pine::policy {
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "broker/policy/approvals.h"
+#include "broker/policy/approval_rules.h"
 #include "broker/policy/verdict.h"
 #include "config/model.h"
 

@@ -1,6 +1,6 @@
 #include "broker/policy/taint.h"
 
-#include "broker/policy/glob.h"
+#include "common/glob.h"
 #include "broker/policy/profile.h"
 #include "broker/policy/routing.h"
 

@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "broker/policy/glob.h"
-#include "broker/policy/text.h"
+#include "common/glob.h"
+#include "broker/policy/quote.h"
 
 namespace pine::policy {
 namespace {

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "broker/store/schema.h"
+#include "broker/store/migrations.h"
 #include "broker/store/sqlite_db.h"
 
 namespace pine::store {

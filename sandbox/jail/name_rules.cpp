@@ -6,42 +6,11 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/glob.h"
+#include "common/path_parts.h"
+
 namespace pine::sandbox {
 namespace {
-
-std::vector<std::string> splitComponents(std::string_view path) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i <= path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string_view::npos) j = path.size();
-    if (j > i) out.emplace_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
-
-// '*' matches any run of bytes; the strings are normalised UTF-8, so a run
-// never splits a character in a way that matters for equality.
-bool globMatch(std::string_view pat, std::string_view s) {
-  size_t p = 0, i = 0, starP = std::string_view::npos, starI = 0;
-  while (i < s.size()) {
-    if (p < pat.size() && pat[p] == '*') {
-      starP = p++;
-      starI = i;
-    } else if (p < pat.size() && pat[p] == s[i]) {
-      ++p;
-      ++i;
-    } else if (starP != std::string_view::npos) {
-      p = starP + 1;
-      i = ++starI;
-    } else {
-      return false;
-    }
-  }
-  while (p < pat.size() && pat[p] == '*') ++p;
-  return p == pat.size();
-}
 
 // Does the pattern match path parts starting at some start in [0, path.size())?
 // `subtree` lets a match end before the path does. Dynamic programming over
@@ -112,7 +81,7 @@ NameRules::NameRules(std::vector<NameRule> rules) {
 }
 
 void NameRules::add(NameRule rule) {
-  auto parts = splitComponents(rule.pattern);
+  auto parts = splitPath(rule.pattern, true);
   if (parts.empty()) throw std::invalid_argument("protected-name pattern is empty");
   std::vector<std::string> compiled;
   for (const auto& p : parts) {
@@ -165,7 +134,7 @@ NameRules NameRules::defaults(bool tainted) {
 
 const NameRule* NameRules::refusing(std::string_view relPath, bool write) const {
   std::vector<std::string> path;
-  for (const auto& c : splitComponents(relPath)) path.push_back(normaliseOrRaw(c));
+  for (const auto& c : splitPath(relPath, true)) path.push_back(normaliseOrRaw(c));
   for (size_t r = 0; r < rules_.size(); ++r) {
     const auto& rule = rules_[r];
     if (!(write ? rule.denyWrite : rule.denyRead)) continue;

@@ -13,6 +13,7 @@
 #include "common/fd.h"
 #include "common/log.h"
 #include "common/names.h"
+#include "common/path_parts.h"
 #include "config/load.h"
 
 namespace pine::secrets {
@@ -48,18 +49,6 @@ struct Fd {
     return *this;
   }
 };
-
-std::vector<std::string> splitPath(const std::string& p) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (true) {
-    std::size_t slash = p.find('/', start);
-    parts.push_back(p.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  return parts;
-}
 
 // Why relPath may not be written, or empty when it may.
 std::string pathRefusal(const std::string& rel) {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/approvals.h"
+#include "broker/approval_desk.h"
 #include "broker/feed.h"
 #include "broker/policy/profile.h"
 #include "broker/run.h"

@@ -1,5 +1,5 @@
 // Schedules at load: `cron`, `at` and `timezone` are checked with the scheduler's own rules
-// (broker/schedule/), each refusal at its file:line:column, each beside a twin that loads.
+// (schedule/), each refusal at its file:line:column, each beside a twin that loads.
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -461,7 +461,7 @@ TEST_CASE("rules: cron, topics, names") {
   using namespace pine::config::detail;
   CHECK(cronProblem("0 7 * * mon-fri").empty());
   CHECK(cronProblem("*/15 8-18 1,15 jan-dec 0").empty());
-  // The scheduler's parser (broker/schedule/cron.h) answers; tests/schedule/ has every form.
+  // The scheduler's parser (schedule/cron.h) answers; tests/schedule/ has every form.
   CHECK(cronProblem("0 7 * *") ==
         "expected five fields (minute hour day-of-month month day-of-week), e.g. \"0 7 * * mon-fri\", got 4");
   CHECK(cronProblem("0 24 * * *") == "'24' is outside 0-23 in the hour field");

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "tests/providers/stream_fuzz.h"
-#include "worker/providers/anthropic.h"
+#include "providers/anthropic.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace pine::model;

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "tests/providers/stream_fuzz.h"
-#include "worker/providers/openai.h"
+#include "providers/openai.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace pine::model;

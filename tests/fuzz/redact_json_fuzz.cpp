@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "supervisor/redact/detail.h"
-#include "supervisor/redact/redactor.h"
+#include "redact/detail.h"
+#include "redact/redactor.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

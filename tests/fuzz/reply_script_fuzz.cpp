@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "tests/providers/stream_fuzz.h"
-#include "worker/providers/openai.h"
-#include "worker/providers/reply_script.h"
+#include "providers/openai.h"
+#include "providers/reply_script.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Approvals (layer 4 and "Modes"): decideToolCall and its parts.
-#include "broker/policy/approvals.h"
+#include "broker/policy/approval_rules.h"
 
 #include "tests/policy/helpers.h"
 

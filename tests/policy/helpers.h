@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/policy/approvals.h"
+#include "broker/policy/approval_rules.h"
 #include "config/model.h"
 
 namespace policy_test {

@@ -1,5 +1,5 @@
 // subscribe, add_skill, add_source, create_agent, request_access.
-#include "broker/policy/setup_tools.h"
+#include "broker/policy/setup_rules.h"
 
 #include "tests/policy/helpers.h"
 

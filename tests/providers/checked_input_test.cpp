@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "tests/providers/support.h"
-#include "worker/providers/anthropic.h"
-#include "worker/providers/openai.h"
-#include "worker/providers/reply_script.h"
-#include "worker/providers/stream_decoder.h"
+#include "providers/anthropic.h"
+#include "providers/openai.h"
+#include "providers/reply_script.h"
+#include "providers/stream_decoder.h"
 
 using namespace pine::model;
 using namespace pine::model::test;

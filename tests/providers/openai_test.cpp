@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "tests/providers/support.h"
-#include "worker/providers/openai.h"
+#include "providers/openai.h"
 
 using namespace pine::model;
 using namespace pine::model::test;

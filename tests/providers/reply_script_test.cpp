@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "tests/providers/support.h"
-#include "worker/providers/openai.h"
-#include "worker/providers/reply_script.h"
+#include "providers/openai.h"
+#include "providers/reply_script.h"
 
 using namespace pine::model;
 using namespace pine::model::test;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "tests/fuzz/fuzz_check.h"
-#include "worker/providers/provider.h"
+#include "providers/provider.h"
 
 namespace pine::model::fuzz {
 

@@ -3,7 +3,7 @@
 #include <csignal>
 
 #include "egress/egress.h"
-#include "supervisor/redact/redactor.h"
+#include "redact/redactor.h"
 
 namespace pine::model::test {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tests/providers/fake_server.h"
-#include "worker/providers/provider.h"
+#include "providers/provider.h"
 
 namespace pine::model::test {
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "common/log.h"
-#include "supervisor/redact/detail.h"
-#include "supervisor/redact/redactor.h"
+#include "redact/detail.h"
+#include "redact/redactor.h"
 
 using pine::redact::Format;
 using pine::redact::FormatStreamRedactor;

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "pinectl/cmd_redact.h"
-#include "supervisor/redact/detail.h"
-#include "supervisor/redact/redactor.h"
+#include "redact/detail.h"
+#include "redact/redactor.h"
 
 using pine::redact::kMarker;
 using pine::redact::Redactor;

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "broker/schedule/cron.h"
+#include "schedule/cron.h"
 
 using pine::schedule::Cron;
 using pine::schedule::parseCron;

@@ -1,7 +1,7 @@
 // describeSchedule: the common shapes in words, the rest quoted as written.
 #include <doctest/doctest.h>
 
-#include "broker/schedule/describe.h"
+#include "schedule/describe.h"
 
 using pine::schedule::describeSchedule;
 

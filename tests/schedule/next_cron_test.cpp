@@ -6,7 +6,7 @@
 #include <climits>
 #include <string>
 
-#include "broker/schedule/cron.h"
+#include "schedule/cron.h"
 #include "helpers.h"
 
 using namespace pine::schedule;

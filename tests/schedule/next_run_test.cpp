@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "broker/schedule/next_run.h"
-#include "broker/schedule/one_shot.h"
+#include "schedule/next_run.h"
+#include "schedule/one_shot.h"
 #include "helpers.h"
 
 using namespace pine::schedule;

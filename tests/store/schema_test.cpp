@@ -1,7 +1,7 @@
 // Opening pine.db: schema steps, files that are refused, the pragmas and the file mode.
 #include <unistd.h>
 
-#include "broker/store/schema.h"
+#include "broker/store/migrations.h"
 #include "tests/store/helpers.h"
 
 using namespace pine::store;

@@ -2,11 +2,11 @@
 #include <set>
 
 #include "tools_helpers.h"
-#include "worker/tools/outside_text.h"
+#include "common/outside_text.h"
 
 using namespace tools_test;
-using pine::tools::fenceOutside;
-using pine::tools::stripTerminalControls;
+using pine::fenceOutside;
+using pine::stripTerminalControls;
 
 TEST_CASE("stripTerminalControls removes escapes and controls, keeps text") {
   CHECK(stripTerminalControls("\x1b[1;31mbold red\x1b[0m") == "bold red");

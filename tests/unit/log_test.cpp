@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
-#include "supervisor/redact/redactor.h"
+#include "redact/redactor.h"
 
 TEST_CASE("every audit line is one valid JSON object, whatever the fields hold, even from two processes") {
   char dir[] = "/tmp/pine-audit-XXXXXX";

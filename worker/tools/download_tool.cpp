@@ -1,6 +1,6 @@
 // download: the broker decides and pined fetches; the bytes land here, through the jail, so the
 // sandbox decides where a download may be written, exactly as for the write tool.
-#include "worker/tools/outside_text.h"
+#include "common/outside_text.h"
 #include "worker/tools/sha256.h"
 #include "worker/tools/tool_parts.h"
 

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "worker/tools/outside_text.h"
+#include "common/outside_text.h"
 
 namespace pine::sandbox {
 class PathJail;

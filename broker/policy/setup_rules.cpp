@@ -1,0 +1,83 @@
+#include "broker/policy/setup_rules.h"
+
+namespace pine::policy {
+namespace {
+
+bool isTainted(const SessionFacts& f) { return f.tainted || f.untrustedRun; }
+
+const char* kReducedRun = "a run started by outside content (or by a separate subscription) ";
+
+}  // namespace
+
+Verdict decideSubscribe(const SessionFacts& facts) {
+  if (facts.untrustedRun) return refused(std::string(kReducedRun) + "has no subscribe tool");
+  config::Mode mode = effectiveMode(facts);
+  if (mode == config::Mode::Bypass) return allowed("bypass mode");
+  const std::string scope = "tool:subscribe";
+  if (isTainted(facts)) {
+    if (alwaysCovers(facts, scope)) return allowed("your 'always' answer (" + scope + ") covers it");
+    return asked("subscribe waits for your approval: " + taintWords(facts) +
+                     ", and text from outside must not make an agent start listening to something",
+                 scope);
+  }
+  if (mode == config::Mode::Manual) {
+    if (alwaysCovers(facts, scope)) return allowed("your 'always' answer (" + scope + ") covers it");
+    return asked("subscribe waits for your approval: manual mode", scope);
+  }
+  return allowed("auto mode, a conversation that has read no outside content");
+}
+
+Verdict decideAddSkill(const config::AgentConfig& agent, const SessionFacts& facts, const AddSkillRequest& req) {
+  if (facts.untrustedRun) return refused(std::string(kReducedRun) + "has no add_skill tool");
+  if (isTainted(facts))
+    return refused("add_skill is refused because " + taintWords(facts) +
+                   ": text from outside must not become a standing instruction; reset the conversation and ask again");
+  if (req.forAllAgents) {
+    if (agent.id != "main")
+      return refused("only the main agent adds skills for all agents; agent '" + agent.id + "' can add one for itself");
+    return asked("a skill for all agents: you see its description and instructions before it exists");
+  }
+  config::Mode mode = effectiveMode(facts);
+  if (!facts.mainConversation && mode != config::Mode::Bypass)
+    return asked("a skill added from a side conversation: you see its description and instructions before it exists");
+  if (mode == config::Mode::Manual) return asked("manual mode: you see every skill before it exists");
+  return allowed("a skill for itself from its main conversation");
+}
+
+Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& facts, const AddSourceRequest& req) {
+  if (facts.untrustedRun) return refused(std::string(kReducedRun) + "has no add_source tool");
+  if (!req.withOwner)
+    return refused("add_source works only in a conversation with you, not in a run started by a schedule, an event "
+                   "or another agent");
+  if (req.forAllAgents && agent.id != "main")
+    return refused("only the main agent sets up sources for all agents; agent '" + agent.id +
+                   "' can set one up for itself");
+  const bool tainted = isTainted(facts);
+  const bool manual = effectiveMode(facts) == config::Mode::Manual;
+  if (req.folderInsideWorkspace && !req.forAllAgents && !req.trustOwner && !tainted && !manual)
+    return allowed("a folder inside the agent's own workspace");
+  std::string why;
+  auto add = [&](const std::string& w) { why += (why.empty() ? "" : "; ") + w; };
+  if (!req.folderInsideWorkspace) add("it opens something new (a folder outside the workspace, a connection or a port)");
+  if (req.forAllAgents) add("it is a source for all agents");
+  if (req.trustOwner) add("its reports would count as yours (trust: owner)");
+  if (tainted) add(taintWords(facts));
+  if (manual) add("manual mode");
+  return asked("add_source waits for your approval: " + why);
+}
+
+Verdict decideCreateAgent(const config::AgentConfig& agent, const SessionFacts& facts) {
+  if (facts.untrustedRun) return refused(std::string(kReducedRun) + "has no create_agent tool");
+  if (agent.id != "main") return refused("only the main agent can create agents");
+  std::string note = isTainted(facts) ? "; note: " + taintWords(facts) : "";
+  return asked("create_agent always asks you and shows the new agent's instructions" + note);
+}
+
+Verdict decideRequestAccess(const SessionFacts& facts) {
+  if (facts.untrustedRun)
+    return refused(std::string(kReducedRun) + "keeps the untrusted profile and cannot ask for more");
+  std::string note = isTainted(facts) ? "; note: " + taintWords(facts) : "";
+  return asked("request_access: you decide every grant" + note);
+}
+
+}  // namespace pine::policy

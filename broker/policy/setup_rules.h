@@ -1,0 +1,44 @@
+// The tools that set things up or listen (layers 4, 5, 8 and "What no mode
+// opens"): subscribe, add_skill, add_source, create_agent, request_access.
+#pragma once
+#include <string>
+
+#include "broker/policy/approval_rules.h"
+#include "broker/policy/verdict.h"
+#include "config/model.h"
+
+namespace pine::policy {
+
+// Reduced runs have no subscribe tool (refused); tainted: asked ("always"
+// offered); manual: asked unless "always"; effective bypass and auto: allowed.
+Verdict decideSubscribe(const SessionFacts& facts);
+
+struct AddSkillRequest {
+  std::string name;
+  bool forAllAgents = false;
+};
+// Reduced runs: refused. Tainted: refused without asking, in every mode. For
+// all agents: the main agent only, asked. From a side conversation: asked
+// (not in bypass). Manual: asked. Never "always".
+Verdict decideAddSkill(const config::AgentConfig& agent, const SessionFacts& facts, const AddSkillRequest& req);
+
+struct AddSourceRequest {
+  std::string name;
+  bool withOwner = true;              // a conversation with the owner (not a schedule, event or delegation)
+  bool forAllAgents = false;
+  bool folderInsideWorkspace = false; // a folder source whose folder lies in the agent's own workspace
+  bool trustOwner = false;            // asks for "trust": "owner"
+};
+// Reduced runs and conversations without the owner: refused. For all agents:
+// the main agent only. A folder inside its workspace, untrusted, for this agent
+// goes through unless tainted or manual; everything else is asked, in every
+// mode. Never "always".
+Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& facts, const AddSourceRequest& req);
+
+// The main agent only, reduced runs never; always asked, in every mode.
+Verdict decideCreateAgent(const config::AgentConfig& agent, const SessionFacts& facts);
+
+// Always asked; reduced runs cannot ask for more.
+Verdict decideRequestAccess(const SessionFacts& facts);
+
+}  // namespace pine::policy

@@ -1,0 +1,25 @@
+// Text that came from outside the model (command output, files, fetched
+// pages) on its way into the conversation: terminal control sequences
+// removed, and fenced so the model reads it as data, not instructions.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace pine {
+
+// Removes CSI (ESC [ ...), OSC (ESC ] ... BEL/ST, e.g. OSC 52 clipboard
+// writes), DCS/SOS/PM/APC strings, every other ESC sequence, C0 controls
+// except \n and \t (CR LF becomes LF; a bare CR is dropped, so nothing can be
+// "overwritten" on display), DEL and C1 controls (U+0080..U+009F, with the
+// strings that C1 CSI/OSC/DCS start). Bytes that are not valid UTF-8 become
+// U+FFFD, so the result is always valid UTF-8 (JSON needs it). An unfinished
+// sequence at the end is dropped.
+std::string stripTerminalControls(std::string_view text);
+
+// The text (stripped as above) between a header naming where it came from
+// and a closing line, both carrying a fence drawn at random for this call.
+// Content cannot close the fence early: it cannot know the fence, and a fence
+// that happens to occur in the content is drawn again.
+std::string fenceOutside(std::string_view source, std::string_view text);
+
+}  // namespace pine
