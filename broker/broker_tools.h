@@ -63,7 +63,7 @@ class BrokerTools {
 // setup_tools.cpp. What a setup tool is given, checked before anyone is asked: the owner never
 // approves a call that cannot be carried out. nullopt when fine, else what is wrong.
 std::optional<std::string> checkSetupArgs(const RunContext& run, const std::string& tool, const nlohmann::json& args);
-// What add_source's decision looks at (policy/setup_tools.h).
+// What add_source's decision looks at (policy/setup_rules.h).
 policy::AddSourceRequest addSourceRequest(const RunContext& run, const nlohmann::json& args);
 
 }  // namespace pine

@@ -1,4 +1,4 @@
-// The download tool's broker half: the call is decided by the run's gate like any other (policy/approvals.cpp's download
+// The download tool's broker half: the call is decided by the run's gate like any other (policy/approval_rules.cpp's download
 // rule: an MCP server's origin, web tools, or the conversation's network), then pined fetches the address
 // and the bytes pass through here to the worker, which writes them through its sandbox.
 #include <kj/debug.h>

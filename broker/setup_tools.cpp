@@ -1,7 +1,7 @@
 // The tools that set things up: schedules (create), add_skill, create_agent. Each
 // writes configuration, which only pined writes: the new text goes through
 // changeConfig and is validated there exactly like the file it becomes. The
-// decision to ask or refuse was made before (RunGate::checkBrokerTool, policy/setup_tools).
+// decision to ask or refuse was made before (RunGate::checkBrokerTool, policy/setup_rules).
 #include <kj/debug.h>
 
 #include <algorithm>

@@ -26,7 +26,7 @@ enum class Reads {
   WhenListing,  // `action` absent or "list" (schedules)
 };
 
-// How the broker decides a call (broker/policy/approvals.cpp, in this order).
+// How the broker decides a call (broker/policy/approval_rules.cpp, in this order).
 enum class Decide {
   Rules,          // the general rules: bypass, approve lists, reading is free, taint, mode
   Subscribe,      // clean: allowed; tainted: asked (layer 4)

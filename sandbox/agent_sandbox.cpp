@@ -62,9 +62,10 @@ void requireTraversable(const std::string& path, uid_t uid) {
 
 }  // namespace
 
-AgentSandboxes::AgentSandboxes(std::string pineHome, std::string programDir, Probe probe, LinuxOptions options)
+AgentSandboxes::AgentSandboxes(std::string pineHome, std::string programDir, Probe probe, LinuxOptions options,
+                               Backend backend)
     : home_(std::move(pineHome)), programDir_(std::move(programDir)), probe_(std::move(probe)),
-      options_(std::move(options)) {}
+      options_(std::move(options)), backend_(backend) {}
 
 AgentPaths AgentSandboxes::pathsFor(const std::string& agent, const std::vector<std::string>& skills) const {
   AgentPaths p;
@@ -87,10 +88,12 @@ AgentPaths AgentSandboxes::pathsFor(const std::string& agent, const std::vector<
 }
 
 PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) const {
-  Requirements req;
-  req.minLandlockAbi = options_.minLandlockAbi;
-  req.requireNamespaces = options_.requireNamespaces;
-  if (auto why = refuseReason(probe_, req)) throw std::runtime_error(*why);
+  if (backend_ == Backend::Linux) {
+    Requirements req;
+    req.minLandlockAbi = options_.minLandlockAbi;
+    req.requireNamespaces = options_.requireNamespaces;
+    if (auto why = refuseReason(probe_, req)) throw std::runtime_error(*why);
+  }
 
   AgentPaths paths = pathsFor(request.agent, request.skills);
   SandboxIds ids{options_.workerUid, options_.workerGid};  // as root: the agent's own, below
@@ -132,6 +135,17 @@ PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) cons
     out.policy.denyWrite.push_back(out.policy.writable.at(0));  // the workspace
     out.policy.denyWrite.push_back(out.policy.writable.at(1));  // the private home
   }
+  out.env = workerEnvironment(paths);
+  out.workspace = paths.workspace;
+  if (backend_ == Backend::Seatbelt) {
+    // sandbox-exec applies it (spawn.h); a tainted or untrusted run's instruction files stay
+    // read-only by name, wherever they are.
+    SeatbeltOptions so;
+    so.protectInstructionFiles = request.tainted || request.untrusted;
+    out.seatbelt = buildSeatbeltProfile(out.policy, so);
+    out.mode = "full";  // as far as pine can tell: sandbox-exec applies it
+    return out;
+  }
   LinuxOptions opts = options_;
   opts.workerUid = ids.uid;
   opts.workerGid = ids.gid;
@@ -140,8 +154,6 @@ PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) cons
   opts.maskFile = home_ + "/sandbox/.mask-file";
   makeMasks(opts.maskDir, opts.maskFile);
   out.plan = buildLinuxPlan(out.policy, opts, probe_);
-  out.env = workerEnvironment(paths);
-  out.workspace = paths.workspace;
   out.mode = probe_.degraded() ? "degraded" : "full";
   out.notes = out.plan.notes;
   return out;

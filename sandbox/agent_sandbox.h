@@ -6,9 +6,13 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
+#include "sandbox/backend.h"
 #include "sandbox/linux/enter.h"
 #include "sandbox/linux/probe.h"
 #include "sandbox/policy.h"
+#include "sandbox/seatbelt/sbpl_profile.h"
 
 namespace pine::sandbox {
 
@@ -22,7 +26,8 @@ struct AgentSandboxRequest {
 
 struct PreparedSandbox {
   Policy policy;
-  LinuxPlan plan;
+  LinuxPlan plan;                          // the Linux backend's
+  std::optional<SeatbeltProfile> seatbelt;  // the Seatbelt backend's, instead of the plan
   std::vector<std::string> env;  // the worker's whole environment
   std::string workspace;
   std::string mode;              // "full" or "degraded": what the audit log says
@@ -32,7 +37,8 @@ struct PreparedSandbox {
 class AgentSandboxes {
  public:
   // `programDir`: where the program the sandbox runs lives (read-only inside).
-  AgentSandboxes(std::string pineHome, std::string programDir, Probe probe, LinuxOptions options = {});
+  AgentSandboxes(std::string pineHome, std::string programDir, Probe probe, LinuxOptions options = {},
+                 Backend backend = Backend::Linux);
 
   // Creates the agent's workspace, private home and temp folder if absent, hands
   // them to the worker uid when pine runs as root, and builds the plan. Throws
@@ -46,6 +52,7 @@ class AgentSandboxes {
   std::string home_, programDir_;
   Probe probe_;
   LinuxOptions options_;
+  Backend backend_;
 };
 
 }  // namespace pine::sandbox

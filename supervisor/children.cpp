@@ -1,10 +1,39 @@
 #include "supervisor/children.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 namespace pine {
+namespace {
+
+// Every process left in the session `sid` (each child pined starts leads its own). A pid
+// namespace ends a worker's descendants with it; without one (the Seatbelt backend, Linux
+// without namespaces) a command the worker's shell put in a process group of its own would
+// outlive a worker that was killed. Two passes: a process may fork while the first runs.
+void killSession(pid_t sid) {
+#ifdef __linux__
+  for (int pass = 0; pass < 2; ++pass) {
+    DIR* d = opendir("/proc");
+    if (!d) return;
+    while (dirent* e = readdir(d)) {
+      char* end;
+      long pid = strtol(e->d_name, &end, 10);
+      if (*end != '\0' || pid <= 1 || pid == getpid()) continue;
+      if (getsid((pid_t)pid) == sid) ::kill((pid_t)pid, SIGKILL);
+    }
+    closedir(d);
+  }
+#else
+  (void)sid;  // macOS: listing a session's processes is not done yet (docs/design.md)
+#endif
+}
+
+}  // namespace
 
 kj::Promise<int> ProcessTable::add(pid_t pid, ChildInfo info) {
   auto entry = kj::heap<Entry>();
@@ -14,8 +43,9 @@ kj::Promise<int> ProcessTable::add(pid_t pid, ChildInfo info) {
   entries_[pid] = kj::mv(entry);
   return promise.then([this, pid](int status) {
     entries_.erase(pid);
-    // Whatever the child left in its process group goes with it: nothing is orphaned.
+    // Whatever the child left in its process group or its session goes with it: nothing is orphaned.
     ::kill(-pid, SIGKILL);
+    killSession(pid);
     return status;
   });
 }

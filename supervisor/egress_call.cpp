@@ -257,7 +257,13 @@ void EgressProcesses::taskFailed(kj::Exception&& e) {
 
 EgressProcesses::Started EgressProcesses::start() {
   const std::string program = dirOf(sup_.options().workerProgram) + "/pine-egress";
-  sandbox::LinuxPlan plan = egressPlan(program, sup_.home().root, sup_.options().sandbox, sup_.sandboxProbe());
+  sandbox::LinuxPlan plan;
+  std::optional<sandbox::SeatbeltProfile> seatbelt;
+  if (sup_.backend() == sandbox::Backend::Seatbelt)
+    seatbelt = sandbox::buildSeatbeltProfile(sandbox::egressPolicy(egressPaths(program, sup_.home().root)),
+                                             sandbox::SeatbeltOptions{false, false, true});
+  else
+    plan = egressPlan(program, sup_.home().root, sup_.options().sandbox, sup_.sandboxProbe());
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     throw std::runtime_error(std::string("socketpair: ") + strerror(errno));
@@ -267,7 +273,7 @@ EgressProcesses::Started EgressProcesses::start() {
   spec.args = {program};
   spec.env = egressEnvironment();
   spec.fd3 = theirs.get();
-  spec.sandbox = &plan;
+  sup_.useSandbox(spec, plan, seatbelt, "/");
   // The programs are installed side by side: pine-launch is beside pine-egress unless pined was told.
   spec.launcher = sup_.options().launcherProgram.empty() ? dirOf(program) + "/pine-launch" : sup_.options().launcherProgram;
   spec.label = "egress";
@@ -299,12 +305,17 @@ void EgressProcesses::startNextLater() {
   }));
 }
 
-sandbox::LinuxPlan egressPlan(const std::string& program, const std::string& pineHome,
-                              const sandbox::LinuxOptions& options, const sandbox::Probe& probe) {
+sandbox::EgressPaths egressPaths(const std::string& program, const std::string& pineHome) {
   sandbox::EgressPaths paths;
   paths.program = program;
   paths.pineHome = pineHome;
   paths.userHome = ownerHome();
+  return paths;
+}
+
+sandbox::LinuxPlan egressPlan(const std::string& program, const std::string& pineHome,
+                              const sandbox::LinuxOptions& options, const sandbox::Probe& probe) {
+  sandbox::EgressPaths paths = egressPaths(program, pineHome);
   sandbox::LinuxOptions o = options;
   o.cwd = "/";
   o.maskDir.clear();  // the few denied paths inside readable trees (/etc/ssl/private) are Landlock's

@@ -75,6 +75,10 @@ struct PreparedJob {
 PreparedJob prepareEgressJob(const egress::EgressRequest& request, const egress::EgressPolicy& policy,
                              const egress::SecretLookup& secrets);
 
+// What a pine-egress process's policy is built from (sandbox::egressPolicy): its program, pine's
+// home and the owner's home, both closed to it.
+sandbox::EgressPaths egressPaths(const std::string& program, const std::string& pineHome);
+
 // The sandbox plan of a pine-egress process (sandbox::egressPolicy with the workers' uid
 // options): throws, saying why, when it cannot be built; no request then runs unconfined.
 sandbox::LinuxPlan egressPlan(const std::string& program, const std::string& pineHome,

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/unix_socket.h"
 #include "config/load.h"
+#include "supervisor/backend_check.h"
 #include "supervisor/home_layout.h"
 #include "supervisor/supervisor.h"
 
@@ -29,7 +30,10 @@ const char kUsage[] =
     "  --egress-ca FILE       trust only this CA bundle for outgoing HTTPS (default: the system's)\n"
     "  --launcher-program PATH  the pine-launch that enters sandboxes (default: beside pined)\n"
     "  --broker-ids FIRST-LAST  as root: the range the broker's own uid and gid come from (default 60600-60699)\n"
-    "  --worker-ids FIRST-LAST  as root: the range each agent's own worker uid and gid come from (default 60700-60999)\n";
+    "  --worker-ids FIRST-LAST  as root: the range each agent's own worker uid and gid come from (default 60700-60999)\n"
+    "  --sandbox-backend linux|seatbelt  what enforces the sandboxes (default: this system's own)\n"
+    "  --sandbox-exec PATH    with seatbelt: the sandbox-exec to start programs under (default\n"
+    "                         /usr/bin/sandbox-exec; tests give a stand-in that enforces nothing)\n";
 
 // Detach from the terminal. The first process returns only once the broker is
 // ready (or after a timeout), so `pined && pinectl status` works.
@@ -93,7 +97,16 @@ int main(int argc, char** argv) {
       (a == "--broker-ids" ? options.sandbox.brokerIdFirst : options.sandbox.workerIdFirst) = (uid_t)first;
       (a == "--broker-ids" ? options.sandbox.brokerIdLast : options.sandbox.workerIdLast) = (uid_t)last;
     }
-    else if (a == "--help" || a == "-h") {
+    else if (a == "--sandbox-backend") {
+      auto b = pine::sandbox::parseBackend(value());
+      if (!b) {
+        std::cerr << "pined: --sandbox-backend takes linux or seatbelt\n";
+        return 2;
+      }
+      options.backend.backend = *b;
+    } else if (a == "--sandbox-exec") {
+      options.backend.sandboxExec = value();
+    } else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       return 0;
     } else {
@@ -127,6 +140,16 @@ int main(int argc, char** argv) {
       return 2;
     }
     pine::ensureControlToken(options.home);
+    if (options.backend.backend == pine::sandbox::Backend::Seatbelt) {
+      // Fail closed, at start: sandbox-exec must be there and accept pine's profiles.
+      try {
+        pine::checkSeatbeltBackend(options.backend);
+      } catch (std::exception& e) {
+        pine::setupAudit(options.home.audit());
+        pine::audit("sandbox.refused", {{"process", "pined"}, {"backend", "seatbelt"}, {"reason", e.what()}});
+        throw;
+      }
+    }
     // As root, the broker gets a uid of its own, checked unused now (no account, group or process).
     if (geteuid() == 0)
       options.brokerIds = pine::sandbox::pickBrokerIds(options.sandbox.brokerIdFirst, options.sandbox.brokerIdLast,

@@ -4,6 +4,7 @@
 #include "common/unix_socket.h"
 #include "sandbox/linux/enter.h"
 #include "sandbox/linux/launch_plan.h"
+#include "sandbox/seatbelt/sbpl_profile.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -103,6 +104,8 @@ int childMain(void* arg) {
     closeRange(4, (unsigned)c.errPipe - 1);
     closeRange((unsigned)c.errPipe + 1, ~0U);
   }
+  // Without pine-launch (which takes the plan's), the working directory is set here.
+  if (c.planFd < 0 && !spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0) failChild(report, errno);
   execve(c.path, c.argv, c.envp);
   failChild(report, errno, c.planFd >= 0 ? kStageLauncher : sandbox::kStageExec);
 }
@@ -131,6 +134,16 @@ pid_t spawnChild(const SpawnSpec& spec) {
     // The launcher's own environment: the sanitizer's settings in a sanitizer build, nothing else.
     envp.own = sanitizerEnvironment(false);
     planFd = sandbox::writeLaunchPlan(*spec.sandbox, {spec.program, spec.args, spec.env});
+  } else if (spec.seatbelt) {
+    if (spec.sandboxExec.empty() || spec.sandboxExec[0] != '/')
+      throw std::runtime_error("cannot start " + spec.program + ": no sandbox-exec to start it under");
+    path = spec.sandboxExec;
+    std::vector<std::string> command = spec.args;
+    if (command.empty()) command.push_back(spec.program);
+    command[0] = spec.program;
+    argv.own = sandbox::sandboxExecArgv(*spec.seatbelt, command);
+    argv.own[0] = path;
+    envp.own = spec.env;
   } else {
     path = spec.program;
     argv.own = spec.args;
@@ -193,6 +206,9 @@ pid_t spawnChild(const SpawnSpec& spec) {
     if (spec.sandbox)
       throw std::runtime_error("cannot start " + spec.program + " in its sandbox: " +
                                sandbox::describeLaunchReport(report));
+    if (spec.seatbelt)
+      throw std::runtime_error("cannot start " + spec.program + " in its sandbox: " + path + ": " +
+                               strerror(report.err) + " (the Seatbelt backend needs sandbox-exec; nothing runs unconfined)");
     throw std::runtime_error("cannot start " + spec.program + ": " + strerror(report.err));
   }
   return pid;

@@ -12,6 +12,7 @@
 
 namespace pine::sandbox {
 struct LinuxPlan;
+struct SeatbeltProfile;
 }
 
 namespace pine {
@@ -26,6 +27,11 @@ struct SpawnSpec {
   // Carried out by pine-launch just before the program's exec; null: the program runs unconfined.
   const sandbox::LinuxPlan* sandbox = nullptr;
   std::string launcher;           // pine-launch; empty: the one beside this program (pined's bin/)
+  // Or a Seatbelt profile: the child execs `sandboxExec -p PROFILE -D ... -- program args`, with
+  // the environment and fd 3 as above; sandbox-exec applies the profile and execs the program.
+  const sandbox::SeatbeltProfile* seatbelt = nullptr;
+  std::string sandboxExec;        // /usr/bin/sandbox-exec (tests: a stand-in); required with seatbelt
+  std::string cwd;                // the working directory when no plan sets it; empty: pined's
   std::string label;              // pine-launch's argv[1], for ps: "worker t-12" (optional)
 };
 

@@ -81,7 +81,7 @@ Supervisor::Supervisor(kj::AsyncIoContext& io, SupervisorOptions options)
       tasks_(*this),
       startedAtMs_(nowMs()),
       sandboxes_(options_.home.root, options_.workerProgram.substr(0, options_.workerProgram.find_last_of('/')),
-                 sandbox::probeKernel(), options_.sandbox),
+                 sandbox::probeKernel(), options_.sandbox, options_.backend.backend),
       config_(options_.home.root),
       secrets_(options_.home.root + "/.env"),
       owner_(io, *this) {
@@ -207,7 +207,8 @@ sandbox::PreparedBroker Supervisor::prepareBroker() {
       if (source.type == "mqtt" && !source.url.empty()) req.connectPorts.push_back(mqttPort(source.url));
   }
   return sandbox::prepareBrokerSandbox(req, sandboxes_.probe(), options_.sandbox,
-                                       options_.brokerIds.value_or(sandbox::SandboxIds{0, 0}));
+                                       options_.brokerIds.value_or(sandbox::SandboxIds{0, 0}),
+                                       options_.backend.backend);
 }
 
 kj::Promise<void> Supervisor::keepBroker() {
@@ -238,7 +239,7 @@ kj::Promise<void> Supervisor::keepBroker() {
   spec.env = box.env;
   addSanitizerEnv(spec.env, true);
   spec.fd3 = theirs.get();
-  spec.sandbox = &box.plan;
+  useSandbox(spec, box.plan, box.seatbelt, options_.home.data());
   spec.launcher = options_.launcherProgram;
   spec.label = "broker";
   // A socket the last broker left: it may not remove anything in the home itself.
@@ -262,7 +263,8 @@ kj::Promise<void> Supervisor::keepBroker() {
   auto exited = children_.add(pid, {"broker", started, brokerRestarts_, "", ""});
   audit(brokerRestarts_ ? "process.restart" : "process.start",
         {{"process", "broker"}, {"process_pid", pid}, {"restarts", brokerRestarts_},
-         {"sandbox", "linux:" + box.mode}, {"uid", box.plan.changeIds ? (long long)box.plan.uid : (long long)getuid()},
+         {"sandbox", std::string(sandbox::backendName(options_.backend.backend)) + ":" + box.mode},
+         {"uid", box.plan.changeIds ? (long long)box.plan.uid : (long long)getuid()},
          {"sandbox_notes", box.notes}});
   spdlog::info("broker started, pid {}", pid);
 
@@ -348,7 +350,7 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
   spec.env = box.env;
   addSanitizerEnv(spec.env, true);
   spec.fd3 = workerEnd.get();
-  spec.sandbox = &box.plan;
+  useSandbox(spec, box.plan, box.seatbelt, box.workspace);
   spec.launcher = options_.launcherProgram;
   spec.label = "worker " + taskId;
   pid_t pid;
@@ -370,7 +372,7 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
     trees = std::make_shared<const sandbox::TaintedRunTrees>(
         box.policy.writable, box.plan.changeIds ? box.plan.uid : (unsigned)-1,
         box.plan.changeIds ? box.plan.gid : (unsigned)-1);
-  const std::string sandbox = "linux:" + box.mode;
+  const std::string sandbox = std::string(sandbox::backendName(options_.backend.backend)) + ":" + box.mode;
   long long started = nowMs();
   audit("process.start", {{"process", "worker"}, {"process_pid", pid}, {"task", taskId}, {"agent", agent},
                           {"sandbox", sandbox}, {"tainted", tainted}, {"untrusted", untrusted}, {"network", sandbox::networkName(box.policy.network)},
@@ -398,6 +400,17 @@ std::vector<std::string> Supervisor::providerBaseUrls() const {
     for (auto& [name, provider] : cfg->models.providers)
       if (!provider.baseUrl.empty()) out.push_back(provider.baseUrl);
   return out;
+}
+
+void Supervisor::useSandbox(SpawnSpec& spec, const sandbox::LinuxPlan& plan,
+                            const std::optional<sandbox::SeatbeltProfile>& seatbelt, const std::string& cwd) const {
+  if (seatbelt) {
+    spec.seatbelt = &*seatbelt;
+    spec.sandboxExec = options_.backend.sandboxExec;
+    spec.cwd = cwd;
+  } else {
+    spec.sandbox = &plan;
+  }
 }
 
 void Supervisor::adoptChild(pid_t pid, const std::string& role) {

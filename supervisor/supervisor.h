@@ -16,6 +16,7 @@
 #include "sandbox/linux/broker_sandbox.h"
 #include "supervisor/backoff.h"
 #include "supervisor/children.h"
+#include "supervisor/spawn.h"
 #include "supervisor/owner_service.h"
 #include "redact/redactor.h"
 #include "supervisor/secrets/secret_store.h"
@@ -32,6 +33,7 @@ struct SupervisorOptions {
   std::string egressCaFile;       // trust only this CA bundle for egress (empty: the system's)
   std::string launcherProgram;    // pine-launch (empty: beside pined)
   std::optional<sandbox::SandboxIds> brokerIds;  // when root: the broker's own uid and gid (main picks them)
+  sandbox::BackendChoice backend;  // Linux's own, or Seatbelt through sandbox-exec
 };
 
 struct SpawnedWorker {
@@ -53,6 +55,11 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   // Throws, saying why, when the worker's sandbox cannot be built: no task runs unconfined.
   SpawnedWorker spawnWorker(const std::string& taskId, const std::string& agent, const sandbox::Grants& grants,
                             bool tainted, bool untrusted = false);
+  // Puts a child under the backend's sandbox: the Linux plan (pine-launch enters it) or the
+  // Seatbelt profile (sandbox-exec applies it, in `cwd`). Both must outlive the spawn.
+  void useSandbox(SpawnSpec& spec, const sandbox::LinuxPlan& plan,
+                  const std::optional<sandbox::SeatbeltProfile>& seatbelt, const std::string& cwd) const;
+  sandbox::Backend backend() const { return options_.backend.backend; }
   void killWorker(pid_t pid);
   std::vector<std::pair<pid_t, ChildInfo>> processes() const { return children_.list(); }
   long long startedAtMs() const { return startedAtMs_; }

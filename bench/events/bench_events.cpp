@@ -57,7 +57,7 @@ std::string eventId(long long ms, unsigned n) {
   return id;
 }
 
-// The floor: the store's events table as broker/store/schema.cpp creates it (same columns, CHECK and
+// The floor: the store's events table as broker/store/migrations.cpp creates it (same columns, CHECK and
 // indexes), the store's pragmas, one prepared insert, BEGIN IMMEDIATE .. COMMIT per batch.
 double rawSqliteRate(const std::string& dir, int total, int batch, double* cpuSecs) {
   std::string path = dir + "/raw.db";

@@ -44,11 +44,13 @@ std::vector<std::string> workspacesIn(const std::string& home) {
 }  // namespace
 
 PreparedBroker prepareBrokerSandbox(const BrokerSandboxRequest& request, const Probe& probe,
-                                    const LinuxOptions& options, SandboxIds ids) {
-  Requirements req;
-  req.minLandlockAbi = options.minLandlockAbi;
-  req.requireNamespaces = options.requireNamespaces;
-  if (auto why = refuseReason(probe, req)) throw std::runtime_error(*why);
+                                    const LinuxOptions& options, SandboxIds ids, Backend backend) {
+  if (backend == Backend::Linux) {
+    Requirements req;
+    req.minLandlockAbi = options.minLandlockAbi;
+    req.requireNamespaces = options.requireNamespaces;
+    if (auto why = refuseReason(probe, req)) throw std::runtime_error(*why);
+  }
 
   BrokerPaths paths;
   paths.pineHome = request.home;
@@ -74,6 +76,15 @@ PreparedBroker prepareBrokerSandbox(const BrokerSandboxRequest& request, const P
   }
   PreparedBroker out;
   out.policy = brokerPolicy(paths);
+  out.env = brokerEnvironment(request.home);
+  if (backend == Backend::Seatbelt) {
+    // Its own profile: no fork, exec of its program only, its sockets' paths (sbpl_profile.h).
+    SeatbeltOptions so;
+    so.protectGitControl = false;  // it writes only data/
+    out.seatbelt = buildSeatbeltProfile(out.policy, so);
+    out.mode = "full";  // as far as pine can tell: sandbox-exec applies it
+    return out;
+  }
   opts.cwd = request.home + "/data";
   opts.maskDir = request.home + "/sandbox/.mask";
   opts.maskFile = request.home + "/sandbox/.mask-file";
@@ -85,7 +96,6 @@ PreparedBroker prepareBrokerSandbox(const BrokerSandboxRequest& request, const P
     out.plan.notes.push_back("no mount namespace for the broker: .env and the workspaces are carved out of pine's "
                              "home by Landlock, so a configuration file pined replaces stays unreadable to the "
                              "broker until it restarts");
-  out.env = brokerEnvironment(request.home);
   out.mode = probe.degraded() ? "degraded" : "full";
   out.notes = out.plan.notes;
   return out;

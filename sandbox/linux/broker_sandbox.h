@@ -5,8 +5,12 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
+#include "sandbox/backend.h"
 #include "sandbox/linux/broker_home.h"
 #include "sandbox/linux/plan.h"
+#include "sandbox/seatbelt/sbpl_profile.h"
 
 namespace pine::sandbox {
 
@@ -20,7 +24,8 @@ struct BrokerSandboxRequest {
 
 struct PreparedBroker {
   Policy policy;
-  LinuxPlan plan;
+  LinuxPlan plan;                           // the Linux backend's
+  std::optional<SeatbeltProfile> seatbelt;  // the Seatbelt backend's, instead of the plan
   std::vector<std::string> env;  // the broker's whole environment
   std::string mode;              // "full" or "degraded"
   std::vector<std::string> notes;
@@ -29,6 +34,6 @@ struct PreparedBroker {
 // `ids` are used when pined runs as root (probe.root): the home is prepared for them and the
 // broker runs as them. Throws std::runtime_error saying why and what to do: fail closed.
 PreparedBroker prepareBrokerSandbox(const BrokerSandboxRequest& request, const Probe& probe,
-                                    const LinuxOptions& options, SandboxIds ids);
+                                    const LinuxOptions& options, SandboxIds ids, Backend backend = Backend::Linux);
 
 }  // namespace pine::sandbox

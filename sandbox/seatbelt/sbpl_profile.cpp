@@ -486,6 +486,22 @@ std::vector<std::string> checkSeatbeltProfile(const SeatbeltProfile& profile, co
   for (const auto& d : defined)
     if (!used.count(d)) problems.push_back("parameter defined but not used: " + d);
 
+  // A deny narrows the allows before it (later rules win): none may come before an allow of the
+  // same operation, or that allow would reopen what it closes. "(deny default)" is the base.
+  for (std::string_view op : {"file-read*", "file-write*", "process-exec"}) {
+    size_t lastAllow = std::string::npos;
+    for (size_t pos = t.find("(allow "); pos != std::string::npos; pos = t.find("(allow ", pos + 1)) {
+      size_t lineEnd = t.find('\n', pos);
+      if (t.substr(pos, lineEnd - pos).find(op) != std::string::npos) lastAllow = pos;
+    }
+    if (lastAllow == std::string::npos) continue;
+    for (size_t pos = t.find("(deny "); pos != std::string::npos && pos < lastAllow; pos = t.find("(deny ", pos + 1)) {
+      size_t lineEnd = t.find('\n', pos);
+      auto line = t.substr(pos, lineEnd - pos);
+      if (line.find(op) != std::string::npos) problems.push_back("a deny comes before an allow it would narrow: " + line);
+    }
+  }
+
   // An allow for files, exec or network with no filter allows everything.
   for (std::string_view op : {"file-", "process-exec", "network"}) {
     const std::string head = "(allow " + std::string(op);

@@ -57,7 +57,9 @@ SeatbeltProfile buildSeatbeltProfile(const Policy& policy, const SeatbeltOptions
 // outside string and regex literals; ASCII only; no string literal holds a
 // '/'; no path of `policy` or of the parameters appears anywhere in the text;
 // every (param "X") used is defined exactly once and every one defined is used;
-// no file, exec or network allow without a filter.
+// no file, exec or network allow without a filter; no deny of file-read*, file-write*
+// or process-exec before an allow of the same operation. With an empty `policy`, only
+// the text and its parameters are checked (what a stand-in sandbox-exec can see).
 std::vector<std::string> checkSeatbeltProfile(const SeatbeltProfile& profile, const Policy& policy);
 
 // The argv that starts `command` under the profile:

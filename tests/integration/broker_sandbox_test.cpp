@@ -35,6 +35,7 @@ nlohmann::json probeResult(Pined& pined) {
 }  // namespace
 
 TEST_CASE("from inside the broker's sandbox: no .env, no configuration writes, no exec; config and data/ work") {
+  LINUX_BACKEND_ONLY();
   TempDir dir;
   std::string home = dir.path() + "/home";
   writeMinimalConfig(home, {"main"});
@@ -76,6 +77,7 @@ TEST_CASE("from inside the broker's sandbox: no .env, no configuration writes, n
 }
 
 TEST_CASE("as root the broker runs as its own uid, which owns data/, and pinectl still reads data/") {
+  LINUX_BACKEND_ONLY();
   if (geteuid() != 0) return;
   TempDir dir;
   std::string home = dir.path() + "/home";

@@ -204,9 +204,11 @@ TEST_CASE("a request naming secret A runs in a process that holds A and no other
   }
   CHECK(s.cmdline == std::filesystem::canonical(binDir() + "/pine-egress").string() + std::string(1, '\0'));
   CHECK(s.environ.rfind("LANG=C.UTF-8", 0) == 0);
-  CHECK(s.seccomp == "2");
-  CHECK(s.noNewPrivs == "1");
-  if (geteuid() == 0) CHECK(s.uid.rfind("65534\t", 0) == 0);
+  if (!seatbeltStandIn()) {  // what the Linux backend adds; the stand-in enforces nothing
+    CHECK(s.seccomp == "2");
+    CHECK(s.noNewPrivs == "1");
+    if (geteuid() == 0) CHECK(s.uid.rfind("65534\t", 0) == 0);
+  }
   REQUIRE(waitUntil([&] { return access((home + "/data/egress-result.json").c_str(), F_OK) == 0; }, 10s));
   auto result = nlohmann::json::parse(slurp(home + "/data/egress-result.json"));
   CHECK(result["error"] == "");

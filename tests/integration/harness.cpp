@@ -30,6 +30,8 @@ static std::string envOr(const char* name, const std::string& fallback) {
 std::string binDir() { return envOr("PINE_BIN_DIR", "build/bin"); }
 std::string testBinDir() { return envOr("PINE_TEST_BIN_DIR", "build/tests"); }
 std::string sourceDir() { return envOr("PINE_SOURCE_DIR", "."); }
+bool seatbeltStandIn() { return envOr("PINE_TEST_BACKEND", "linux") == "seatbelt"; }
+std::string standInLog() { return testBinDir() + "/fixtures/sandbox-exec.log"; }
 
 static std::string slurp(int fd) {
   std::string s;
@@ -208,6 +210,8 @@ Pined::Pined(const std::string& home, std::vector<std::string> extraArgs, std::v
     dup2(devnull, 0);
     dup2(devnull, 1);
     std::vector<std::string> argv = {binDir() + "/pined", "--home", home, "--foreground"};
+    if (seatbeltStandIn())
+      argv.insert(argv.end(), {"--sandbox-backend", "seatbelt", "--sandbox-exec", testBinDir() + "/fixtures/sandbox-exec"});
     for (auto& a : extraArgs) argv.push_back(a);
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));

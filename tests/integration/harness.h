@@ -16,6 +16,20 @@ std::string binDir();      // the built programs (PINE_BIN_DIR)
 std::string testBinDir();  // test fixtures (PINE_TEST_BIN_DIR)
 std::string sourceDir();   // the source tree (PINE_SOURCE_DIR)
 
+// The suite's second run selects the Seatbelt backend against the stand-in sandbox-exec
+// (PINE_TEST_BACKEND=seatbelt): every pined gets --sandbox-backend seatbelt. The stand-in
+// enforces nothing, so a test that attacks the Linux backend's enforcement, or looks at
+// what only it does (uids, namespaces, pine-launch), calls LINUX_BACKEND_ONLY() first.
+bool seatbeltStandIn();
+std::string standInLog();  // the stand-in's record, one JSON line per start
+#define LINUX_BACKEND_ONLY()                                                         \
+  do {                                                                               \
+    if (pine::test::seatbeltStandIn()) {                                             \
+      MESSAGE("attacks or inspects the Linux backend: not run against the stand-in"); \
+      return;                                                                        \
+    }                                                                                \
+  } while (0)
+
 struct Result {
   int exitCode = -1;
   std::string out, err;

@@ -33,6 +33,7 @@ std::string comm(pid_t pid) {
 }  // namespace
 
 TEST_CASE("the monitor, init and program of a task and of the broker hold no secret from .env") {
+  LINUX_BACKEND_ONLY();
   TempDir dir;
   std::string home = dir.path() + "/home";
   writeMinimalConfig(home, {"slow"});
@@ -80,6 +81,7 @@ TEST_CASE("the monitor, init and program of a task and of the broker hold no sec
 }
 
 TEST_CASE("a worker pine-launch cannot start is refused, and the audit log says at which step") {
+  LINUX_BACKEND_ONLY();
   TempDir dir;
   std::string home = dir.path() + "/home", bin = dir.path() + "/bin";
   REQUIRE(mkdir(bin.c_str(), 0755) == 0);

@@ -89,6 +89,7 @@ nlohmann::json endedPlantTask(Pined& p, const std::string& agent, const std::str
 }  // namespace
 
 TEST_CASE("a tainted session's script cannot plant instruction files or git settings that outlive it; the clean twin can") {
+  LINUX_BACKEND_ONLY();
   TempDir dir;
   const std::string home = dir.path() + "/home";
   writeMinimalConfig(home, {"main"});

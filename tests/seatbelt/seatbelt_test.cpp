@@ -535,3 +535,24 @@ TEST_CASE("the broker's profile: its own program only, no fork, its socket, its 
   CHECK(none.find("network-outbound (remote ip") == std::string::npos);
   CHECK(none.find("remote unix-socket") == std::string::npos);
 }
+
+TEST_CASE("the checks catch a deny placed before the allow it narrows, with only the text to go on") {
+  auto profile = buildSeatbeltProfile(defaultAgent());
+  CHECK(checkSeatbeltProfile(profile, Policy{}).empty());
+  // Move the first deny of file-read* to just after (deny default): the allows after it would reopen it.
+  auto bad = profile;
+  size_t deny = bad.text.find("(deny file-read*");
+  REQUIRE(deny != std::string::npos);
+  size_t end = bad.text.find("\n(", deny);
+  std::string rule = bad.text.substr(deny, end - deny + 1);
+  bad.text.erase(deny, rule.size());
+  bad.text.insert(std::string("(version 1)\n(deny default)\n").size(), rule);
+  auto problems = checkSeatbeltProfile(bad, Policy{});
+  bool flagged = false;
+  for (auto& p : problems) flagged |= p.find("a deny comes before an allow") != std::string::npos;
+  CHECK(flagged);
+  // A parameter used but not given, as a stand-in sandbox-exec sees it.
+  auto missing = profile;
+  missing.params.pop_back();
+  CHECK_FALSE(checkSeatbeltProfile(missing, Policy{}).empty());
+}
