@@ -29,7 +29,7 @@ void killSession(pid_t sid) {
     closedir(d);
   }
 #else
-  (void)sid;  // macOS: listing a session's processes is not done yet (docs/design.md)
+  (void)sid;  // macOS: listing a session's processes is not written yet (sandbox/seatbelt/README.md)
 #endif
 }
 
@@ -38,14 +38,17 @@ void killSession(pid_t sid) {
 kj::Promise<int> ProcessTable::add(pid_t pid, ChildInfo info) {
   auto entry = kj::heap<Entry>();
   entry->pid = pid;
+  // Only a worker runs programs of its choosing: the broker and pine-egress may exec nothing,
+  // so the walk of /proc is spent where something can be left behind.
+  const bool runsPrograms = info.role == "worker";
   entry->info = std::move(info);
   auto promise = port_.onChildExit(entry->pid);
   entries_[pid] = kj::mv(entry);
-  return promise.then([this, pid](int status) {
+  return promise.then([this, pid, runsPrograms](int status) {
     entries_.erase(pid);
     // Whatever the child left in its process group or its session goes with it: nothing is orphaned.
     ::kill(-pid, SIGKILL);
-    killSession(pid);
+    if (runsPrograms) killSession(pid);
     return status;
   });
 }
