@@ -2,6 +2,7 @@
 
 #include "common/names.h"
 #include "sandbox/linux/agent_ids.h"
+#include "sandbox/linux/namespaces.h"
 #include "sandbox/linux/owned_tree.h"
 #include "sandbox/linux/tainted_trees.h"
 
@@ -20,20 +21,6 @@ namespace {
 void makeDir(const std::string& path) {
   if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
     throw std::runtime_error("cannot create " + path + ": " + strerror(errno));
-}
-
-// What hides a denied path inside a readable tree (LinuxOptions::maskDir): empty, mode 000, owned by
-// pined. A worker cannot open them, and their bind mounts are read-only, so nothing is put in them.
-void makeMasks(const std::string& dir, const std::string& file) {
-  if (mkdir(dir.c_str(), 0) != 0 && errno != EEXIST) throw std::runtime_error("cannot create " + dir + ": " + strerror(errno));
-  int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (fd < 0) throw std::runtime_error("cannot create " + file + ": " + strerror(errno));
-  close(fd);
-  struct stat d, f;
-  if (lstat(dir.c_str(), &d) != 0 || !S_ISDIR(d.st_mode) || lstat(file.c_str(), &f) != 0 || !S_ISREG(f.st_mode) ||
-      f.st_size != 0 || (d.st_mode & 07777) != 0 || (f.st_mode & 07777) != 0)
-    throw std::runtime_error("the sandbox masks " + dir + " and " + file +
-                             " must be an empty folder and an empty file, mode 000: remove them and retry");
 }
 
 std::string ownerHome() {
@@ -152,7 +139,7 @@ PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) cons
   opts.cwd = paths.workspace;
   opts.maskDir = home_ + "/sandbox/.mask";
   opts.maskFile = home_ + "/sandbox/.mask-file";
-  makeMasks(opts.maskDir, opts.maskFile);
+  ns::ensureMasks(opts.maskDir, opts.maskFile);
   out.plan = buildLinuxPlan(out.policy, opts, probe_);
   out.mode = probe_.degraded() ? "degraded" : "full";
   out.notes = out.plan.notes;

@@ -1,5 +1,7 @@
 #include "sandbox/linux/broker_sandbox.h"
 
+#include "sandbox/linux/namespaces.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,20 +14,6 @@
 
 namespace pine::sandbox {
 namespace {
-
-// The same masks workers use (sandbox/.mask, .mask-file): empty, mode 000, pined's.
-void ensureMasks(const std::string& dir, const std::string& file) {
-  if (mkdir(dir.c_str(), 0) != 0 && errno != EEXIST)
-    throw std::runtime_error("cannot create " + dir + ": " + strerror(errno));
-  int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (fd < 0) throw std::runtime_error("cannot create " + file + ": " + strerror(errno));
-  close(fd);
-  struct stat d, f;
-  if (lstat(dir.c_str(), &d) != 0 || !S_ISDIR(d.st_mode) || lstat(file.c_str(), &f) != 0 || !S_ISREG(f.st_mode) ||
-      f.st_size != 0 || (d.st_mode & 07777) != 0 || (f.st_mode & 07777) != 0)
-    throw std::runtime_error("the sandbox masks " + dir + " and " + file +
-                             " must be an empty folder and an empty file, mode 000: remove them and retry");
-}
 
 std::vector<std::string> workspacesIn(const std::string& home) {
   std::vector<std::string> out;
@@ -90,7 +78,7 @@ PreparedBroker prepareBrokerSandbox(const BrokerSandboxRequest& request, const P
   opts.maskFile = request.home + "/sandbox/.mask-file";
   if (mkdir((request.home + "/sandbox").c_str(), 0700) != 0 && errno != EEXIST)
     throw std::runtime_error("cannot create " + request.home + "/sandbox: " + strerror(errno));
-  ensureMasks(opts.maskDir, opts.maskFile);
+  ns::ensureMasks(opts.maskDir, opts.maskFile);
   out.plan = buildLinuxPlan(out.policy, opts, probe);
   if (!out.plan.newMountNs)
     out.plan.notes.push_back("no mount namespace for the broker: .env and the workspaces are carved out of pine's "

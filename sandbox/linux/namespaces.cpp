@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 namespace pine::sandbox::ns {
 namespace {
@@ -194,6 +195,20 @@ int loopbackUp() noexcept {
   int e = errno;
   close(s);
   return rc == 0 ? 0 : e;
+}
+
+void ensureMasks(const std::string& dir, const std::string& file) {
+  if (mkdir(dir.c_str(), 0) != 0 && errno != EEXIST)
+    throw std::runtime_error("cannot create " + dir + ": " + strerror(errno));
+  // O_EXCL: an existing mask has mode 000, which only root may open again.
+  int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0);
+  if (fd < 0 && errno != EEXIST) throw std::runtime_error("cannot create " + file + ": " + strerror(errno));
+  if (fd >= 0) close(fd);
+  struct stat d, f;
+  if (lstat(dir.c_str(), &d) != 0 || !S_ISDIR(d.st_mode) || lstat(file.c_str(), &f) != 0 || !S_ISREG(f.st_mode) ||
+      f.st_size != 0 || (d.st_mode & 07777) != 0 || (f.st_mode & 07777) != 0)
+    throw std::runtime_error("the sandbox masks " + dir + " and " + file +
+                             " must be an empty folder and an empty file, mode 000: remove them and retry");
 }
 
 }  // namespace pine::sandbox::ns

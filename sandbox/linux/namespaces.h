@@ -29,6 +29,11 @@ struct Bind {
 std::vector<Bind> computeBinds(const Policy& policy, uid_t owner, gid_t group, std::vector<std::string>& guarded,
                                std::vector<std::string>& unguarded);
 
+// Makes the masks computeMasks binds over denied paths (LinuxOptions::maskDir, maskFile), or
+// checks the ones there: an empty folder and an empty file, mode 000, pined's. A sandboxed
+// process cannot open them, and their binds are read-only, so nothing is put in them.
+void ensureMasks(const std::string& dir, const std::string& file);
+
 // Read-only binds of an empty, mode-000 folder or file (`maskDir`, `maskFile`) over every existing
 // denyRead path inside a readable or writable root, so that Landlock can allow the root whole
 // instead of one rule for every neighbour on the way down (/etc: some 200). Returned in `hidden`.
