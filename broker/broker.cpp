@@ -1,5 +1,7 @@
 #include "broker/broker.h"
 
+#include <fcntl.h>
+
 #include <kj/debug.h>
 #include <unistd.h>
 
@@ -33,6 +35,15 @@ class AdminService final : public proto::BrokerAdmin::Server {
   kj::Promise<void> stop(StopContext) override {
     broker_.stop();
     return kj::READY_NOW;
+  }
+  kj::Promise<void> ownerConnection(OwnerConnectionContext context) override {
+    auto socket = context.getParams().getSocket();
+    return socket.getFd().then([this, socket](kj::Maybe<int> fd) mutable {
+      KJ_IF_MAYBE(f, fd) {
+        int mine = fcntl(*f, F_DUPFD_CLOEXEC, 3);
+        if (mine >= 0) broker_.serveOwnerConnection(mine);
+      }
+    });
   }
 
  private:
@@ -93,6 +104,14 @@ void Broker::loadConfig() {
   config_ = std::make_shared<const config::Home>(std::move(*result.home));
 }
 
+void Broker::serveOwnerConnection(int fd) {
+  if (!api_) {
+    close(fd);
+    return;
+  }
+  api_->serveHandedOverConnection(fd);
+}
+
 kj::Promise<void> Broker::run() {
   // Grants, "always" answers and mode switches hold until pined restarts; a crash of the broker
   // alone keeps them, and its tasks resume (task_recovery.h).
@@ -101,7 +120,7 @@ kj::Promise<void> Broker::run() {
   recoverTasks(*store_, *approvals_, *queue_, *config_, pinedRestarted);
 
   api_ = kj::heap<ControlApi>(io_, *ownerApi_);
-  api_->listenUnix(home_.socket());
+  api_->serveHandedOver(home_.socket());  // pined listens on pine.sock and hands over checked peers
   int port = -1;
   try {
     port = api_->listenTcp(config_->pine.http.host, config_->pine.http.port);

@@ -39,6 +39,8 @@ class Broker final : public RunServices, private kj::TaskSet::ErrorHandler {
   kj::Promise<void> run();
   void reopen();  // SIGHUP on pined: reopen logs, re-read the token and the configuration
   void stop();
+  // A pine.sock connection pined accepted and checked (BrokerAdmin.ownerConnection): ours to serve.
+  void serveOwnerConnection(int fd);
 
   // ---- RunServices -----------------------------------------------------------
   const Home& home() const override { return home_; }

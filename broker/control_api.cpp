@@ -248,6 +248,19 @@ void ControlApi::listenUnix(const std::string& path) {
   tasks_.add(acceptLoop(*unixReceiver_, *unixEndpoint_));
 }
 
+void ControlApi::serveHandedOver(const std::string& path) {
+  unixEndpoint_ = kj::heap<Endpoint>(*this, ApiListener::Unix, 0, serverSettings(limits_, *this));
+  unixPath_ = path;
+}
+
+void ControlApi::serveHandedOverConnection(int fd) {
+  kj::AutoCloseFd owned(fd);
+  if (!unixEndpoint_) return;
+  tasks_.add(serve(io_.lowLevelProvider->wrapSocketFd(owned.release(), kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
+                                                                            kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC),
+                   ApiListener::Unix));
+}
+
 int ControlApi::listenTcp(const std::string& host, int port) {
   KJ_REQUIRE(port >= 0 && port <= 65535, "http.port must be 0 to 65535", port);
   struct sockaddr_storage ss = {};
@@ -300,15 +313,15 @@ json ControlApi::apiInfo() const {
 
 kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver, Endpoint& endpoint) {
   return receiver.accept().then([this, &receiver, &endpoint](kj::Own<kj::AsyncIoStream>&& conn) {
-    bool allowed = endpoint.kind == ApiListener::Tcp;  // TCP: the token and Host checks decide
-    if (endpoint.kind == ApiListener::Unix) {
-      KJ_IF_MAYBE(fd, conn->getFd()) {
-        unsigned uid = 0;
-        allowed = peerIsOwner(*fd, &uid);
-        if (!allowed) spdlog::warn("control API: refused a connection from uid {}", uid);
+    if (endpoint.kind == ApiListener::Unix) {  // TCP: the token and Host checks decide
+      PeerVerdict verdict;
+      KJ_IF_MAYBE(fd, conn->getFd()) { verdict = checkPeer(*fd); }
+      if (!verdict.allowed) {
+        spdlog::warn("control API: refused a connection: {}", verdict.reason);
+        return acceptLoop(receiver, endpoint);
       }
     }
-    if (allowed) tasks_.add(serve(kj::mv(conn), endpoint.kind));
+    tasks_.add(serve(kj::mv(conn), endpoint.kind));
     return acceptLoop(receiver, endpoint);
   }, [this, &receiver, &endpoint](kj::Exception&& e) {
     // Out of descriptors, say: keep the API alive and try again shortly instead of going deaf.

@@ -33,8 +33,13 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
   ~ControlApi() noexcept(false);
   KJ_DISALLOW_COPY(ControlApi);
 
-  // Binds `path` (replacing a stale socket), mode 600, and starts accepting connections of our own uid.
+  // Binds `path` (replacing a stale socket), mode 600, and accepts the peers checkPeer() admits: for
+  // tests and the fuzz target. The broker pined runs serves pine.sock through serveHandedOver().
   void listenUnix(const std::string& path);
+  // pine.sock as pined runs it: pined listens and checks each peer, then hands the connection
+  // over (serveHandedOverConnection, which owns fd). `path` is only reported by apiInfo().
+  void serveHandedOver(const std::string& path);
+  void serveHandedOverConnection(int fd);
   // Binds host:port (port 0: any free one) and starts accepting. Returns the bound port, which the
   // Host check then requires. Throws when host is not a loopback address: the API is plain HTTP.
   int listenTcp(const std::string& host, int port);

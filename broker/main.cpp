@@ -25,12 +25,23 @@ int main(int argc, char** argv) {
   }
   std::string homeDir, bootId;
   bool logStderr = false;
+  pine::SocketAccess access{getuid(), std::nullopt, ""};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--home" && i + 1 < argc) homeDir = argv[++i];
     else if (a == "--log-stderr") logStderr = true;
     else if (a == "--boot-id" && i + 1 < argc) bootId = argv[++i];  // pined's start: a restart of the broker alone keeps grants
-    else if (a == "--owner-uid" && i + 1 < argc) pine::setOwnerUid((unsigned)std::stoul(argv[++i]));
+    else if (a == "--owner-uid" && i + 1 < argc) access.ownerUid = (uid_t)std::stoul(argv[++i]);
+    else if (a == "--admin-group" && i + 1 < argc) {  // NAME:GID, resolved by pined
+      std::string v = argv[++i];
+      auto colon = v.rfind(':');
+      if (colon == std::string::npos || colon == 0) {
+        std::cerr << "pine-broker: --admin-group takes NAME:GID\n";
+        return 2;
+      }
+      access.adminName = v.substr(0, colon);
+      access.adminGid = (gid_t)std::stoul(v.substr(colon + 1));
+    }
     else {
       std::cerr << "pine-broker: unknown argument '" << a << "' (pine-broker is started by pined)\n";
       return 2;
@@ -40,6 +51,7 @@ int main(int argc, char** argv) {
     std::cerr << "pine-broker is started by pined, with --home DIR and its link on fd 3\n";
     return 2;
   }
+  pine::setSocketAccess(access);
   umask(077);
   // Event batches free and reallocate the same amount over and over: do not hand it back each time.
   mallopt(M_TRIM_THRESHOLD, 64 << 20);

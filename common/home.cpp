@@ -1,6 +1,7 @@
 #include "common/home.h"
 
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -16,7 +17,7 @@ std::string absolutePath(const std::string& path) {
   return s;
 }
 
-std::string resolveHome(const std::string& flag) {
+std::string resolveHome(const std::string& flag, bool serviceFallback) {
   if (!flag.empty()) return absolutePath(flag);
   if (const char* env = std::getenv("PINE_HOME"); env && *env) return absolutePath(env);
   const char* home = std::getenv("HOME");
@@ -25,7 +26,11 @@ std::string resolveHome(const std::string& flag) {
     if (!pw) throw std::runtime_error("cannot find your home folder: set PINE_HOME or pass --home DIR");
     home = pw->pw_dir;
   }
-  return absolutePath(std::string(home) + "/.pine");
+  std::string mine = absolutePath(std::string(home) + "/.pine");
+  struct stat st;
+  if (serviceFallback && lstat(mine.c_str(), &st) != 0 && stat(kServiceHome, &st) == 0 && S_ISDIR(st.st_mode))
+    return kServiceHome;
+  return mine;
 }
 
 }  // namespace pine

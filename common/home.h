@@ -21,8 +21,16 @@ struct Home {
   std::string logFile(const std::string& role) const { return logs() + "/" + role + ".log"; }
 };
 
-// pinectl's rule: --home DIR, else $PINE_HOME, else ~/.pine. Returns an absolute path.
-std::string resolveHome(const std::string& flag);
+// Where the service install keeps pine's home (scripts/service/, docs/setup.md).
+#ifdef __APPLE__
+inline constexpr const char* kServiceHome = "/usr/local/var/pine";
+#else
+inline constexpr const char* kServiceHome = "/var/lib/pine";
+#endif
+
+// pined's rule: --home DIR, else $PINE_HOME, else ~/.pine. pinectl's (serviceFallback) adds:
+// when ~/.pine does not exist, the service's home if it does. Returns an absolute path.
+std::string resolveHome(const std::string& flag, bool serviceFallback = false);
 
 // Absolute, without trailing slash; relative paths are taken from the current directory.
 std::string absolutePath(const std::string& path);

@@ -1,6 +1,7 @@
 #include "common/log.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <spdlog/sinks/base_sink.h>
 #include <unistd.h>
 
@@ -49,6 +50,12 @@ class AppendFileSink final : public spdlog::sinks::base_sink<std::mutex> {
  private:
   void open() {
     fd_ = path_.empty() ? 2 : ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    // A log is as readable as its folder: pine's admin group reads data/logs (supervisor/admin_group.h).
+    struct stat dir, file;
+    auto slash = path_.find_last_of('/');
+    if (fd_ > 2 && slash != std::string::npos && ::stat(path_.substr(0, slash).c_str(), &dir) == 0 &&
+        (dir.st_mode & S_IRGRP) && ::fstat(fd_, &file) == 0 && !(file.st_mode & S_IRGRP) && file.st_uid == geteuid())
+      ::fchmod(fd_, 0640);
   }
   std::string path_;
   bool audit_;  // lines are JSON documents

@@ -30,22 +30,45 @@ kj::Own<kj::ConnectionReceiver> listenUnixSocket(kj::LowLevelAsyncIoProvider& lo
 }
 
 namespace {
-bool gOwnerSet = false;
-unsigned gOwnerUid = 0;
+std::optional<SocketAccess> gAccess;
 }  // namespace
 
-void setOwnerUid(unsigned uid) {
-  gOwnerSet = true;
-  gOwnerUid = uid;
+void setSocketAccess(SocketAccess access) { gAccess = std::move(access); }
+
+const SocketAccess& socketAccess() {
+  if (!gAccess) gAccess = SocketAccess{getuid(), std::nullopt, ""};
+  return *gAccess;
 }
 
-bool peerIsOwner(int fd, unsigned* peerUid) {
-  struct ucred cred;
-  socklen_t len = sizeof cred;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
-  if (peerUid) *peerUid = cred.uid;
-  return cred.uid == (gOwnerSet ? gOwnerUid : getuid());
+PeerVerdict judgePeer(const std::optional<PeerCredentials>& peer, const SocketAccess& access) {
+  PeerVerdict v;
+  if (!peer) {
+    v.reason = "the kernel did not say who connected";
+    return v;
+  }
+  v.uid = peer->uid;
+  if (peer->uid == access.ownerUid) {
+    v.allowed = true;
+    return v;
+  }
+  if (access.adminGid) {
+    for (gid_t g : peer->groups)
+      if (g == *access.adminGid) {
+        v.allowed = true;
+        return v;
+      }
+    v.reason = "uid " + std::to_string(peer->uid) + " is not pine's (uid " + std::to_string(access.ownerUid) +
+               ") and was not in pine's admin group " + access.adminName + " (gid " + std::to_string(*access.adminGid) +
+               ") when it connected: ask for `usermod -aG " + access.adminName +
+               " YOU` (macOS: dseditgroup), and if you were added already, log in again so your processes have the group";
+  } else {
+    v.reason = "uid " + std::to_string(peer->uid) + " is not pine's (uid " + std::to_string(access.ownerUid) +
+               "), and pined was started without an admin group (pined --admin-group)";
+  }
+  return v;
 }
+
+PeerVerdict checkPeer(int fd) { return judgePeer(peerCredentials(fd), socketAccess()); }
 
 std::string programDir() {
   char buf[PATH_MAX];

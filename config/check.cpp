@@ -1,5 +1,6 @@
 #include "config/check.h"
 
+#include <grp.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -48,7 +49,17 @@ HomeFacts gatherHomeFacts(const Home& home, const std::string& sandboxBackend, c
   f.sandboxBackend = sandboxBackend;
   f.sandboxDetail = sandboxDetail;
   struct stat st;
-  if (stat(home.root.c_str(), &st) == 0) f.homeMode = st.st_mode & 07777;
+  if (stat(home.root.c_str(), &st) == 0) {
+    f.homeMode = st.st_mode & 07777;
+    f.homeGid = st.st_gid;
+  }
+  // pined --admin-group gives pined.sock to that group, mode 660: the one group meant to look in.
+  if (lstat((home.root + "/pined.sock").c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && (st.st_mode & 060) == 060)
+    f.adminGid = st.st_gid;
+  if (stat((home.root + "/data/http-token").c_str(), &st) == 0) {
+    f.tokenMode = st.st_mode & 07777;
+    f.tokenGid = st.st_gid;
+  }
   std::vector<std::string> files = {".env"};
   if (!home.pine.file.empty()) files.push_back(relTo(home, home.pine.file));
   if (!home.models.file.empty()) files.push_back(relTo(home, home.models.file));
@@ -82,9 +93,31 @@ std::vector<SecurityNote> securityNotes(const Home& home, const HomeFacts& facts
   const std::string pineFile = home.pine.file.empty() ? home.root + "/pine.yaml" : home.pine.file;
 
   // Modes: other users on the machine must not read secrets or change what runs.
-  if (facts.homeMode && (*facts.homeMode & 077))
+  // The admin group (pined --admin-group) may look into the home and read the token; nobody else.
+  auto adminsOnly = [&](unsigned gid) { return facts.adminGid && gid == *facts.adminGid; };
+  auto groupName = [](unsigned gid) {
+    struct group* gr = getgrgid(gid);
+    return gr ? std::string(gr->gr_name) : "gid " + std::to_string(gid);
+  };
+  if (facts.homeMode && (*facts.homeMode & 007))
     notes.push_back({home.root, "", "pine's home is mode " + octal(*facts.homeMode) + ": other users can look into it",
-                     "chmod 700 " + home.root});
+                     facts.adminGid ? "chmod 750 " + home.root : "chmod 700 " + home.root});
+  else if (facts.homeMode && (*facts.homeMode & 070) && !(facts.homeGid && adminsOnly(*facts.homeGid)))
+    notes.push_back({home.root, "",
+                     "pine's home is mode " + octal(*facts.homeMode) + ": the members of group " +
+                         (facts.homeGid ? groupName(*facts.homeGid) : "?") +
+                         " can look into it, and it is not pine's admin group",
+                     "chmod 700 " + home.root + " (or start pined with --admin-group, if they administer pine)"});
+  const std::string token = home.root + "/data/http-token";
+  if (facts.tokenMode && (*facts.tokenMode & 007))
+    notes.push_back({token, "", "mode " + octal(*facts.tokenMode) + ": other users can read the control API's token",
+                     "chmod 600 " + token});
+  else if (facts.tokenMode && (*facts.tokenMode & 070) && !(facts.tokenGid && adminsOnly(*facts.tokenGid)))
+    notes.push_back({token, "",
+                     "mode " + octal(*facts.tokenMode) + ": the members of group " +
+                         (facts.tokenGid ? groupName(*facts.tokenGid) : "?") +
+                         " can read the control API's token, and it is not pine's admin group",
+                     "chmod 600 " + token});
   for (auto& [rel, mode] : facts.fileModes)
     if (mode & 077)
       notes.push_back({home.root + "/" + rel, "",

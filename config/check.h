@@ -25,6 +25,9 @@ struct SecurityNote {
 // from the disk, tests fill it by hand.
 struct HomeFacts {
   std::optional<unsigned> homeMode;          // permission bits of the home folder
+  std::optional<unsigned> homeGid;           // its group
+  std::optional<unsigned> adminGid;          // pine's admin group: the group pined gave pined.sock, if it did
+  std::optional<unsigned> tokenMode, tokenGid;  // data/http-token, when it exists
   std::map<std::string, unsigned> fileModes;  // path relative to the home -> permission bits, for files that exist
   std::string sandboxBackend = "full";        // none | degraded | full, as the sandbox layer reports it
   std::string sandboxDetail;                  // its reason, shown in the note

@@ -1,10 +1,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <iostream>
 
 #include "common/home.h"
+#include "pinectl/access_problem.h"
 #include "pinectl/commands.h"
 
 namespace pine {
@@ -25,8 +27,8 @@ std::string formatAuditLine(const std::string& line) {
 int cmdLogs(const std::string& home, bool follow, bool json) {
   std::string path = Home{home}.audit();
   std::ifstream in(path);
-  if (!in && !follow) {
-    std::cerr << "pinectl: no audit log at " << path << " (has pined run on this home?)\n";
+  if (!in && (!follow || errno == EACCES)) {
+    std::cerr << "pinectl: cannot read the audit log: " << describeAccessProblem(home, path, errno) << "\n";
     return 1;
   }
   ino_t inode = 0;

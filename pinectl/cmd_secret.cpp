@@ -11,6 +11,7 @@
 
 #include "common/home.h"
 #include "common/rpc_link.h"
+#include "pinectl/access_problem.h"
 #include "pinectl/commands.h"
 #include "proto/owner.capnp.h"
 
@@ -46,8 +47,9 @@ int connectOwnerSocket(const std::string& home) {
   if (fd < 0 || path.size() >= sizeof addr.sun_path) throw std::runtime_error("cannot reach pined at " + path);
   memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   if (connect(fd, (struct sockaddr*)&addr, sizeof addr) != 0) {
+    int e = errno;
     close(fd);
-    throw std::runtime_error("cannot reach pined at " + path + ": " + strerror(errno) + " (is pined running?)");
+    throw std::runtime_error("cannot reach pined: " + describeAccessProblem(home, path, e));
   }
   return fd;
 }
@@ -82,7 +84,10 @@ int cmdSecret(const std::string& home, const std::string& action, const std::str
       for (auto n : names.getNames()) std::cout << n.cStr() << "\n";
     }
   } catch (kj::Exception& e) {
-    std::cerr << "pinectl: " << describeRemote(e) << "\n";
+    // A refused peer is closed at once: the call sees a disconnect, never an answer.
+    std::cerr << "pinectl: "
+              << (e.getType() == kj::Exception::Type::DISCONNECTED ? describeOwnerSocketRefusal(home) : describeRemote(e))
+              << "\n";
     return 1;
   }
   return 0;

@@ -1,5 +1,6 @@
 #include "pinectl/http_client.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -11,18 +12,17 @@
 
 #include "common/fd.h"
 #include "common/home.h"
+#include "pinectl/access_problem.h"
 
 namespace pine {
 
 ControlClient::ControlClient(std::string home) : home_(std::move(home)) {
   Home h{home_};
   socket_ = h.socket();
-  try {
-    token_ = readFile(h.token());
-  } catch (std::exception&) {
-    throw std::runtime_error("cannot read the control token " + h.token() +
-                             ": is pined running on this home? (pinectl --home DIR, or set PINE_HOME)");
-  }
+  int fd = open(h.token().c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot read the control token: " + describeAccessProblem(home_, h.token(), errno));
+  close(fd);
+  token_ = readFile(h.token());
   while (!token_.empty() && (token_.back() == '\n' || token_.back() == ' ')) token_.pop_back();
 }
 
@@ -40,7 +40,7 @@ int ControlClient::connectAndSend(const std::string& method, const std::string& 
   if (connect(fd, (struct sockaddr*)&addr, sizeof addr) != 0) {
     int e = errno;
     close(fd);
-    throw std::runtime_error("cannot reach pine at " + socket_ + ": " + strerror(e) + " (is pined running?)");
+    throw std::runtime_error("cannot reach pine: " + describeAccessProblem(home_, socket_, e));
   }
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + token_ +
                     "\r\nConnection: close\r\n";
@@ -48,7 +48,8 @@ int ControlClient::connectAndSend(const std::string& method, const std::string& 
   if (!body.empty() || method == "POST" || method == "PUT")
     req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   req += "\r\n" + body;
-  if (!writeAll(fd, req.data(), req.size())) {
+  // EPIPE: pine answered and closed before reading (a refused peer gets a 403 first): read that.
+  if (!writeAll(fd, req.data(), req.size()) && errno != EPIPE) {
     int e = errno;
     close(fd);
     throw std::runtime_error(std::string("sending to pine: ") + strerror(e));

@@ -1,6 +1,7 @@
 // pinectl: the owner's command line. It talks to the broker over the home's
 // unix socket with the token from data/http-token.
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <iostream>
 
 #include "common/home.h"
@@ -13,7 +14,7 @@ int main(int argc, char** argv) {
   CLI::App app{"pinectl: control a running pine"};
   app.require_subcommand(1);
   std::string homeFlag;
-  app.add_option("--home", homeFlag, "pine's home (default: $PINE_HOME, else ~/.pine)");
+  app.add_option("--home", homeFlag, "pine's home (default: $PINE_HOME, else ~/.pine, else the service's home if there is one)");
 
   bool json = false, follow = false, noWait = false;
   auto* status = app.add_subcommand("status", "the processes pine runs and the tasks running");
@@ -95,8 +96,9 @@ int main(int argc, char** argv) {
   auto* secretList = secret->add_subcommand("list", "the names of the stored secrets (never their values)");
 
   CLI11_PARSE(app, argc, argv);
+  signal(SIGPIPE, SIG_IGN);  // a closed socket is an error to report, not a reason to die
   try {
-    std::string home = pine::resolveHome(homeFlag);
+    std::string home = pine::resolveHome(homeFlag, true);
     if (*status) return pine::cmdStatus(home, json);
     if (*tasks) return pine::cmdTasks(home, json);
     if (*send) return pine::cmdSend(home, agent, text, !noWait, json);

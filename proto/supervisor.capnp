@@ -107,4 +107,9 @@ interface BrokerAdmin {
 
   stop @1 () -> ();
   # Finish what can be finished quickly and exit: pined is shutting down.
+
+  ownerConnection @2 (socket :Socket) -> ();
+  # A connection to pine.sock, which pined listens on and hands over by fd passing once the kernel's
+  # peer credentials say pine's uid or its admin group (the broker, in its own user namespace, cannot
+  # see other uids). Serve the control API on it; the token is still checked.
 }

@@ -17,6 +17,7 @@
 #include "config/load.h"
 #include "supervisor/backend_check.h"
 #include "supervisor/home_layout.h"
+#include "supervisor/admin_group.h"
 #include "supervisor/supervisor.h"
 
 namespace {
@@ -33,7 +34,9 @@ const char kUsage[] =
     "  --worker-ids FIRST-LAST  as root: the range each agent's own worker uid and gid come from (default 60700-60999)\n"
     "  --sandbox-backend linux|seatbelt  what enforces the sandboxes (default: this system's own)\n"
     "  --sandbox-exec PATH    with seatbelt: the sandbox-exec to start programs under (default\n"
-    "                         /usr/bin/sandbox-exec; tests give a stand-in that enforces nothing)\n";
+    "                         /usr/bin/sandbox-exec; tests give a stand-in that enforces nothing)\n"
+    "  --admin-group NAME     members of NAME may use pine.sock and pined.sock and read the token and\n"
+    "                         logs (pined must run as a service account in that group, not as root)\n";
 
 // Detach from the terminal. The first process returns only once the broker is
 // ready (or after a timeout), so `pined && pinectl status` works.
@@ -67,7 +70,7 @@ int daemonize(const pine::Home& home) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string homeFlag, brokerProgram, workerProgram, launcherProgram;
+  std::string homeFlag, brokerProgram, workerProgram, launcherProgram, adminGroup;
   bool foreground = false;
   pine::SupervisorOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -106,6 +109,8 @@ int main(int argc, char** argv) {
       options.backend.backend = *b;
     } else if (a == "--sandbox-exec") {
       options.backend.sandboxExec = value();
+    } else if (a == "--admin-group") {
+      adminGroup = value();
     } else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       return 0;
@@ -140,6 +145,11 @@ int main(int argc, char** argv) {
       return 2;
     }
     pine::ensureControlToken(options.home);
+    if (!adminGroup.empty()) {
+      options.admin = pine::resolveAdminGroup(adminGroup);
+      pine::setSocketAccess(*options.admin);
+      pine::shareHomeWithAdmins(options.home, *options.admin->adminGid);
+    }
     if (options.backend.backend == pine::sandbox::Backend::Seatbelt) {
       // Fail closed, at start: sandbox-exec must be there and accept pine's profiles.
       try {
@@ -174,6 +184,7 @@ int main(int argc, char** argv) {
   supervisor.run().wait(io.waitScope);
   unlink(options.home.pidFile().c_str());
   unlink(options.home.ownerSocket().c_str());
+  unlink(options.home.socket().c_str());
   unlink(options.home.socket().c_str());  // the broker's: it may not remove anything in the home itself
   spdlog::info("pined stopped");
   return 0;

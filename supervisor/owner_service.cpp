@@ -86,12 +86,12 @@ void OwnerListener::listen(const std::string& path) {
 kj::Promise<void> OwnerListener::acceptLoop() {
   return receiver_->accept().then([this](kj::Own<kj::AsyncIoStream>&& conn) {
     KJ_IF_MAYBE(fd, conn->getFd()) {
-      unsigned uid = 0;
-      if (peerIsOwner(*fd, &uid)) {
+      PeerVerdict verdict = checkPeer(*fd);
+      if (verdict.allowed) {
         int mine = fcntl(*fd, F_DUPFD_CLOEXEC, 3);
         if (mine >= 0) tasks_.add(serve(*io_.lowLevelProvider, mine, sup_));
       } else {
-        spdlog::warn("owner socket: refused a connection from uid {}", uid);
+        spdlog::warn("owner socket: refused a connection: {}", verdict.reason);
       }
     }
     return acceptLoop();

@@ -8,20 +8,11 @@
 #include "common/names.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/secrets/config_writer.h"
+#include "supervisor/socket_carrier.h"
 #include "supervisor/supervisor.h"
 
 namespace pine {
 namespace {
-
-// Carries the broker's end of a worker's socket across the RPC connection (SCM_RIGHTS).
-class SocketCarrier final : public proto::Socket::Server {
- public:
-  explicit SocketCarrier(int fd) : fd_(fd) {}
-  kj::Maybe<int> getFd() override { return fd_.get(); }
-
- private:
-  kj::AutoCloseFd fd_;
-};
 
 class WorkerProcessImpl final : public proto::WorkerProcess::Server {
  public:

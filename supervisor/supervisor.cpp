@@ -2,6 +2,9 @@
 
 #include "supervisor/supervisor.h"
 
+#include "supervisor/admin_group.h"
+#include "supervisor/socket_carrier.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -84,7 +87,8 @@ Supervisor::Supervisor(kj::AsyncIoContext& io, SupervisorOptions options)
                  sandbox::probeKernel(), options_.sandbox, options_.backend.backend),
       config_(options_.home.root),
       secrets_(options_.home.root + "/.env"),
-      owner_(io, *this) {
+      owner_(io, *this),
+      control_(io, [this](int fd) { return handOwnerConnection(fd); }) {
   // main() validated the configuration before anything started; this cannot fail short of a race.
   for (auto& e : config_.reload()) spdlog::error("{}", e.format());
   for (auto& e : secrets_.load()) spdlog::error("{}", e);  // positions only, never a value
@@ -164,6 +168,11 @@ kj::Promise<void> Supervisor::run() {
                           {"notes", probe.notes},
                           {"refused", refused ? *refused : ""}});
   owner_.listen(options_.home.ownerSocket());
+  control_.listen(options_.home.socket());
+  if (options_.admin) {
+    shareSocketWithAdmins(options_.home.ownerSocket(), *options_.admin->adminGid);
+    shareSocketWithAdmins(options_.home.socket(), *options_.admin->adminGid);
+  }
   tasks_.add(keepBroker());
   tasks_.add(onHangup());
   auto term = io_.unixEventPort.onSignal(SIGTERM).exclusiveJoin(io_.unixEventPort.onSignal(SIGINT));
@@ -235,6 +244,9 @@ kj::Promise<void> Supervisor::keepBroker() {
   spec.args = {options_.brokerProgram, "--home", options_.home.root, "--owner-uid", std::to_string(getuid())};
   // The same id for every broker of this pined: a restarted broker keeps grants and resumes tasks.
   spec.args.insert(spec.args.end(), {"--boot-id", std::to_string(startedAtMs_) + "-" + std::to_string(getpid())});
+  if (options_.admin)
+    spec.args.insert(spec.args.end(), {"--admin-group", options_.admin->adminName + ":" +
+                                                            std::to_string(*options_.admin->adminGid)});
   if (options_.foreground) spec.args.push_back("--log-stderr");
   spec.env = box.env;
   addSanitizerEnv(spec.env, true);
@@ -242,8 +254,6 @@ kj::Promise<void> Supervisor::keepBroker() {
   useSandbox(spec, box.plan, box.seatbelt, options_.home.data());
   spec.launcher = options_.launcherProgram;
   spec.label = "broker";
-  // A socket the last broker left: it may not remove anything in the home itself.
-  unlink(options_.home.socket().c_str());
   auto envMasked = fileIdentity(options_.home.root + "/.env");
 
   pid_t pid;
@@ -275,6 +285,7 @@ kj::Promise<void> Supervisor::keepBroker() {
 
   return exited.then([this, pid, started](int status) -> kj::Promise<void> {
     brokerAdmin_ = nullptr;
+    brokerReady_ = false;
     brokerLink_ = nullptr;
     brokerPid_ = 0;
     auto fields = exitFields(status);
@@ -292,8 +303,24 @@ kj::Promise<void> Supervisor::keepBroker() {
   });
 }
 
+bool Supervisor::handOwnerConnection(int fd) {
+  kj::AutoCloseFd owned(fd);
+  if (!brokerReady_) return false;
+  KJ_IF_MAYBE(admin, brokerAdmin_) {
+    auto req = admin->ownerConnectionRequest();
+    req.setSocket(kj::heap<SocketCarrier>(owned.release()));
+    tasks_.add(req.send().ignoreResult().catch_([](kj::Exception&& e) {
+      spdlog::warn("pine.sock: the broker did not take a connection: {}", e.getDescription().cStr());
+    }));
+    return true;
+  }
+  return false;
+}
+
 void Supervisor::brokerReady() {
+  brokerReady_ = true;
   spdlog::info("broker ready");
+
   if (options_.readyFd >= 0) {
     char ok = 1;
     ssize_t ignored = write(options_.readyFd, &ok, 1);

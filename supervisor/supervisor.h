@@ -17,6 +17,8 @@
 #include "supervisor/backoff.h"
 #include "supervisor/children.h"
 #include "supervisor/spawn.h"
+#include "common/unix_socket.h"
+#include "supervisor/control_socket.h"
 #include "supervisor/owner_service.h"
 #include "redact/redactor.h"
 #include "supervisor/secrets/secret_store.h"
@@ -34,6 +36,7 @@ struct SupervisorOptions {
   std::string launcherProgram;    // pine-launch (empty: beside pined)
   std::optional<sandbox::SandboxIds> brokerIds;  // when root: the broker's own uid and gid (main picks them)
   sandbox::BackendChoice backend;  // Linux's own, or Seatbelt through sandbox-exec
+  std::optional<SocketAccess> admin;  // --admin-group: who besides pine's uid may use the sockets
 };
 
 struct SpawnedWorker {
@@ -111,12 +114,15 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   kj::Maybe<kj::Own<RpcLink>> brokerLink_;
   kj::Maybe<proto::BrokerAdmin::Client> brokerAdmin_;
   sandbox::AgentSandboxes sandboxes_;
+  bool brokerReady_ = false;  // it serves the control API: pine.sock's connections go to it
   pid_t brokerPid_ = 0;                          // the broker's launcher (its monitor), 0 when none
   std::pair<dev_t, ino_t> maskedEnv_{0, 0};      // the .env the running broker's mask covers
   config::ActiveConfig config_;
   secrets::SecretStore secrets_;
   std::shared_ptr<const redact::Redactor> redactor_;  // rebuilt whenever the secrets change
   OwnerListener owner_;
+  ControlSocket control_;  // pine.sock: checked here, served by the broker
+  bool handOwnerConnection(int fd);
   void rebuildRedactor();
 };
 

@@ -2,7 +2,12 @@
 // example home, names the file and key, and is gone once fixed.
 #include <doctest/doctest.h>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include <sstream>
 
@@ -63,6 +68,56 @@ TEST_CASE("note: modes of .env, pine.yaml, models.yaml (600) and the home (700)"
   h.remove("pine.yaml");
   h.write("pine.json", "{\"defaults\": {\"model\": \"demo\"}}", 0644);
   CHECK(findNote(notesOf(h), h.path("pine.json"), "", "mode 644"));
+}
+
+TEST_CASE("note: the home and the token may be open to pine's admin group, to no other group and to no one else") {
+  TempHome h;
+  mkdir(h.path("data").c_str(), 0750);
+  h.write("data/http-token", "t\n", 0640);
+  chmod(h.root.c_str(), 0750);
+  // No admin group (pined.sock is not given to one): a group that can look in is named.
+  auto notes = notesOf(h);
+  REQUIRE_MESSAGE(findNote(notes, h.root, "", "can look into it, and it is not pine's admin group"), all(notes));
+  REQUIRE(findNote(notes, h.path("data/http-token"), "", "can read the control API's token"));
+  CHECK(findNote(notes, h.path("data/http-token"), "")->fix == "chmod 600 " + h.path("data/http-token"));
+
+  // pined --admin-group gave pined.sock to the home's group: the home and the token are as meant.
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  std::string sock = h.path("pined.sock");
+  REQUIRE(sock.size() < sizeof addr.sun_path);
+  memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
+  REQUIRE(bind(fd, (struct sockaddr*)&addr, sizeof addr) == 0);
+  close(fd);
+  struct stat home;
+  REQUIRE(stat(h.root.c_str(), &home) == 0);
+  REQUIRE(chown(sock.c_str(), (uid_t)-1, home.st_gid) == 0);
+  REQUIRE(chmod(sock.c_str(), 0660) == 0);
+  notes = notesOf(h);
+  CHECK_MESSAGE(notes.empty(), all(notes));
+
+  // Others are never meant: the home, the token, .env.
+  chmod(h.root.c_str(), 0751);
+  chmod(h.path("data/http-token").c_str(), 0644);
+  h.write(".env", "X=1\n", 0640);
+  notes = notesOf(h);
+  auto* homeNote = findNote(notes, h.root, "", "other users can look into it");
+  REQUIRE_MESSAGE(homeNote, all(notes));
+  CHECK(homeNote->fix == "chmod 750 " + h.root);
+  CHECK(findNote(notes, h.path("data/http-token"), "", "other users can read the control API's token"));
+  // .env is never the admin group's: secrets are set through pined.sock, not read.
+  CHECK(findNote(notes, h.path(".env"), "", "mode 640"));
+
+  // A socket of another group does not make the home's group the admin group.
+  chmod(h.root.c_str(), 0750);
+  chmod(h.path("data/http-token").c_str(), 0640);
+  chmod(h.path(".env").c_str(), 0600);
+  if (geteuid() == 0) {  // giving a file to a group of which one is not a member takes root
+    REQUIRE(chown(sock.c_str(), (uid_t)-1, home.st_gid + 1) == 0);
+    notes = notesOf(h);
+    CHECK(findNote(notes, h.root, "", "it is not pine's admin group"));
+  }
 }
 
 TEST_CASE("note: webhooks and webhook sources without a secret") {

@@ -80,7 +80,16 @@ TEST_CASE("pinectl without a running pine says what to do") {
   TempDir dir;
   auto r = run({binDir() + "/pinectl", "--home", dir.path() + "/nohome", "status"});
   CHECK(r.exitCode == 1);
-  CHECK(r.err.find("is pined running") != std::string::npos);
+  CHECK_MESSAGE(r.err.find("there is no pine home at " + dir.path() + "/nohome") != std::string::npos, r.err);
+  // A home pined has run on, with pined stopped: the token is there, the socket is not.
+  writeMinimalConfig(dir.path() + "/home", {"main"});
+  writeText(dir.path() + "/home/data/http-token", std::string(64, 'a') + "\n");
+  auto down = run({binDir() + "/pinectl", "--home", dir.path() + "/home", "status"});
+  CHECK(down.exitCode == 1);
+  CHECK_MESSAGE(down.err.find("pined is not running on " + dir.path() + "/home") != std::string::npos, down.err);
+  auto secret = run({binDir() + "/pinectl", "--home", dir.path() + "/home", "secret", "list"});
+  CHECK(secret.exitCode == 1);
+  CHECK_MESSAGE(secret.err.find("pined is not running on") != std::string::npos, secret.err);
 }
 
 TEST_CASE("a task runs in a worker that is gone afterwards, and the audit log tells the story") {

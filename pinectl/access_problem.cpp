@@ -1,0 +1,111 @@
+#include "pinectl/access_problem.h"
+
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace pine {
+namespace {
+
+std::string userName(uid_t uid) {
+  struct passwd* pw = getpwuid(uid);
+  return pw ? pw->pw_name : "uid " + std::to_string(uid);
+}
+
+std::string groupName(gid_t gid) {
+  struct group* gr = getgrgid(gid);
+  return gr ? gr->gr_name : "gid " + std::to_string(gid);
+}
+
+bool processHasGroup(gid_t gid) {
+  if (getegid() == gid) return true;
+  int n = getgroups(0, nullptr);
+  if (n <= 0) return false;
+  std::vector<gid_t> groups((size_t)n);
+  n = getgroups(n, groups.data());
+  for (int i = 0; i < n; ++i)
+    if (groups[(size_t)i] == gid) return true;
+  return false;
+}
+
+// Whether the system's group database lists this account in the group (what a new login gets).
+bool accountHasGroup(gid_t gid) {
+  struct passwd* pw = getpwuid(getuid());
+  if (!pw) return false;
+  int n = 64;
+  std::vector<gid_t> groups((size_t)n);
+  for (int tries = 0; tries < 4; ++tries) {
+#ifdef __APPLE__
+    int* list = reinterpret_cast<int*>(groups.data());
+    int got = getgrouplist(pw->pw_name, (int)pw->pw_gid, list, &n);
+#else
+    int got = getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n);
+#endif
+    if (got >= 0) {
+      for (int i = 0; i < n; ++i)
+        if (groups[(size_t)i] == gid) return true;
+      return false;
+    }
+    groups.resize((size_t)n + 16);
+    n = (int)groups.size();
+  }
+  return false;
+}
+
+// The first folder on the way to `path` (or `path` itself) this process may not pass or open.
+std::string blocker(const std::string& home, const std::string& path, struct stat* st) {
+  std::string at = home;
+  while (!at.empty()) {
+    if (stat(at.c_str(), st) == 0 && access(at.c_str(), X_OK) != 0) return at;
+    auto slash = at.find_last_of('/');
+    if (slash == 0 || slash == std::string::npos) break;
+    at = at.substr(0, slash);
+  }
+  if (stat(path.c_str(), st) == 0) return path;
+  return "";
+}
+
+}  // namespace
+
+std::string describeAccessProblem(const std::string& home, const std::string& path, int err) {
+  struct stat st;
+  const std::string where = "pinectl looks at --home, then $PINE_HOME, then ~/.pine, then the service's home";
+  if (err == ENOENT || err == ECONNREFUSED || err == ENOTDIR) {
+    if (stat(home.c_str(), &st) != 0 && errno == ENOENT)
+      return "there is no pine home at " + home + " (" + where + ")";
+    if (err == ECONNREFUSED || (stat(home.c_str(), &st) == 0 && path.find(".sock") != std::string::npos))
+      return "pined is not running on " + home + " (" + path + (err == ECONNREFUSED ? " is left from an earlier run" : " does not exist") +
+             "): start it (systemctl start pine, launchctl kickstart system/org.pine.pined, or pined --home " + home + ")";
+    return path + " does not exist: has pined run on " + home + "?";
+  }
+  if (err != EACCES && err != EPERM) return path + ": " + strerror(err);
+  std::string denied = blocker(home, path, &st);
+  std::string me = userName(getuid());
+  if (denied.empty()) return "permission denied on " + path + " for " + me;
+  char mode[8];
+  snprintf(mode, sizeof mode, "%o", (unsigned)(st.st_mode & 0777));
+  std::string owner = userName(st.st_uid), group = groupName(st.st_gid);
+  std::string what = denied + " belongs to " + owner + " and the group " + group + " (mode " + mode + ")";
+  if (processHasGroup(st.st_gid))
+    return "permission denied on " + path + " although you (" + me + ") are in " + group + ": " + what +
+           "; pined gives its admin group read access at start, so restart it (or check its --admin-group)";
+  if (accountHasGroup(st.st_gid))
+    return "permission denied on " + path + ": " + what + ". You (" + me + ") were added to " + group +
+           " after this login began: log in again (or run `newgrp " + group + "` in this shell)";
+  return "permission denied on " + path + ": " + what + ", and you (" + me + ") are not in " + group +
+         ". pine's administrators are the members of its admin group: ask for `sudo usermod -aG " + group + " " + me +
+         "` (macOS: `sudo dseditgroup -o edit -a " + me + " -t user " + group + "`), then log in again";
+}
+
+std::string describeOwnerSocketRefusal(const std::string& home) {
+  return "pined closed " + home + "/pined.sock without answering: it serves only pine's own account and the members "
+         "of its admin group (as they were when they logged in), and " + userName(getuid()) +
+         " is neither; run pinectl as one of them (pined's log says which uid it refused and why)";
+}
+
+}  // namespace pine
