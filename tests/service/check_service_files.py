@@ -9,11 +9,18 @@
   systemd-analyze is there);
 - install-linux: refuses unsafe values, missing programs, a missing root, a foreign OS;
   `--dry-run` on this machine changes nothing; and a real install, re-install, repair,
-  uninstall and purge into a temporary root (PINE_SERVICE_ROOT) whose account and
-  systemctl commands are stand-ins (the script refuses a test root without them);
+  upgrade from the layout before the admin group, uninstall and purge into a temporary
+  root (PINE_SERVICE_ROOT) whose account and systemctl commands are stand-ins (the script
+  refuses a test root without them);
+- the admin group: pined is started with --admin-group (unit and plist), the service
+  account and the owner are members, the home (and the macOS log folder) is mode 750 with
+  that group, and an install ends by sending the owner to `pinectl status` from their own
+  account (after logging in again), not to `sudo -u pine`;
 - install-macos: refuses Linux; the same install/uninstall run against stand-ins for
   dscl, dseditgroup, launchctl, plutil and uname (as root only: it chowns to the role
-  account's id). The stand-ins follow the tools' documented behaviour: this is not a Mac.
+  account's id). The stand-ins follow the tools' documented behaviour: this is not a Mac;
+- docs/setup.md: says the macOS script has not run on a Mac, and every installer flag it
+  shows exists.
 
 Prints doctest's summary line last, so scripts/test counts the cases.
 """
@@ -36,8 +43,9 @@ MACOS = os.path.join(SERVICE, "install-macos")
 UNIT = os.path.join(SERVICE, "pine.service")
 PLIST = os.path.join(SERVICE, "org.pine.pined.plist")
 README = os.path.join(SERVICE, "README.md")
+SETUP_DOC = os.path.join(SOURCE, "docs", "setup.md")
 PROGRAMS = ["pined", "pine-broker", "pine-worker", "pine-egress", "pine-launch", "pinectl"]
-# systemd-analyze security --offline=yes on the unit gave 3.0 ("OK") with systemd 252.
+# systemd-analyze security --offline=yes on the unit gave 3.2 ("OK") with systemd 252.
 MAX_EXPOSURE = 3.5
 
 # Unit directives that must be on, with their value ("" = set to empty).
@@ -61,7 +69,6 @@ UNIT_ON = {
     "ProtectClock": "yes",
     "ProtectHostname": "yes",
     "RestrictRealtime": "yes",
-    "RestrictSUIDSGID": "yes",
     "LockPersonality": "yes",
     "RemoveIPC": "yes",
     "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6 AF_NETLINK",
@@ -69,8 +76,9 @@ UNIT_ON = {
     "SystemCallErrorNumber": "EPERM",
 }
 # Off: each would break pine's own sandbox or the programs agents run (see the unit).
+# RestrictSUIDSGID refuses pined's fchmod of data/logs to 2750 (setgid, for the admin group).
 UNIT_OFF = ["RestrictNamespaces", "PrivateUsers", "MemoryDenyWriteExecute", "ProtectKernelTunables",
-            "ProtectKernelLogs", "DynamicUser", "PrivateNetwork", "ProcSubset"]
+            "ProtectKernelLogs", "RestrictSUIDSGID", "DynamicUser", "PrivateNetwork", "ProcSubset"]
 # What pine's sandbox calls: a systemd filter must never refuse these.
 SANDBOX_CALLS = ["@mount", "@privileged", "@process", "@system-service", "@resources", "@setuid",
                  "@basic-io", "@file-system", "@network-io", "@signal", "unshare", "clone", "mount",
@@ -108,12 +116,12 @@ def render(text, values):
 
 
 def unit_values(prefix="/usr/local/lib/pine"):
-    return {"PREFIX": prefix, "HOME": "/var/lib/pine", "USER": "pine", "GROUP": "pine"}
+    return {"PREFIX": prefix, "HOME": "/var/lib/pine", "USER": "pine", "GROUP": "pine", "ADMIN_GROUP": "pine-admin"}
 
 
 def plist_values():
     return {"PREFIX": "/usr/local/lib/pine", "HOME": "/usr/local/var/pine", "USER": "_pine", "GROUP": "_pine",
-            "LOGDIR": "/usr/local/var/log/pine"}
+            "ADMIN_GROUP": "_pineadmin", "LOGDIR": "/usr/local/var/log/pine"}
 
 
 def parse_unit(text):
@@ -181,6 +189,8 @@ if name == "groupadd":
     g = args[-1]
     if entry("group", g): sys.exit(9)
     gid = os.getgid() if g == "pine" else 900 + len(lines("group"))
+    if g == "pine-admin" and os.geteuid() != 0:  # a group this user may chown to, other than pine's if it can
+        gid = ([x for x in os.getgroups() if x != os.getgid()] or [os.getgid()])[0]
     save("group", lines("group") + [f"{g}:x:{gid}:"]); sys.exit(0)
 if name == "useradd":
     o = dict(zip(args[:-1:], args[1:]))
@@ -413,13 +423,14 @@ def _():
 @case("plist template: well formed, keys and values as intended")
 def _():
     text = read(PLIST)
-    check(set(re.findall(r"@([A-Z]+)@", text)) == set(plist_values()), "plist: unexpected placeholders")
+    check(set(re.findall(r"@([A-Z_]+)@", text)) == set(plist_values()), "plist: unexpected placeholders")
     v = plist_values()
     d = plistlib.loads(render(text, v).encode())
     check(d["Label"] == "org.pine.pined", "Label")
-    check(d["ProgramArguments"] == [v["PREFIX"] + "/pined", "--foreground", "--home", v["HOME"]],
-          f"ProgramArguments: {d['ProgramArguments']}")
+    check(d["ProgramArguments"] == [v["PREFIX"] + "/pined", "--foreground", "--home", v["HOME"],
+                                    "--admin-group", "_pineadmin"], f"ProgramArguments: {d['ProgramArguments']}")
     check(d["UserName"] == "_pine" and d["GroupName"] == "_pine", "UserName/GroupName: the role account")
+    check(d.get("InitGroups", True) is True, "InitGroups: true (pined needs _pineadmin among its groups)")
     check(d["KeepAlive"] is True and d["RunAtLoad"] is True, "KeepAlive and RunAtLoad: true")
     check(type(d["Umask"]) is int and d["Umask"] == 0o77 == 63, f"Umask: integer 63, not {d['Umask']!r}")
     for k in ("StandardOutPath", "StandardErrorPath"):
@@ -434,7 +445,7 @@ def _():
 @case("unit template: hardening on, sandbox-breaking settings off, ExecStart")
 def _():
     text = read(UNIT)
-    check(set(re.findall(r"@([A-Z]+)@", text)) == set(unit_values()), "unit: unexpected placeholders")
+    check(set(re.findall(r"@([A-Z_]+)@", text)) == set(unit_values()), "unit: unexpected placeholders")
     u = parse_unit(render(text, unit_values()))
     s = u["Service"]
     for k, want in UNIT_ON.items():
@@ -443,7 +454,8 @@ def _():
     for k in UNIT_OFF:
         for name, sec in u.items():
             check(k not in sec, f"[{name}] {k}= must stay off (see the unit's comments)")
-    check(s["ExecStart"] == ["/usr/local/lib/pine/pined --foreground --home /var/lib/pine"], f"ExecStart: {s['ExecStart']}")
+    check(s["ExecStart"] == ["/usr/local/lib/pine/pined --foreground --home /var/lib/pine --admin-group pine-admin"],
+          f"ExecStart: {s['ExecStart']}")
     filt = s.get("SystemCallFilter", [])
     check(len(filt) == 1 and filt[0].startswith("~"), "SystemCallFilter: one deny list (~...), never an allow list")
     denied = filt[0][1:].split()
@@ -455,9 +467,32 @@ def _():
 @case("README: every on and off directive is explained")
 def _():
     text = read(README)
-    for k in list(UNIT_ON)[4:] + UNIT_OFF[:5] + ["SystemCallFilter"]:
+    for k in list(UNIT_ON)[4:] + UNIT_OFF[:6] + ["SystemCallFilter", "--admin-group"]:
         check(k in text, f"scripts/service/README.md does not mention {k}")
     check("not been run on a Mac" in text, "README must say install-macos has not been run on a Mac")
+
+
+@case("docs/setup.md: the installers' flags and pinectl's commands it shows exist; no Mac run claimed")
+def _():
+    text = read(SETUP_DOC)
+    check("never been run on a Mac" in text, "docs/setup.md must say install-macos has never been run on a Mac")
+    check("does not build on macOS yet" in text, "docs/setup.md must say pine does not build on macOS yet")
+    check("sudo -u pine pinectl --home" not in text, "docs/setup.md: the owner runs pinectl from their own account")
+    usage = {s: read(os.path.join(SERVICE, s)) for s in ("install-linux", "install-macos")}
+    main_cpp = os.path.join(SOURCE, "pinectl", "main.cpp")
+    subcommands = set(re.findall(r'add_subcommand\("([a-z-]+)"', read(main_cpp))) if os.path.exists(main_cpp) else None
+    blocks = re.findall(r"^```[a-z]*\n(.*?)^```", text, re.M | re.S)
+    lines = [l.strip() for b in blocks for l in b.splitlines() if l.strip()]
+    check(any("install-linux" in l for l in lines) and any("install-macos" in l for l in lines), "no install commands")
+    for l in lines:
+        for script, body in usage.items():
+            if "scripts/service/" + script in l:
+                for flag in re.findall(r"(?<!\S)--[a-z-]+", l):
+                    check(re.search(r"^\s+" + re.escape(flag) + r"\b", body, re.M),
+                          f"docs/setup.md runs {script} {flag}, which its usage does not list")
+        m = re.match(r"^(?:sudo -u _?pine )?pinectl (?:--home \S+ )?([a-z-]+)", l)
+        if m and subcommands is not None:
+            check(m.group(1) in subcommands, f"docs/setup.md: `{l}`: pinectl has no command {m.group(1)}")
 
 
 def analyze():
@@ -600,6 +635,26 @@ def linux_install(r, *extra):
     return sh(["bash", LINUX, "--owner", "alice", "--build", r.build, *extra], env=r.env())
 
 
+def stub_gid(r, group):
+    for l in read(os.path.join(r.state, "group")).splitlines():
+        f = l.split(":")
+        if f[0] == group:
+            return int(f[2])
+    raise AssertionError(f"no group {group} in the stand-in's group file")
+
+
+def set_members(r, group, members):
+    path = os.path.join(r.state, "group")
+    out = []
+    for l in read(path).splitlines():
+        f = l.split(":")
+        if f[0] == group:
+            f[3] = ",".join(members)
+        out.append(":".join(f))
+    with open(path, "w") as f:
+        f.write("".join(l + "\n" for l in out))
+
+
 def seed_linux(r):
     with open(os.path.join(r.state, "passwd"), "w") as f:
         f.write("root:x:0:0:root:/root:/bin/bash\nalice:x:1500:1500::/home/alice:/bin/bash\n")
@@ -616,14 +671,18 @@ def _():
         check(p.returncode == 0, "install failed:\n" + show(p))
         did = actions(p.stdout)
         for want in ["groupadd --system pine", "groupadd --system pine-admin",
-                     "usermod --append --groups pine-admin alice", f"chown pine:pine {r.path('/var/lib/pine')}",
+                     "usermod --append --groups pine-admin pine", "usermod --append --groups pine-admin alice",
+                     f"install -d -m 0750 {r.path('/var/lib/pine')}", f"chown pine:pine-admin {r.path('/var/lib/pine')}",
                      f"ln -sfn /usr/local/lib/pine/pinectl {r.path('/usr/local/bin/pinectl')}",
                      "write /etc/systemd/system/pine.service (mode 644, from " + SERVICE + "/pine.service)"]:
             check(want in did, f"not done: {want}\n{p.stdout}")
         check(any(a.startswith("useradd --system --gid pine --home-dir /var/lib/pine --no-create-home --shell ")
                   and a.endswith(" pine") for a in did), "useradd:\n" + p.stdout)
-        check("systemd is not PID 1" in p.stdout and "runuser -u pine -- /usr/local/lib/pine/pined" in p.stdout,
-              "no word on starting by hand:\n" + p.stdout)
+        check("systemd is not PID 1" in p.stdout and "runuser -u pine -- /usr/local/lib/pine/pined --home /var/lib/pine "
+              "--admin-group pine-admin" in p.stdout, "no word on starting by hand:\n" + p.stdout)
+        last = p.stdout.strip().splitlines()[-1]
+        check("alice was added to pine-admin: log in again as alice" in last and last.endswith(": pinectl status")
+              and "sudo" not in last, "the last line must send alice to pinectl status after a new login:\n" + last)
         # What is there now.
         unit = r.path("/etc/systemd/system/pine.service")
         check(read(unit).rstrip("\n") == render(read(UNIT), unit_values()).rstrip("\n"), "the installed unit differs")
@@ -634,12 +693,14 @@ def _():
             check(stat.S_IMODE(os.stat(dest).st_mode) == 0o755, f"{prog} mode")
         check(os.readlink(r.path("/usr/local/bin/pinectl")) == "/usr/local/lib/pine/pinectl", "pinectl link")
         home = os.stat(r.path("/var/lib/pine"))
-        check(stat.S_IMODE(home.st_mode) == 0o700, "home mode")
-        check((home.st_uid, home.st_gid) == (os.getuid(), os.getgid()), "home owner (the stand-in pine)")
+        check(stat.S_IMODE(home.st_mode) == 0o750, f"home mode {stat.S_IMODE(home.st_mode):o}, want 750")
+        check((home.st_uid, home.st_gid) == (os.getuid(), stub_gid(r, "pine-admin")),
+              "home owner: the stand-in pine, group pine-admin")
         passwd = read(os.path.join(r.state, "passwd"))
         check(re.search(r"^pine:x:\d+:\d+:[^:]*:/var/lib/pine:(/usr/sbin/nologin|/sbin/nologin|/bin/false)$",
                         passwd, re.M), "pine's account:\n" + passwd)
-        check(re.search(r"^pine-admin:x:\d+:alice$", read(os.path.join(r.state, "group")), re.M), "pine-admin")
+        groups = read(os.path.join(r.state, "group"))
+        check(re.search(r"^pine-admin:x:\d+:pine,alice$", groups, re.M), "pine-admin holds pine and alice:\n" + groups)
         # Again: nothing to do.
         n = len(r.calls())
         p = linux_install(r)
@@ -667,7 +728,7 @@ def _():
             f.write("# changed\n")
         p = linux_install(r)
         check(p.returncode == 0, show(p))
-        check(actions(p.stdout) == [f"chmod 0700 {r.path('/var/lib/pine')}",
+        check(actions(p.stdout) == [f"chmod 0750 {r.path('/var/lib/pine')}",
                                     f"install -m 0755 {r.build}/pine-worker {r.path('/usr/local/lib/pine/pine-worker')}"],
               "want exactly the two repairs:\n" + p.stdout)
         # systemd is PID 1 from now on.
@@ -686,12 +747,55 @@ def _():
         p = linux_install(r)
         check(actions(p.stdout)[1:] == ["systemctl daemon-reload", "systemctl restart pine.service"], p.stdout)
         check(linux_install(r).stdout.count(": + ") == 0, "not settled")
+        # pine taken out of pine-admin: put back, and pined restarted to get the group.
+        set_members(r, "pine-admin", ["alice"])
+        p = linux_install(r)
+        check(actions(p.stdout) == ["usermod --append --groups pine-admin pine", "systemctl restart pine.service"],
+              "want pine back in pine-admin and a restart:\n" + p.stdout)
+        check("Control it from alice's own account: pinectl status" in p.stdout.strip().splitlines()[-1], p.stdout)
+        check(linux_install(r).stdout.count(": + ") == 0, "not settled")
         if os.geteuid() == 0:  # a file in the home that pine's uid does not own: a warning, no change
             os.makedirs(r.path("/var/lib/pine/data"))
             os.chown(r.path("/var/lib/pine/data"), 54321, 54321)
             p = linux_install(r)
             check(not actions(p.stdout) and "warning: /var/lib/pine/data (and perhaps more) in /var/lib/pine is not "
                   "pine's" in p.stdout, "want a warning about data/:\n" + p.stdout)
+    finally:
+        r.close()
+
+
+@case("install-linux: upgrades an install from before the admin group (home 700 pine:pine, pine not a member)")
+def _():
+    r = FakeRoot(LINUX_STUBS)
+    try:
+        seed_linux(r)
+        os.makedirs(r.path("/run/systemd/system"))
+        check(linux_install(r).returncode == 0, "install failed")
+        # What the previous install-linux left: the unit without --admin-group, the home
+        # 700 and pine's group, pine outside pine-admin; the service running.
+        unit = r.path("/etc/systemd/system/pine.service")
+        with open(unit) as f:
+            text = f.read()
+        with open(unit, "w") as f:
+            f.write(text.replace(" --admin-group pine-admin", ""))
+        os.chmod(r.path("/var/lib/pine"), 0o700)
+        os.chown(r.path("/var/lib/pine"), os.getuid(), stub_gid(r, "pine"))
+        set_members(r, "pine-admin", ["alice"])
+        check(stub_gid(r, "pine") != stub_gid(r, "pine-admin") or os.geteuid() != 0, "the stand-in's gids")
+        p = linux_install(r)
+        check(p.returncode == 0, show(p))
+        home = r.path("/var/lib/pine")
+        want = ["usermod --append --groups pine-admin pine", f"chmod 0750 {home}",
+                f"write /etc/systemd/system/pine.service (mode 644, from {SERVICE}/pine.service)",
+                "systemctl daemon-reload", "systemctl restart pine.service"]
+        if stub_gid(r, "pine") != stub_gid(r, "pine-admin"):
+            want.insert(1, f"chown pine:pine-admin {home}")
+        check(actions(p.stdout) == want, f"want exactly {want}:\n" + p.stdout)
+        check("--admin-group pine-admin" in read(unit), "the unit has no --admin-group")
+        st = os.stat(home)
+        check(stat.S_IMODE(st.st_mode) == 0o750 and st.st_gid == stub_gid(r, "pine-admin"), "home not 750 pine-admin")
+        p = linux_install(r)
+        check(not actions(p.stdout) and "nothing to change" in p.stdout, "not settled:\n" + p.stdout)
     finally:
         r.close()
 
@@ -814,6 +918,27 @@ def ds(r):
     return json.load(open(os.path.join(r.state, "ds.json")))
 
 
+@case("install-macos --dry-run: the admin group's id is none the role account would take")
+def _():
+    r = FakeRoot(MACOS_STUBS, uname="Darwin")
+    try:
+        seed_macos(r)
+        db = ds(r)
+        db["Groups"]["_pine"] = {"PrimaryGroupID": "310"}  # the group is there; its id is another account's uid
+        db["Users"]["_other"] = {"UniqueID": "310", "PrimaryGroupID": "301"}
+        with open(os.path.join(r.state, "ds.json"), "w") as f:
+            json.dump(db, f)
+        p = sh(["bash", MACOS, "--build", r.build, "--owner", "alice", "--dry-run"], env=r.env())
+        check(p.returncode == 0, show(p))
+        check("would run: dscl . -create /Users/_pine UniqueID 302" in p.stdout, "uid 302:\n" + p.stdout)
+        check("would run: dseditgroup -o create -r pine\\ administrators -i 303 _pineadmin" in p.stdout,
+              "the admin group must not take 302, the uid the dry run gave _pine:\n" + p.stdout)
+        check("would run: dseditgroup -o edit -a _pine -t user _pineadmin" in p.stdout, p.stdout)
+        check(r.changing_calls() == [], f"dry run changed something: {r.changing_calls()}")
+    finally:
+        r.close()
+
+
 @case("install-macos against stand-ins: installs, re-run changes nothing, uninstall keeps, purge removes")
 def _():
     if os.geteuid() != 0:
@@ -839,15 +964,20 @@ def _():
               and pine.get("NFSHomeDirectory") == "/usr/local/var/pine", f"role account: {pine}")
         check(db["Groups"]["_pine"]["PrimaryGroupID"] == "302", "group _pine")
         admin = db["Groups"].get("_pineadmin", {})
-        check(admin.get("PrimaryGroupID") == "303" and admin.get("GroupMembership") == "alice", f"_pineadmin: {admin}")
+        check(admin.get("PrimaryGroupID") == "303" and admin.get("GroupMembership") == "_pine alice",
+              f"_pineadmin: gid 303, _pine and alice in it: {admin}")
         for d in ("/usr/local/var/pine", "/usr/local/var/log/pine"):
             st = os.stat(r.path(d))
-            check(stat.S_IMODE(st.st_mode) == 0o700 and (st.st_uid, st.st_gid) == (302, 302), f"{d}: mode/owner")
+            check(stat.S_IMODE(st.st_mode) == 0o750 and (st.st_uid, st.st_gid) == (302, 303),
+                  f"{d}: mode {stat.S_IMODE(st.st_mode):o} owner {st.st_uid}:{st.st_gid}, want 750 _pine:_pineadmin")
         plist = r.path("/Library/LaunchDaemons/org.pine.pined.plist")
         check(stat.S_IMODE(os.stat(plist).st_mode) == 0o644, "plist mode")
         d = plistlib.load(open(plist, "rb"))
-        check(d["ProgramArguments"] == ["/usr/local/lib/pine/pined", "--foreground", "--home", "/usr/local/var/pine"],
-              f"installed plist: {d['ProgramArguments']}")
+        check(d["ProgramArguments"] == ["/usr/local/lib/pine/pined", "--foreground", "--home", "/usr/local/var/pine",
+                                        "--admin-group", "_pineadmin"], f"installed plist: {d['ProgramArguments']}")
+        last = p.stdout.strip().splitlines()[-1]
+        check("alice was added to _pineadmin: log out and in again as alice" in last and last.endswith(": pinectl status")
+              and "sudo" not in last, "the last line must send alice to pinectl status after a new login:\n" + last)
         check(["launchctl", "bootstrap", "system", plist] in r.calls(), "not bootstrapped")
         check(os.readlink(r.path("/usr/local/bin/pinectl")) == "/usr/local/lib/pine/pinectl", "pinectl link")
         n = len(r.calls())
@@ -859,6 +989,25 @@ def _():
         p = run("--owner", "alice")
         check(actions(p.stdout)[1:] == ["launchctl bootout system/org.pine.pined", "launchctl enable system/org.pine.pined",
                                         f"launchctl bootstrap system {plist}"], "reload after a change:\n" + p.stdout)
+        # _pine taken out of _pineadmin, the folders back to the old 700 _pine:_pine: put
+        # back, and the daemon reloaded so that pined gets the group.
+        db = ds(r)
+        db["Groups"]["_pineadmin"]["GroupMembership"] = "alice"
+        with open(os.path.join(r.state, "ds.json"), "w") as f:
+            json.dump(db, f)
+        for d in ("/usr/local/var/pine", "/usr/local/var/log/pine"):
+            os.chmod(r.path(d), 0o700)
+            os.chown(r.path(d), 302, 302)
+        p = run("--owner", "alice")
+        home, logs = r.path("/usr/local/var/pine"), r.path("/usr/local/var/log/pine")
+        check(actions(p.stdout) == ["dseditgroup -o edit -a _pine -t user _pineadmin",
+                                    f"chown _pine:_pineadmin {home}", f"chmod 0750 {home}",
+                                    f"chown _pine:_pineadmin {logs}", f"chmod 0750 {logs}",
+                                    "launchctl bootout system/org.pine.pined", "launchctl enable system/org.pine.pined",
+                                    f"launchctl bootstrap system {plist}"], "repair of the groups:\n" + p.stdout)
+        check("Control it from alice's own account: pinectl status" in p.stdout.strip().splitlines()[-1], p.stdout)
+        p = run("--owner", "alice")
+        check(p.returncode == 0 and not actions(p.stdout) and "nothing to change" in p.stdout, "not settled:\n" + show(p))
         p = sh(["bash", MACOS, "--uninstall"], env=r.env())
         check(p.returncode == 0 and actions(p.stdout)[:2] == ["launchctl bootout system/org.pine.pined", f"rm -f {plist}"],
               show(p))
