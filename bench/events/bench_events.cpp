@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench/events/bench_client.h"
+#include "bench/events/bench_process.h"
 #include "tests/integration/harness.h"
 
 using Clock = std::chrono::steady_clock;
@@ -215,10 +216,12 @@ int main(int argc, char** argv) try {
   Pined pined(home, {}, {});
 
   auto status = pined.api("GET", "/v1/status").json();
-  pid_t broker = 0;
+  pid_t brokerLaunch = 0;
   for (auto& p : status["processes"])
-    if (p.value("role", "") == "broker") broker = p["pid"].get<pid_t>();
-  if (!broker) throw std::runtime_error("GET /v1/status named no broker: " + status.dump());
+    if (p.value("role", "") == "broker") brokerLaunch = p["pid"].get<pid_t>();
+  if (!brokerLaunch) throw std::runtime_error("GET /v1/status named no broker: " + status.dump());
+  // The status names pine-launch, the broker's sandbox monitor; the broker's CPU is its own.
+  pid_t broker = pine::bench::findProgram(brokerLaunch, "pine-broker");
 
   double floorCpu = 0, floor = rawSqliteRate(dir.path(), total, batch, &floorCpu);
 

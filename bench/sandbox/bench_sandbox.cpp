@@ -13,6 +13,9 @@
 //   tFirst  the worker's getTask call reaches the broker's dispatch: the figure
 //   tDone   the worker's finish() has been handled (the task answered)
 // Not timed: waiting for the worker to disconnect and exit, and waitpid().
+//
+// --also-launcher PATH adds a variant that starts the same sandbox through another build of
+// pine-launch, interleaved with the others (to weigh a change to how the launcher is built).
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -25,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/mman.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +112,8 @@ enum class Kind {
   NoLandlock,
   TrivialSeccomp,
   NoNamespaces,
+  // pine, through the launcher given with --also-launcher.
+  OtherLauncher,
 };
 
 struct Variant {
@@ -123,6 +129,7 @@ struct Sample {
 struct Ctx {
   kj::AsyncIoContext* io;
   std::string worker, bindir;
+  std::string launcher, otherLauncher;  // <bindir>/pine-launch unless --launcher; --also-launcher
   std::vector<std::string> env;  // the worker's environment, the same for every variant
   const pine::sandbox::AgentSandboxes* sandboxes;
   const pine::sandbox::AgentSandboxes* sandboxesNoNs;
@@ -170,7 +177,7 @@ Sample runOnce(Ctx& c, Kind kind) {
   spec.fd3 = sv[1];
   spec.stderrFd = c.stderrFd;
   spec.sandbox = box ? &box->plan : nullptr;
-  spec.launcher = c.bindir + "/pine-launch";  // as pined finds it beside itself
+  spec.launcher = kind == Kind::OtherLauncher ? c.otherLauncher : c.launcher;  // pined: beside itself
   pid_t pid = pine::spawnChild(spec);
   auto tExec = Clock::now();
   close(sv[1]);
@@ -335,22 +342,49 @@ std::vector<std::string> bwrapArgs(const std::string& worker, const std::string&
 
 int removeEntry(const char* path, const struct stat*, int, FTW*) { return remove(path); }
 
+// A program's start alone: posix_spawn (vfork+exec, as spawnChild clones) with an empty
+// environment and no fd above 2, then waitpid. pine-launch started so finds no plan on fd 4
+// and exits 127 at the top of main(): what its exec and loading cost, before any sandbox step.
+std::vector<double> execAlone(const std::string& path, int rounds) {
+  std::vector<double> out;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  char* argv[] = {const_cast<char*>(path.c_str()), nullptr};
+  char* envp[] = {nullptr};
+  for (int i = 0; i < rounds; ++i) {
+    auto t0 = Clock::now();
+    pid_t pid;
+    if (posix_spawn(&pid, path.c_str(), &fa, nullptr, argv, envp) != 0) die("posix_spawn " + path);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    out.push_back(ms(t0, Clock::now()));
+  }
+  posix_spawn_file_actions_destroy(&fa);
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int iterations = 200;
   bool breakdown = true, showStderr = false;
-  std::string worker;
+  std::string worker, launcher, otherLauncher;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if ((a == "--iterations" || a == "-n") && i + 1 < argc) iterations = atoi(argv[++i]);
     else if (a == "--worker" && i + 1 < argc) worker = argv[++i];
+    else if (a == "--launcher" && i + 1 < argc) launcher = argv[++i];
+    else if (a == "--also-launcher" && i + 1 < argc) otherLauncher = argv[++i];
     else if (a == "--no-breakdown") breakdown = false;
     else if (a == "--show-stderr") showStderr = true;
     else {
       fprintf(stderr,
-              "usage: bench-sandbox [--iterations N] [--worker PATH] [--no-breakdown] [--show-stderr]\n"
-              "  default: 200 iterations of each variant, pine-worker from <builddir>/bin\n");
+              "usage: bench-sandbox [--iterations N] [--worker PATH] [--launcher PATH] [--also-launcher PATH]\n"
+              "                     [--no-breakdown] [--show-stderr]\n"
+              "  default: 200 iterations of each variant, pine-worker and pine-launch from <builddir>/bin\n");
       return 2;
     }
   }
@@ -360,8 +394,10 @@ int main(int argc, char** argv) {
   if (worker.empty()) worker = parentOf(parentOf(selfDir())) + "/bin/pine-worker";
   if (access(worker.c_str(), X_OK) != 0) die("no pine-worker at " + worker + " (build it, or pass --worker)");
   std::string bindir = parentOf(worker);
-  if (access((bindir + "/pine-launch").c_str(), X_OK) != 0)
-    die("no pine-launch beside " + worker + " (build bin/pine-launch too)");
+  if (launcher.empty()) launcher = bindir + "/pine-launch";
+  if (access(launcher.c_str(), X_OK) != 0) die("no pine-launch at " + launcher + " (build bin/pine-launch too)");
+  if (!otherLauncher.empty() && (otherLauncher[0] != '/' || access(otherLauncher.c_str(), X_OK) != 0))
+    die("--also-launcher needs the absolute path of an executable pine-launch: " + otherLauncher);
 
   // As root, prepare() hands the agent folders to the agent's own uid, which must be able
   // to walk down to them: the temp home sits under a 0711 folder.
@@ -383,6 +419,8 @@ int main(int argc, char** argv) {
   c.io = &io;
   c.worker = worker;
   c.bindir = bindir;
+  c.launcher = launcher;
+  c.otherLauncher = otherLauncher;
   c.sandboxes = &sandboxes;
   c.sandboxesNoNs = &sandboxesNoNs;
   c.env = sandboxes.prepare({"main", {}, false, false, {}}).env;  // pine's worker environment, used by every variant
@@ -393,6 +431,7 @@ int main(int argc, char** argv) {
   std::vector<Variant> variants = {{Kind::Floor, "floor", "fork+exec+RPC"},
                                    {Kind::Pine, "pine", "prepare+sandbox+RPC"}};
   if (haveBwrap) variants.push_back({Kind::Bwrap, "bwrap", "bwrap+exec+RPC"});
+  if (!otherLauncher.empty()) variants.push_back({Kind::OtherLauncher, "pine", "through --also-launcher"});
   if (breakdown) {
     variants.insert(variants.end(), {{Kind::NoNetNs, "pine", "without net namespace"},
                                      {Kind::NoPidNs, "pine", "without pid namespace"},
@@ -454,6 +493,15 @@ int main(int argc, char** argv) {
     for (int k = 0; k < kSteps; ++k)
       printf("    %-36s %6.3f / %6.3f\n", kStepNames[k], quantile(steps[(size_t)k], 0.5),
              quantile(steps[(size_t)k], 0.9));
+    // The launcher's own start, before any of those steps, against a small dynamically linked program.
+    std::vector<std::string> programs = {launcher, "/bin/true"};
+    if (!otherLauncher.empty()) programs.push_back(otherLauncher);
+    std::vector<std::vector<double>> starts(programs.size());
+    for (int i = 0; i < iterations; ++i)
+      for (size_t k = 0; k < programs.size(); ++k) starts[k].push_back(execAlone(programs[k], 1)[0]);
+    printf("  a program's start alone (spawn, exec, load, exit; pine-launch exits at the top of main), median / p90 ms:\n");
+    for (size_t k = 0; k < programs.size(); ++k)
+      printf("    %-36s %6.3f / %6.3f\n", programs[k].c_str(), quantile(starts[k], 0.5), quantile(starts[k], 0.9));
   }
   nftw(top.c_str(), removeEntry, 16, FTW_DEPTH | FTW_PHYS);
   return 0;

@@ -3,6 +3,10 @@
 // answer comes back), against a bare fork+exec+wait of /bin/true measured in the
 // same run; then the peak RSS (VmHWM) of pined, pine-broker and each worker,
 // sampled from /proc while turns run, against the peak of a bare /bin/sleep.
+// pined starts the broker and each worker through pine-launch (the sandbox's
+// monitor, and its clone the pid namespace's init, stay above the program), so
+// every process is told apart by the program it runs (/proc/PID/exe) at the time
+// of each sample, not by the pid `GET /v1/status` gives for a role.
 //
 //   bench-turn [TURNS [RSS_TURNS]]     defaults: 30 timed turns, 10 sampled turns
 #include <dirent.h>
@@ -27,11 +31,14 @@
 #include <vector>
 
 #include "bench/events/bench_client.h"
+#include "bench/events/bench_process.h"
 #include "tests/integration/harness.h"
 
 using Clock = std::chrono::steady_clock;
 using namespace pine::test;
 using pine::bench::Conn;
+using pine::bench::descendants;
+using pine::bench::programName;
 using pine::bench::median;
 using pine::bench::percentile;
 
@@ -65,49 +72,38 @@ long long isoMs(const std::string& s) {
   return (long long)timegm(&tm) * 1000 + ms;
 }
 
-// What /proc/<pid>/status says about memory, in kB.
+// What /proc/<pid>/status says about memory, in kB; `name` is the program it runs (exe).
 struct Mem {
   std::string name;
   long hwm = -1, rss = 0, anon = 0, file = 0, shmem = 0;
 };
 
+// hwm stays -1 for a process that is gone or a zombie (no mm left), or that exec'd another
+// program while it was read.
 Mem readMem(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   Mem m;
+  m.name = programName(pid);
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(in, line)) {
     auto num = [&](const char* key, long* out) {
       if (line.rfind(key, 0) == 0) *out = atol(line.c_str() + strlen(key));
     };
-    if (line.rfind("Name:\t", 0) == 0) m.name = line.substr(6);
     num("VmHWM:", &m.hwm);
     num("VmRSS:", &m.rss);
     num("RssAnon:", &m.anon);
     num("RssFile:", &m.file);
     num("RssShmem:", &m.shmem);
   }
-  return m;  // hwm stays -1 for a process that is gone or a zombie (no mm left)
+  if (m.name.empty() || programName(pid) != m.name) m.hwm = -1;
+  return m;
 }
 
-// Every descendant of `root` (all threads' children), depth first.
-void descendants(pid_t root, std::vector<pid_t>* out) {
-  std::string dir = "/proc/" + std::to_string(root) + "/task";
-  DIR* d = opendir(dir.c_str());
-  if (!d) return;
-  while (auto* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream in(dir + "/" + e->d_name + "/children");
-    pid_t child;
-    while (in >> child) {
-      out->push_back(child);
-      descendants(child, out);
-    }
-  }
-  closedir(d);
-}
-
-// Polls pined's process tree and keeps, per pid, the highest VmHWM seen and the split of the
-// largest VmRSS seen. A worker's last growth before it exits can be missed between two polls
+// Polls pined's process tree and keeps, per pid and program, the highest VmHWM seen and the
+// split of the largest VmRSS seen. Per program because one pid runs several in turn, each exec
+// starting a fresh VmHWM: pined's clone until it execs pine-launch (sharing pined's memory, so
+// showing pined's peak), and the pid namespace's worker, a clone of pine-launch's init until it
+// execs pine-worker. A worker's last growth before it exits can be missed between two polls
 // (VmHWM is gone once it is a zombie); the poll runs every 200 us to keep that window small.
 class Sampler {
  public:
@@ -122,7 +118,8 @@ class Sampler {
     Mem atRss;   // the sample with the largest VmRSS (its anon/file/shmem split)
     int samples = 0;
   };
-  std::map<pid_t, Peak> peaks() {
+  using Key = std::pair<pid_t, std::string>;  // pid, program
+  std::map<Key, Peak> peaks() {
     std::lock_guard<std::mutex> g(mu_);
     return peaks_;
   }
@@ -135,9 +132,9 @@ class Sampler {
       descendants(root_, &pids);
       for (pid_t p : pids) {
         Mem m = readMem(p);
-        if (m.hwm < 0) continue;
+        if (m.hwm < 0 || m.name.empty()) continue;
         std::lock_guard<std::mutex> g(mu_);
-        auto& pk = peaks_[p];
+        auto& pk = peaks_[{p, m.name}];
         if (m.hwm > pk.hwm.hwm) pk.hwm = m;
         if (m.rss > pk.atRss.rss) pk.atRss = m;
         ++pk.samples;
@@ -148,7 +145,7 @@ class Sampler {
   pid_t root_;
   std::atomic<bool> stop_{false};
   std::mutex mu_;
-  std::map<pid_t, Peak> peaks_;
+  std::map<Key, Peak> peaks_;
   std::thread thread_;
 };
 
@@ -209,12 +206,15 @@ int main(int argc, char** argv) try {
   Pined pined(home, {}, {});
 
   auto st = pined.api("GET", "/v1/status").json();
-  pid_t supervisor = 0, broker = 0;
+  pid_t supervisor = 0, brokerLaunch = 0;
   for (auto& p : st["processes"]) {
     if (p.value("role", "") == "supervisor") supervisor = p["pid"].get<pid_t>();
-    if (p.value("role", "") == "broker") broker = p["pid"].get<pid_t>();
+    if (p.value("role", "") == "broker") brokerLaunch = p["pid"].get<pid_t>();
   }
-  if (!supervisor || !broker) throw std::runtime_error("GET /v1/status named no supervisor or broker: " + st.dump());
+  if (!supervisor || !brokerLaunch)
+    throw std::runtime_error("GET /v1/status named no supervisor or broker: " + st.dump());
+  // The status names pine-launch, the broker's sandbox monitor; pine-broker runs below it.
+  pid_t broker = pine::bench::findProgram(brokerLaunch, "pine-broker");
 
   Conn conn(home);
   for (int i = 0; i < 2; ++i) turn(conn);  // warm-up: page cache, the store's first session rows
@@ -248,19 +248,35 @@ int main(int argc, char** argv) try {
   auto peaks = sampler.peaks();
   Mem sup = readMem(supervisor), brk = readMem(broker);
   std::vector<double> workerHwm, workerAnon, workerFile;
-  long helperHwm = 0;
-  int helpers = 0, samples = 0;
-  for (auto& [pid, pk] : peaks) {
-    if (pid == broker) continue;
-    if (pk.hwm.name == "pine-worker") {
+  int samples = 0;
+  // Everything else below pined, by the last program each pid ran: a pid runs pined (pined's clone,
+  // until its exec), then pine-launch (a monitor; an init; or, until its own exec, the clone that
+  // becomes the program), then maybe the program. Monitors and inits run pine-launch to the end.
+  struct Others {
+    std::set<pid_t> pids;
+    long hwm = 0;
+  };
+  std::map<std::string, Others> others;
+  std::set<pid_t> clonesOfPined;
+  std::map<pid_t, std::map<std::string, const Sampler::Peak*>> byPid;
+  for (auto& [key, pk] : peaks) byPid[key.first][key.second] = &pk;
+  for (auto& [pid, programs] : byPid) {
+    if (programs.count("pined")) clonesOfPined.insert(pid);
+    std::string last;
+    for (auto& [program, pk] : programs)
+      if (program != "pined" && program != "pine-launch") last = program;
+    if (last.empty()) last = programs.count("pine-launch") ? "pine-launch" : "";
+    if (last.empty() || last == "pine-broker") continue;  // pined's clone alone; the broker is read by its pid
+    const Sampler::Peak& pk = *programs[last];
+    if (last == "pine-worker") {
       workerHwm.push_back((double)pk.hwm.hwm);
       workerAnon.push_back((double)pk.atRss.anon);
       workerFile.push_back((double)(pk.atRss.file + pk.atRss.shmem));
       samples += pk.samples;
     } else {
-      // The sandbox's monitor and pid-namespace init: forks of pined, sharing its pages.
-      helperHwm = std::max(helperHwm, pk.hwm.hwm);
-      ++helpers;
+      auto& o = others[last];
+      o.pids.insert(pid);
+      o.hwm = std::max(o.hwm, pk.hwm.hwm);
     }
   }
   if ((int)workerHwm.size() != rssTurns)
@@ -277,9 +293,14 @@ int main(int argc, char** argv) try {
          mb((long)w), w / floorKb);
   printf("    max %.2f MB; at its largest RSS, median %.2f MB anonymous, %.2f MB file-backed\n",
          mb((long)percentile(workerHwm, 1.0)), mb((long)median(workerAnon)), mb((long)median(workerFile)));
-  if (helpers)
-    printf("  sandbox helpers (forks of pined): %d seen, largest VmHWM %.2f MB (pages shared with pined)\n", helpers,
-           mb(helperHwm));
+  printf("  other processes below pined, by program (pids seen, largest VmHWM):\n");
+  for (auto& [program, o] : others)
+    printf("    %-12s %3zu seen   %7.2f MB   %s\n", program.c_str(), o.pids.size(), mb(o.hwm),
+           program == "pine-launch" ? "(sandbox monitors and pid-namespace inits: a fresh image, exec'd by pined's clone;"
+                                      " a monitor and its init share it)"
+                                    : "");
+  printf("    pined's clones between clone and their exec of pine-launch: %zu seen (they share pined's memory)\n",
+         clonesOfPined.size());
   return 0;
 } catch (std::exception& e) {
   fprintf(stderr, "bench-turn: %s\n", e.what());
