@@ -568,7 +568,7 @@ Policy brokerPolicy(const BrokerPaths& raw) {
     std::string c = canonOwn(w, "a workspace");
     if (pathWithin(c, home) && c != home && !pathWithin(join(home, "data"), c)) pol.denyRead.push_back(c);
   }
-  pol.listenSockets = {join(home, "pine.sock")};
+  // No listening socket: pined listens on pine.sock and hands the broker each checked connection.
   pol.unixSockets = true;
   sortUnique(pol.readable);
   sortUnique(pol.writable);

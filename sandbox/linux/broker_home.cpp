@@ -98,10 +98,11 @@ void prepareBrokerHome(const std::string& home, SandboxIds ids) {
   if (root.get() < 0) fail("open", home);
   struct stat hs;
   if (fstat(root.get(), &hs) != 0) fail("stat", home);
-  // The home: sockets of the broker's may be made here; the sticky bit keeps everything else
-  // (.env, pine.yaml) out of its reach to remove or rename, whatever Landlock says.
+  // The home: its group (the broker's own) may walk through it and read what is shared below,
+  // never write in it: pined listens on pine.sock, so the broker makes nothing here. (Homes an
+  // earlier pined made group-writable and sticky for the broker's socket lose the write bit.)
   if (hs.st_gid != ids.gid && fchown(root.get(), (uid_t)-1, ids.gid) != 0) fail("chgrp", home);
-  mode_t want = (hs.st_mode & 07777) | S_IXGRP | S_IWGRP | S_ISVTX;
+  mode_t want = ((hs.st_mode & 07777) | S_IXGRP) & ~(mode_t)S_IWGRP;
   if ((hs.st_mode & 07777) != want && fchmod(root.get(), want) != 0) fail("chmod", home);
 
   // data/: the broker's.
