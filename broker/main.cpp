@@ -14,7 +14,7 @@
 #include "common/fd.h"
 #include "common/log.h"
 #include "common/unix_socket.h"
-#include "sandbox/linux/no_exec.h"
+#include "sandbox/no_exec.h"
 #include "redact/redactor.h"
 
 int main(int argc, char** argv) {

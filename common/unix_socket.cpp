@@ -70,13 +70,4 @@ PeerVerdict judgePeer(const std::optional<PeerCredentials>& peer, const SocketAc
 
 PeerVerdict checkPeer(int fd) { return judgePeer(peerCredentials(fd), socketAccess()); }
 
-std::string programDir() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  buf[n] = 0;
-  std::string s(buf);
-  return s.substr(0, s.find_last_of('/'));
-}
-
 }  // namespace pine

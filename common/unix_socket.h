@@ -36,7 +36,8 @@ PeerVerdict judgePeer(const std::optional<PeerCredentials>& peer, const SocketAc
 // The rule applied to a connected socket with this process's access.
 PeerVerdict checkPeer(int fd);
 
-// The folder this program was started from (/proc/self/exe), where pine's programs sit together.
+// The folder this program was started from, where pine's programs sit together; one file per
+// platform (common/meson.build): program_dir_linux.cpp (/proc/self/exe), program_dir_macos.cpp.
 std::string programDir();
 
 }  // namespace pine

@@ -21,6 +21,7 @@
 #include "common/url_origin.h"
 #include "egress/request/placeholders.h"
 #include "proto/egress.capnp.h"
+#include "sandbox/linux/plan.h"
 #include "sandbox/policy.h"
 #include "supervisor/spawn.h"
 #include "supervisor/supervisor.h"

@@ -18,7 +18,13 @@
 
 #include "egress/request/request.h"
 #include "proto/supervisor.capnp.h"
-#include "sandbox/linux/enter.h"
+#include "sandbox/policy.h"
+
+namespace pine::sandbox {
+struct LinuxPlan;     // sandbox/linux/plan.h: egressPlan() is the Linux backend's
+struct LinuxOptions;
+struct Probe;
+}  // namespace pine::sandbox
 
 namespace pine {
 

@@ -1,9 +1,12 @@
-// The mechanism of starting a child: a vfork-like clone whose only work is to
-// arrange descriptors, start a session, arm the parent-death signal and exec.
-// No fork of pined outlives the moment before its exec: a sandboxed child is
-// entered by pine-launch (sandbox/launcher/), a fresh image that receives the
-// plan on a descriptor. Policy (what a child may reach) is decided elsewhere
-// and arrives as arguments.
+// The mechanism of starting a child: the "process start" interface, one
+// implementation per platform, chosen in supervisor/meson.build.
+// - spawn_linux.cpp: a vfork-like clone whose only work is to arrange
+//   descriptors, start a session, arm the parent-death signal and exec. A child
+//   in a Linux plan is entered by pine-launch (sandbox/launcher/), a fresh image
+//   that receives the plan on a descriptor.
+// - spawn_posix.cpp (macOS): posix_spawn, for the Seatbelt backend or no sandbox.
+// No fork of pined outlives the moment before its exec. Policy (what a child may
+// reach) is decided elsewhere and arrives as arguments.
 #pragma once
 #include <sys/types.h>
 
@@ -37,13 +40,14 @@ struct SpawnSpec {
 
 // Starts the child in a new session (it leads its own process group, so it and
 // everything it starts can be signalled together), with SIGKILL as its
-// parent-death signal, signals unblocked and at their defaults, stdin on
-// /dev/null and every descriptor above 3 closed, then inside its sandbox when
-// one is given. Throws std::runtime_error when the sandbox could not be entered
-// or the program could not be executed, with the step that failed and why.
+// parent-death signal (Linux; macOS has none), signals unblocked and at their
+// defaults, stdin on /dev/null and every descriptor above 3 closed, then inside
+// its sandbox when one is given. Throws std::runtime_error when the sandbox could
+// not be entered or the program could not be executed, with the step that failed
+// and why; on macOS also for a Linux plan (`sandbox`), which cannot be entered there.
 pid_t spawnChild(const SpawnSpec& spec);
 
-// The pine-launch installed beside the running program.
+// The pine-launch installed beside the running program (Linux: spawn_linux.cpp).
 std::string defaultLauncher();
 
 }  // namespace pine

@@ -36,6 +36,7 @@
 #include "common/fd.h"
 #include "egress/egress.h"
 #include "proto/egress.capnp.h"
+#include "sandbox/linux/plan.h"
 #include "sandbox/linux/probe.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/spawn.h"

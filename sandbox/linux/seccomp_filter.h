@@ -39,6 +39,6 @@ inline std::vector<sock_filter> buildFilter(Network network) { return buildFilte
 // (seccomp_load.cpp: the launcher links this without libseccomp.)
 int loadInChild(const std::vector<sock_filter>& program) noexcept;
 
-// The no-more-exec promise a program makes once started is sandbox/linux/no_exec.h.
+// The no-more-exec promise a program makes once started is sandbox/no_exec.h.
 
 }  // namespace pine::sandbox::seccomp

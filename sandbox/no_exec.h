@@ -5,7 +5,8 @@
 // exec through (the broker's own), which a seccomp filter loaded before that
 // exec cannot count. Header-only, no libseccomp: whoever includes it needs
 // nothing else. On macOS the broker's Seatbelt profile allows no exec but the
-// program's own, so there is nothing to add.
+// program's own, so there is nothing to add: forbidExec() returns 0 there. It sits
+// in sandbox/, not sandbox/linux/, because pine-broker includes it on every platform.
 #pragma once
 
 #ifdef __linux__

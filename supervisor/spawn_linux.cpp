@@ -1,3 +1,5 @@
+// spawnChild() on Linux (spawn.h): clone(CLONE_VM | CLONE_VFORK), and pine-launch for a
+// Linux plan. macOS has its own, spawn_posix.cpp; supervisor/meson.build picks one.
 #include "supervisor/spawn.h"
 
 #include "common/sanitizer_env.h"
