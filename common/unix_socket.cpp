@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <vector>
 
 namespace pine {
 
@@ -69,5 +70,16 @@ PeerVerdict judgePeer(const std::optional<PeerCredentials>& peer, const SocketAc
 }
 
 PeerVerdict checkPeer(int fd) { return judgePeer(peerCredentials(fd), socketAccess()); }
+
+bool processHasGroup(gid_t gid) {
+  if (getegid() == gid) return true;
+  int n = getgroups(0, nullptr);
+  if (n <= 0) return false;
+  std::vector<gid_t> groups((size_t)n);
+  n = getgroups(n, groups.data());
+  for (int i = 0; i < n; ++i)
+    if (groups[(size_t)i] == gid) return true;
+  return false;
+}
 
 }  // namespace pine

@@ -36,6 +36,9 @@ PeerVerdict judgePeer(const std::optional<PeerCredentials>& peer, const SocketAc
 // The rule applied to a connected socket with this process's access.
 PeerVerdict checkPeer(int fd);
 
+// Whether this process has `gid` (its effective gid or a supplementary group).
+bool processHasGroup(gid_t gid);
+
 // The folder this program was started from, where pine's programs sit together; one file per
 // platform (common/meson.build): program_dir_linux.cpp (/proc/self/exe), program_dir_macos.cpp.
 std::string programDir();

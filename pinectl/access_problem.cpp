@@ -9,6 +9,8 @@
 #include <cstring>
 #include <vector>
 
+#include "common/unix_socket.h"
+
 namespace pine {
 namespace {
 
@@ -20,17 +22,6 @@ std::string userName(uid_t uid) {
 std::string groupName(gid_t gid) {
   struct group* gr = getgrgid(gid);
   return gr ? gr->gr_name : "gid " + std::to_string(gid);
-}
-
-bool processHasGroup(gid_t gid) {
-  if (getegid() == gid) return true;
-  int n = getgroups(0, nullptr);
-  if (n <= 0) return false;
-  std::vector<gid_t> groups((size_t)n);
-  n = getgroups(n, groups.data());
-  for (int i = 0; i < n; ++i)
-    if (groups[(size_t)i] == gid) return true;
-  return false;
 }
 
 // Whether the system's group database lists this account in the group (what a new login gets).

@@ -18,17 +18,6 @@ namespace {
   throw std::runtime_error("cannot " + what + " " + path + " for pine's admin group: " + strerror(errno));
 }
 
-bool inGroup(gid_t gid) {
-  if (getegid() == gid) return true;
-  int n = getgroups(0, nullptr);
-  if (n < 0) return false;
-  std::vector<gid_t> groups((size_t)n + 1);
-  n = getgroups((int)groups.size(), groups.data());
-  for (int i = 0; i < n; ++i)
-    if (groups[(size_t)i] == gid) return true;
-  return false;
-}
-
 // Group `gid` and `mode` on a folder or file reached without following a link.
 void share(const std::string& path, gid_t gid, mode_t mode, bool mustExist) {
   int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -57,7 +46,7 @@ SocketAccess resolveAdminGroup(const std::string& name) {
                              " is for a pined that runs as a service account; as root, the broker and the workers have "
                              "uids of their own that the group's sockets would not reach. Run pined as its service "
                              "account (scripts/service/install-linux), or as root without --admin-group");
-  if (!inGroup(gr->gr_gid)) {
+  if (!processHasGroup(gr->gr_gid)) {
     struct passwd* pw = getpwuid(geteuid());
     std::string me = pw ? pw->pw_name : std::to_string(geteuid());
     throw std::runtime_error("--admin-group " + name + ": pined runs as " + me +

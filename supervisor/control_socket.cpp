@@ -4,8 +4,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <array>
-
 #include <nlohmann/json.hpp>
 
 #include "common/unix_socket.h"
@@ -52,22 +50,11 @@ kj::Promise<void> ControlSocket::answer(kj::Own<kj::AsyncIoStream> conn, unsigne
   // Then wait for the client to close, discarding (never parsing) what it sent: closing on its
   // unread request would make its read fail with ECONNRESET before it sees the answer.
   auto& c = *conn;
-  auto sink = kj::heap<std::array<kj::byte, 4096>>();
-  auto& buf = *sink;
-  auto drain = kj::heap<kj::Function<kj::Promise<void>(size_t)>>();
-  auto& loop = *drain;
-  loop = [&c, &buf, &loop](size_t left) -> kj::Promise<void> {
-    if (left == 0) return kj::READY_NOW;
-    return c.tryRead(buf.data(), 1, buf.size()).then([&loop, left](size_t n) -> kj::Promise<void> {
-      if (n == 0) return kj::READY_NOW;
-      return loop(left > n ? left - n : 0);
-    });
-  };
-  auto done = c.write(text->data(), text->size()).then([&c, &loop]() {
+  auto done = c.write(text->data(), text->size()).then([&c]() {
     c.shutdownWrite();
-    return loop(64 << 10);
+    return c.readAllBytes(64 << 10).ignoreResult();  // more than that: an exception, and the close
   });
-  return done.attach(kj::mv(drain), kj::mv(sink), kj::mv(text), kj::mv(conn))
+  return done.attach(kj::mv(text), kj::mv(conn))
       .then([]() {}, [](kj::Exception&&) {})
       .exclusiveJoin(io_.provider->getTimer().afterDelay(2 * kj::SECONDS));
 }

@@ -47,6 +47,11 @@ struct SpawnSpec {
 // and why; on macOS also for a Linux plan (`sandbox`), which cannot be entered there.
 pid_t spawnChild(const SpawnSpec& spec);
 
+// The command line that starts spec.program under spec.seatbelt: sandboxExec -p PROFILE -D ...
+// -- program args (spawn_seatbelt.cpp; both platforms' spawnChild use it). Throws when
+// sandboxExec is not an absolute path.
+std::vector<std::string> seatbeltArgv(const SpawnSpec& spec);
+
 // The pine-launch installed beside the running program (Linux: spawn_linux.cpp).
 std::string defaultLauncher();
 

@@ -6,7 +6,6 @@
 #include "common/unix_socket.h"
 #include "sandbox/linux/enter.h"
 #include "sandbox/linux/launch_plan.h"
-#include "sandbox/seatbelt/sbpl_profile.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -137,14 +136,8 @@ pid_t spawnChild(const SpawnSpec& spec) {
     envp.own = sanitizerEnvironment(false);
     planFd = sandbox::writeLaunchPlan(*spec.sandbox, {spec.program, spec.args, spec.env});
   } else if (spec.seatbelt) {
-    if (spec.sandboxExec.empty() || spec.sandboxExec[0] != '/')
-      throw std::runtime_error("cannot start " + spec.program + ": no sandbox-exec to start it under");
+    argv.own = seatbeltArgv(spec);
     path = spec.sandboxExec;
-    std::vector<std::string> command = spec.args;
-    if (command.empty()) command.push_back(spec.program);
-    command[0] = spec.program;
-    argv.own = sandbox::sandboxExecArgv(*spec.seatbelt, command);
-    argv.own[0] = path;
     envp.own = spec.env;
   } else {
     path = spec.program;

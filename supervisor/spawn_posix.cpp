@@ -31,7 +31,6 @@
 #include <vector>
 
 #include "common/unix_socket.h"
-#include "sandbox/seatbelt/sbpl_profile.h"
 
 #ifndef __APPLE__
 #error "spawn_posix.cpp is macOS's spawnChild (POSIX_SPAWN_CLOEXEC_DEFAULT); Linux builds spawn_linux.cpp"
@@ -80,14 +79,8 @@ pid_t spawnChild(const SpawnSpec& spec) {
   std::string path;
   std::vector<std::string> argv, envp = spec.env;
   if (spec.seatbelt) {
-    if (spec.sandboxExec.empty() || spec.sandboxExec[0] != '/')
-      throw std::runtime_error("cannot start " + spec.program + ": no sandbox-exec to start it under");
+    argv = seatbeltArgv(spec);
     path = spec.sandboxExec;
-    std::vector<std::string> command = spec.args;
-    if (command.empty()) command.push_back(spec.program);
-    command[0] = spec.program;
-    argv = sandbox::sandboxExecArgv(*spec.seatbelt, command);
-    argv[0] = path;
   } else {
     path = spec.program;
     argv = spec.args;

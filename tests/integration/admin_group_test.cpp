@@ -104,6 +104,19 @@ TEST_CASE("a member of pine's admin group administers a pined run by its service
   REQUIRE(run({tool("chown"), "-R", acc.svc + ":" + acc.svc, home}).exitCode == 0);
   REQUIRE(run({tool("chmod"), "-R", "go-rwx", home}).exitCode == 0);  // as the install leaves it
 
+  // A service account outside the group cannot give it anything: refused before anything starts.
+  {
+    const std::string other = dir.path() + "/other-home";
+    writeMinimalConfig(other, {"main"});
+    REQUIRE(run({tool("chown"), "-R", acc.other + ":" + acc.other, other}).exitCode == 0);
+    REQUIRE(run({tool("chmod"), "-R", "go-rwx", other}).exitCode == 0);
+    auto r = run(as(acc.other, {binDir() + "/pined", "--home", other, "--foreground", "--admin-group", acc.admin}));
+    CHECK(r.exitCode != 0);
+    CHECK_MESSAGE(contains(r.err, "which is not in that group"), r.err);
+    CHECK_MESSAGE(contains(r.err, "usermod -aG " + acc.admin + " " + acc.other), r.err);
+    CHECK(access((other + "/pine.sock").c_str(), F_OK) != 0);
+  }
+
   // pined as the service user (no systemd needed), with the admin group.
   const std::string errPath = dir.path() + "/pined.stderr";
   pid_t pined = fork();

@@ -635,7 +635,7 @@ def linux_install(r, *extra):
     return sh(["bash", LINUX, "--owner", "alice", "--build", r.build, *extra], env=r.env())
 
 
-def stub_gid(r, group):
+def standin_gid(r, group):
     for l in read(os.path.join(r.state, "group")).splitlines():
         f = l.split(":")
         if f[0] == group:
@@ -694,7 +694,7 @@ def _():
         check(os.readlink(r.path("/usr/local/bin/pinectl")) == "/usr/local/lib/pine/pinectl", "pinectl link")
         home = os.stat(r.path("/var/lib/pine"))
         check(stat.S_IMODE(home.st_mode) == 0o750, f"home mode {stat.S_IMODE(home.st_mode):o}, want 750")
-        check((home.st_uid, home.st_gid) == (os.getuid(), stub_gid(r, "pine-admin")),
+        check((home.st_uid, home.st_gid) == (os.getuid(), standin_gid(r, "pine-admin")),
               "home owner: the stand-in pine, group pine-admin")
         passwd = read(os.path.join(r.state, "passwd"))
         check(re.search(r"^pine:x:\d+:\d+:[^:]*:/var/lib/pine:(/usr/sbin/nologin|/sbin/nologin|/bin/false)$",
@@ -779,21 +779,21 @@ def _():
         with open(unit, "w") as f:
             f.write(text.replace(" --admin-group pine-admin", ""))
         os.chmod(r.path("/var/lib/pine"), 0o700)
-        os.chown(r.path("/var/lib/pine"), os.getuid(), stub_gid(r, "pine"))
+        os.chown(r.path("/var/lib/pine"), os.getuid(), standin_gid(r, "pine"))
         set_members(r, "pine-admin", ["alice"])
-        check(stub_gid(r, "pine") != stub_gid(r, "pine-admin") or os.geteuid() != 0, "the stand-in's gids")
+        check(standin_gid(r, "pine") != standin_gid(r, "pine-admin") or os.geteuid() != 0, "the stand-in's gids")
         p = linux_install(r)
         check(p.returncode == 0, show(p))
         home = r.path("/var/lib/pine")
         want = ["usermod --append --groups pine-admin pine", f"chmod 0750 {home}",
                 f"write /etc/systemd/system/pine.service (mode 644, from {SERVICE}/pine.service)",
                 "systemctl daemon-reload", "systemctl restart pine.service"]
-        if stub_gid(r, "pine") != stub_gid(r, "pine-admin"):
+        if standin_gid(r, "pine") != standin_gid(r, "pine-admin"):
             want.insert(1, f"chown pine:pine-admin {home}")
         check(actions(p.stdout) == want, f"want exactly {want}:\n" + p.stdout)
         check("--admin-group pine-admin" in read(unit), "the unit has no --admin-group")
         st = os.stat(home)
-        check(stat.S_IMODE(st.st_mode) == 0o750 and st.st_gid == stub_gid(r, "pine-admin"), "home not 750 pine-admin")
+        check(stat.S_IMODE(st.st_mode) == 0o750 and st.st_gid == standin_gid(r, "pine-admin"), "home not 750 pine-admin")
         p = linux_install(r)
         check(not actions(p.stdout) and "nothing to change" in p.stdout, "not settled:\n" + p.stdout)
     finally:
