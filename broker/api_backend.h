@@ -50,6 +50,20 @@ class ApiBackend {
   virtual ApiReply getState(const std::string& key) = 0;                                   // GET  /v1/state/{key}
   virtual ApiReply putState(const std::string& key, const nlohmann::json& body) = 0;      // PUT  /v1/state/{key}
 
+  // Telegram pairings (pinectl pair, pinectl pairings). A backend without telegram sources
+  // answers 404.
+  virtual ApiReply telegramPairings() { return apiError(404, "no telegram source is configured"); }  // GET /v1/telegram/pairings
+  // GET /v1/telegram/codes/{code}: the account a pairing code names, to be shown before it is paired.
+  virtual ApiReply telegramCode(const std::string&) { return apiError(404, "no telegram source is configured"); }
+  // POST /v1/telegram/codes/{code}/pair|deny: the code is spent either way.
+  virtual ApiReply decideTelegramCode(const std::string&, bool) {
+    return apiError(404, "no telegram source is configured");
+  }
+  // DELETE /v1/telegram/pairings/{source}/{userId}
+  virtual ApiReply removeTelegramPairing(const std::string&, const std::string&) {
+    return apiError(404, "no telegram source is configured");
+  }
+
   // Live notifications, each a JSON object with a "kind":
   //   {"kind":"event", "event":{...the event as GET /v1/events lists it, with "seq"}}
   //   {"kind":"task", "task":"ID", "state":"queued|running|done|failed", ...}

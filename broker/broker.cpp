@@ -7,6 +7,7 @@
 
 #include "broker/control_api.h"
 #include "broker/owner_api.h"
+#include "broker/telegram/channels.h"
 #include "broker/task_recovery.h"
 #include "common/fd.h"
 #include "common/log.h"
@@ -69,7 +70,7 @@ Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId)
   auto submitRun = [this](RunRequest r) { return queue_->submit(std::move(r)); };
   approvals_ = std::make_unique<Approvals>(*store_, feed_, timer);
   sessions_ = std::make_unique<Sessions>(*store_, config_, [this](const std::string& agent, const std::string& text) {
-    notifyOwner(agent, text, "");
+    notifyOwner(agent, text, "", "bypassPaused");
   });
   router_ = std::make_unique<EventRouter>(*store_, config_, feed_, submitRun);
   bus_ = std::make_unique<EventBus>(*store_, [this](const store::Event& e) { router_->deliver(e); });
@@ -82,7 +83,12 @@ Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId)
       [this]() { return supervisor_; }, [this]() { reloadConfiguration(); },
       [this](const std::string& key, const std::string& value) {
         background_.add(writeState(key, value, "owner", config::Trust::Owner).ignoreResult());
+      },
+      [this]() { return telegram_ ? telegram_->status() : nlohmann::json::array(); },
+      [this](const store::PairingRow& row) {
+        if (telegram_) telegram_->accountDecided(row);
       }});
+  telegram_ = std::make_unique<telegram::Channels>(telegram::Channel::Parts{*this, *ownerApi_, feed_, timer, config_});
   auto paf = kj::newPromiseAndFulfiller<void>();
   stopFulfiller_ = kj::mv(paf.fulfiller);
   stopped_ = kj::mv(paf.promise);
@@ -129,6 +135,7 @@ kj::Promise<void> Broker::run() {
                   config_->pine.http.host, config_->pine.http.port, describeRemote(e));
   }
   schedules_->armAll();
+  telegram_->update();
   router_->startSources(io_, [this](store::Event e) { background_.add(bus_->publish(std::move(e)).ignoreResult()); });
   purgeOld();
   background_.add(supervisor_.readyRequest().send().ignoreResult());
@@ -160,6 +167,7 @@ void Broker::reloadConfiguration() {
   loadConfig();
   schedules_->armAll();
   router_->updateSources();
+  telegram_->update();
 }
 
 void Broker::stop() {
@@ -171,11 +179,13 @@ void Broker::progress(const std::string& taskId, const std::string& text) {
   feed_.publish({{"kind", "progress"}, {"task", taskId}, {"text", text}});
 }
 
-void Broker::notifyOwner(const std::string& agent, const std::string& text, const std::string& task) {
-  nlohmann::json n = {{"kind", "notice"}, {"agent", agent}, {"text", text}};
+void Broker::notifyOwner(const std::string& agent, const std::string& text, const std::string& task,
+                         const std::string& kind) {
+  nlohmann::json n = {{"kind", "notice"}, {"notice", kind}, {"agent", agent}, {"text", text}};
   if (!task.empty()) n["task"] = task;
   feed_.publish(n);
-  audit("owner.notice", {{"agent", agent}, {"task", task}, {"text", text}});
+  audit("owner.notice", {{"agent", agent}, {"task", task}, {"notice", kind}, {"text", text}});
+  if (telegram_) telegram_->notice(kind, agent + ": " + text);
 }
 
 void Broker::recordUsage(const std::string& taskId, long long tokensIn, long long tokensOut, double cost) {

@@ -26,6 +26,9 @@
 namespace pine {
 
 class ControlApi;
+namespace telegram {
+class Channels;
+}
 class OwnerApi;
 
 class Broker final : public RunServices, private kj::TaskSet::ErrorHandler {
@@ -48,7 +51,8 @@ class Broker final : public RunServices, private kj::TaskSet::ErrorHandler {
   Sessions& sessions() override { return *sessions_; }
   Approvals& approvals() override { return *approvals_; }
   void progress(const std::string& taskId, const std::string& text) override;
-  void notifyOwner(const std::string& agent, const std::string& text, const std::string& taskId) override;
+  void notifyOwner(const std::string& agent, const std::string& text, const std::string& taskId,
+                   const std::string& kind) override;
   void recordUsage(const std::string& taskId, long long tokensIn, long long tokensOut, double cost) override;
   kj::Promise<store::Event> publish(store::Event draft) override { return bus_->publish(std::move(draft)); }
   kj::Promise<store::Event> writeState(const std::string& key, const std::string& valueJson, const std::string& by,
@@ -88,6 +92,7 @@ class Broker final : public RunServices, private kj::TaskSet::ErrorHandler {
   std::unique_ptr<TaskRunner> runner_;
   std::unique_ptr<ScheduleTimers> schedules_;
   std::unique_ptr<OwnerApi> ownerApi_;
+  std::unique_ptr<telegram::Channels> telegram_;
   kj::Own<ControlApi> api_;
   kj::Own<kj::PromiseFulfiller<void>> stopFulfiller_;
   kj::Promise<void> stopped_;

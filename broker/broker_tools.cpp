@@ -71,7 +71,7 @@ kj::Promise<ToolAnswer> BrokerTools::send(const nlohmann::json& args) {
   std::string to = args.value("to", "");
   if (!args.contains("text") || !args["text"].is_string()) return toolError("\"text\" must be a string");
   if (to == "owner") {
-    run_.services.notifyOwner(run_.req.agent, args["text"].get<std::string>(), run_.taskId);
+    run_.services.notifyOwner(run_.req.agent, args["text"].get<std::string>(), run_.taskId, "send");
     return ToolAnswer{"sent to the owner", false};
   }
   // A source's own channel (MQTT): only topics on that source's publish list (layer 9).

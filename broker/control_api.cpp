@@ -557,6 +557,26 @@ kj::Promise<void> ControlApi::route(kj::HttpMethod method, const std::vector<std
                           return sendReply(response, backend_.approve(id, always));
                         });
   }
+  if (is({"v1", "telegram", "pairings"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    return sendReply(response, backend_.telegramPairings());
+  }
+  if (is({"v1", "telegram", "pairings", "*", "*"})) {
+    if (!only({M::DELETE})) return wrongMethod("DELETE");
+    return sendReply(response, backend_.removeTelegramPairing(seg[3], seg[4]));
+  }
+  if (is({"v1", "telegram", "codes", "*"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    return sendReply(response, backend_.telegramCode(seg[3]));
+  }
+  if (is({"v1", "telegram", "codes", "*", "*"}) && (seg[4] == "pair" || seg[4] == "deny")) {
+    if (!only({M::POST})) return wrongMethod("POST");
+    const std::string code = seg[3];
+    const bool pair = seg[4] == "pair";
+    return withJsonBody(headers, body, limit, true, response, [this, code, pair, &response](json) {
+      return sendReply(response, backend_.decideTelegramCode(code, pair));
+    });
+  }
   if (is({"v1", "schedules"})) {
     if (!only({M::GET})) return wrongMethod("GET");
     return sendReply(response, backend_.schedules());

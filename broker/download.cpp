@@ -1,6 +1,7 @@
 // The download tool's broker half: the call is decided by the run's gate like any other (policy/approval_rules.cpp's download
 // rule: an MCP server's origin, web tools, or the conversation's network), then pined fetches the address
-// and the bytes pass through here to the worker, which writes them through its sandbox.
+// and the bytes pass through here to the worker, which writes them through its sandbox. Files sent
+// with a task (attachment) reach the worker the same way, from the store.
 #include <kj/debug.h>
 #include <strings.h>
 
@@ -11,6 +12,8 @@
 
 namespace pine {
 namespace {
+
+constexpr size_t kAttachmentChunk = 256 << 10;
 
 // pined's stream, passed on to the worker and counted on the way.
 class DownloadRelay final : public proto::ByteSink::Server {
@@ -57,6 +60,24 @@ kj::Promise<DownloadAnswer> Run::download(std::string url, std::string path, pro
           return a;
         });
       });
+}
+
+kj::Promise<void> Run::attachment(unsigned index, proto::FileSink::Client sink) {
+  auto data = ctx_.services.store().taskFileData(ctx_.taskId, (int)index);
+  KJ_REQUIRE(data.has_value(), "the file is no longer kept");
+  auto bytes = std::make_shared<std::string>(std::move(*data));
+  auto target = std::make_shared<proto::FileSink::Client>(kj::mv(sink));
+  // One chunk after another, each at most 256 KiB: the worker writes as they come.
+  kj::Promise<void> chain = kj::READY_NOW;
+  for (size_t at = 0; at < bytes->size(); at += kAttachmentChunk) {
+    chain = chain.then([bytes, target, at]() {
+      auto req = target->writeRequest();
+      size_t n = std::min(kAttachmentChunk, bytes->size() - at);
+      req.setChunk(kj::arrayPtr(reinterpret_cast<const kj::byte*>(bytes->data() + at), n));
+      return req.send();
+    });
+  }
+  return chain;
 }
 
 }  // namespace pine

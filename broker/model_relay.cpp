@@ -69,7 +69,7 @@ kj::Promise<ModelAnswer> ModelRelay::call(ModelCallData call, proto::ModelStream
   policy::BudgetUse use{today.tokensIn + today.tokensOut, today.cost, taskCost_};
   if (auto why = policy::checkBudget(a.budget, use)) {
     run_.stopReason = *why;
-    run_.services.notifyOwner(a.id, "budget: " + *why + "; the run was stopped", run_.taskId);
+    run_.services.notifyOwner(a.id, "budget: " + *why + "; the run was stopped", run_.taskId, "budget");
     audit("budget.stop", {{"agent", a.id}, {"task", run_.taskId}, {"reason", *why}});
     return ModelAnswer{0, {}, *why};
   }

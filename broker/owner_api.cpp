@@ -51,7 +51,8 @@ kj::Promise<ApiReply> OwnerApi::status() {
                         {{"home", p_.home.root},
                          {"processes", procs},
                          {"tasks", active},
-                         {"pendingApprovals", p_.store.approvals(true, 1000).size()}}};
+                         {"pendingApprovals", p_.store.approvals(true, 1000).size()},
+                         {"channels", p_.channelStatus ? p_.channelStatus() : nlohmann::json::array()}}};
       },
       [](kj::Exception&& e) { return apiError(502, "pined did not answer: " + describeRemote(e)); });
 }

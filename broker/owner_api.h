@@ -37,6 +37,9 @@ class OwnerApi final : public ApiBackend {
     std::function<void()> reloadConfiguration;  // after pined validated a change
     // PUT /v1/state: stored and published as the owner's (the reply does not wait for the event).
     std::function<void(const std::string& key, const std::string& valueJson)> writeOwnerState;
+    // The Telegram channels: their state for status, and an account the owner paired or denied.
+    std::function<nlohmann::json()> channelStatus;
+    std::function<void(const store::PairingRow&)> accountDecided;
   };
   explicit OwnerApi(Parts parts) : p_(std::move(parts)) {}
 
@@ -58,6 +61,11 @@ class OwnerApi final : public ApiBackend {
   ApiReply schedules() override;
   ApiReply getState(const std::string& key) override;
   ApiReply putState(const std::string& key, const nlohmann::json& body) override;
+  // owner_pairings.cpp
+  ApiReply telegramPairings() override;
+  ApiReply telegramCode(const std::string& code) override;
+  ApiReply decideTelegramCode(const std::string& code, bool pair) override;
+  ApiReply removeTelegramPairing(const std::string& source, const std::string& account) override;
   Feed& feed() override { return p_.feed; }
 
  private:

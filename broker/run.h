@@ -36,6 +36,7 @@ class Run final : public RunHost {
   bool mayDownload() override { return ctx_.tools.count("download") > 0; }
   // download.cpp: decided like a tool call, then fetched by pined, the bytes relayed to the worker.
   kj::Promise<DownloadAnswer> download(std::string url, std::string path, proto::FileSink::Client sink) override;
+  kj::Promise<void> attachment(unsigned index, proto::FileSink::Client sink) override;
 
   // Whether the worker's sandbox was built for a tainted conversation (instruction files read-only).
   void setSandboxTainted(bool t) { ctx_.sandboxTainted = t; }

@@ -90,7 +90,7 @@ kj::Promise<RunGate::Decided> RunGate::decide(const policy::ToolCall& call, poli
     row.id = newId("a");
     approvalsSeen_.insert(row.id);
     run_.services.notifyOwner(run_.req.agent, "waiting for your approval: " + call.tool + " (" + verdict.reason + ")",
-                              run_.taskId);
+                              run_.taskId, "approval");
     answered = run_.services.approvals().ask(row, timeout);
   }
   return answered.then([this, call, row, timeout](ApprovalOutcome o) {

@@ -57,8 +57,11 @@ class RunServices {
 
   // A live note for the owner's screens ({"kind":"progress"}).
   virtual void progress(const std::string& taskId, const std::string& text) = 0;
-  // A message for the owner (the send tool, approvals waiting, budget stops); audited.
-  virtual void notifyOwner(const std::string& agent, const std::string& text, const std::string& taskId) = 0;
+  // A message for the owner; audited. kind: send (the send tool), approval (one waits; Telegram
+  // shows the approval itself), budget, bypassPaused. Telegram passes on the kinds its source
+  // is set to (config::kTelegramNotices).
+  virtual void notifyOwner(const std::string& agent, const std::string& text, const std::string& taskId,
+                           const std::string& kind) = 0;
   // Model usage as it happens: added to the task's stored usage, so a crash loses none.
   virtual void recordUsage(const std::string& taskId, long long tokensIn, long long tokensOut, double cost) = 0;
 

@@ -136,6 +136,7 @@ TaskForWorker TaskRunner::taskFor(const TaskRecord& t, const RunRequest& req, co
     info.readRoots.insert(info.readRoots.end(), granted.read.begin(), granted.read.end());
     info.writeRoots.insert(info.writeRoots.end(), granted.write.begin(), granted.write.end());
   }
+  info.attachments = services_.store().taskFilePaths(t.id);
   info.timeoutSec = (unsigned)cfg->pine.limits.taskTimeoutSec;
   info.shellTimeoutSec = (unsigned)cfg->pine.limits.shellTimeoutSec;
   return info;

@@ -142,6 +142,8 @@ kj::Promise<void> WorkerBroker::getTask(GetTaskContext context) {
   for (size_t i = 0; i < task_.readRoots.size(); ++i) rr.set(i, task_.readRoots[i]);
   auto wr = t.initWriteRoots(task_.writeRoots.size());
   for (size_t i = 0; i < task_.writeRoots.size(); ++i) wr.set(i, task_.writeRoots[i]);
+  auto at = t.initAttachments(task_.attachments.size());
+  for (size_t i = 0; i < task_.attachments.size(); ++i) at.set(i, task_.attachments[i]);
   if (host_) {
     results.setGate(kj::heap<GateImpl>(*host_));
     auto infos = host_->brokerTools();
@@ -188,6 +190,13 @@ kj::Promise<void> WorkerBroker::fail(FailContext context) {
 }
 
 kj::Promise<void> WorkerBroker::ping(PingContext) { return kj::READY_NOW; }
+
+kj::Promise<void> WorkerBroker::attachment(AttachmentContext context) {
+  KJ_REQUIRE(host_ != nullptr && outcome_->isWaiting(), "this task has no files to give");
+  unsigned index = context.getParams().getIndex();
+  KJ_REQUIRE(index < task_.attachments.size(), "no such file of this task");
+  return host_->attachment(index, context.getParams().getSink());
+}
 
 kj::Promise<void> WorkerBroker::model(ModelContext context) {
   KJ_REQUIRE(host_ != nullptr, "this worker has no model access");

@@ -5,6 +5,7 @@
 // its profile, model calls) is forwarded to a RunHost: the broker's run.
 #pragma once
 #include <kj/async.h>
+#include <kj/debug.h>
 
 #include <string>
 #include <vector>
@@ -37,6 +38,7 @@ struct TaskForWorker {
   unsigned maxTokens = 4096, maxSteps = 24, timeoutSec = 1800, shellTimeoutSec = 300;
   std::string folder;
   std::vector<std::string> readRoots, writeRoots;
+  std::vector<std::string> attachments;  // where the worker saves each file sent with the task
 };
 
 
@@ -89,6 +91,10 @@ class RunHost {
   virtual kj::Promise<DownloadAnswer> download(std::string, std::string, proto::FileSink::Client) {
     return downloadRefused("download is not a tool of this run");
   }
+  // The bytes of a file sent with the task (TaskForWorker::attachments), streamed to sink.
+  virtual kj::Promise<void> attachment(unsigned, proto::FileSink::Client) {
+    return KJ_EXCEPTION(FAILED, "no files came with this task");
+  }
 };
 
 constexpr const char* kCancelledByOwner = "cancelled by the owner";
@@ -109,6 +115,7 @@ class WorkerBroker final : public proto::Broker::Server {
   kj::Promise<void> fail(FailContext context) override;
   kj::Promise<void> ping(PingContext context) override;
   kj::Promise<void> model(ModelContext context) override;
+  kj::Promise<void> attachment(AttachmentContext context) override;
 
  private:
   void settle(WorkerOutcome outcome);

@@ -144,6 +144,11 @@ std::vector<SecurityNote> securityNotes(const Home& home, const HomeFacts& facts
       notes.push_back({pineFile, at + ".trust",
                        "what source '" + s.name + "' reports counts as yours: it starts runs with full tools, untainted",
                        "remove trust: owner unless nobody else can write to this source"});
+    if (s.type == "telegram" && !s.baseUrl.empty() && s.baseUrl != kTelegramApi)
+      notes.push_back({pineFile, at + ".baseUrl",
+                       "telegram source '" + s.name + "' talks to " + s.baseUrl +
+                           ", not Telegram's own server: that server sees the bot token and every message",
+                       "remove baseUrl unless you run that Bot API server yourself"});
     if (!s.use.empty())
       notes.push_back({pineFile, at + ".use",
                        "source '" + s.name + "' runs the program " + s.use +

@@ -69,6 +69,13 @@ struct Webhook {
   bool open = false;
 };
 
+// What a telegram source tells the paired chats besides the answers to them (notify: {KIND: false}
+// turns one off): the send tool's messages, bypass paused in a conversation, an approval that timed
+// out, a task that failed, a budget reached, the sandbox degraded.
+inline constexpr const char* kTelegramApi = "https://api.telegram.org";
+inline constexpr const char* kTelegramNotices[] = {"send", "bypassPaused", "approvalTimeout", "taskFailed", "budget",
+                                                   "sandboxDegraded"};
+
 // One entry of `sources`. Fields not used by the source's type keep their defaults.
 struct Source {
   std::string name;
@@ -97,6 +104,10 @@ struct Source {
   std::vector<std::string> command;
   // telegram
   std::vector<std::int64_t> allow;
+  std::string baseUrl;                // empty: Telegram's own https://api.telegram.org
+  std::vector<std::int64_t> groups;   // group chats heard (their members still must be paired or allowed)
+  int maxFileMb = 20;                 // photos, documents and voice notes larger than this are refused
+  std::map<std::string, bool> notify; // kinds of notice sent to the paired chats; absent: on
   // ftp
   int port = 0;
   std::vector<std::string> allowFrom;

@@ -209,13 +209,28 @@ const std::vector<std::string>& typeKeys(const std::string& type) {
       {"folder", {"path", "recursive"}},
       {"http", {"url", "intervalSec", "tokenSecret"}},
       {"command", {"command", "intervalSec"}},
-      {"telegram", {"tokenSecret", "allow"}},
+      {"telegram", {"tokenSecret", "allow", "baseUrl", "groups", "maxFileMb", "notify"}},
       {"ftp", {"port", "passwordSecret", "allowFrom"}},
       {"", {"options"}},
   };
   static const std::vector<std::string> none;
   auto it = keys.find(type);
   return it == keys.end() ? none : it->second;
+}
+
+void readTelegramIds(Map& m, const std::string& key, const char* what, std::int64_t min, std::vector<std::int64_t>& out) {
+  Ctx& c = m.ctx();
+  YAML::Node list = m.take(key);
+  if (!list.IsDefined() || list.IsNull()) return;
+  if (!list.IsSequence()) {
+    c.error(m.valuePos(key), m.pathOf(key), std::string("expected a list of ") + what + ", got " + describe(list));
+    return;
+  }
+  std::size_t i = 0;
+  for (auto it = list.begin(); it != list.end(); ++it, ++i)
+    if (auto v = readInt(c, *it, m.valuePos(key), m.pathOf(key) + "[" + std::to_string(i) + "]", min,
+                         (std::int64_t{1} << 53)))
+      out.push_back(*v);
 }
 
 void readSourceTypeFields(Map& m, const std::string& type, Source& s) {
@@ -249,18 +264,18 @@ void readSourceTypeFields(Map& m, const std::string& type, Source& s) {
   } else if (type == "telegram") {
     m.secretName("tokenSecret", s.tokenSecret);
     m.require("tokenSecret");
-    YAML::Node allow = m.take("allow");
-    if (allow.IsDefined() && !allow.IsNull()) {
-      if (!allow.IsSequence()) {
-        c.error(m.valuePos("allow"), m.pathOf("allow"), "expected a list of Telegram user ids, got " + describe(allow));
-      } else {
-        std::size_t i = 0;
-        for (auto it = allow.begin(); it != allow.end(); ++it, ++i)
-          if (auto v = readInt(c, *it, m.valuePos("allow"), m.pathOf("allow") + "[" + std::to_string(i) + "]", 1,
-                               (std::int64_t{1} << 53)))
-            s.allow.push_back(*v);
-      }
+    readTelegramIds(m, "allow", "Telegram user ids", 1, s.allow);
+    // Group chat ids are negative; a private chat's id is its user's.
+    readTelegramIds(m, "groups", "Telegram group chat ids", -(std::int64_t{1} << 53), s.groups);
+    checkUrl(m, "baseUrl", s.baseUrl, {"https", "http"});
+    m.integer("maxFileMb", s.maxFileMb, 1, 50);
+    YAML::Node notify = m.take("notify");
+    Map nm(c, notify, m.pathOf("notify"), m.schemaOf("notify"), m.valuePos("notify"));
+    for (const char* kind : kTelegramNotices) {
+      bool on = true;
+      if (nm.boolean(kind, on)) s.notify[kind] = on;
     }
+    nm.finish();
   } else if (type == "ftp") {
     m.integer("port", s.port, 1, 65535);
     m.require("port");

@@ -14,7 +14,9 @@ int cmdCheck(const std::string& home) {
   std::string backend = "full";
   if (sandbox::refuseReason(probe, {})) backend = "none";
   else if (probe.degraded()) backend = "degraded";
-  return config::runCheck(home, backend, sandbox::describe(probe), std::cout);
+  int rc = config::runCheck(home, backend, sandbox::describe(probe), std::cout);
+  if (rc != 2 && printLiveNotes(home, std::cout) > 0) rc = 1;
+  return rc;
 }
 
 int cmdReload(const std::string& home) {

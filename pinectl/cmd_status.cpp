@@ -49,6 +49,12 @@ int cmdStatus(const std::string& home, bool json) {
   for (auto& t : tasks)
     std::cout << "  " << t.value("id", "") << "  " << t.value("agent", "") << "  " << t.value("state", "")
               << "  worker " << t.value("workerPid", 0) << "  sandbox " << t.value("sandbox", "?") << "\n";
+  for (auto& c : j.value("channels", nlohmann::json::array())) {
+    std::cout << "\n" << c.value("type", "") << " " << c.value("source", "") << ": " << c.value("state", "");
+    if (c.contains("detail")) std::cout << ": " << c["detail"].get<std::string>();
+    if (c.contains("lastPollAt")) std::cout << " (last poll " << c["lastPollAt"].get<std::string>() << ")";
+  }
+  if (j.contains("channels") && !j["channels"].empty()) std::cout << "\n";
   auto api = j.value("api", nlohmann::json::object());
   std::cout << "\ncontrol API: unix " << (api.contains("unix") && api["unix"].is_string() ? api["unix"].get<std::string>() : "-");
   if (api.contains("http") && api["http"].is_object())

@@ -37,10 +37,20 @@ int cmdSchedules(const std::string& home, bool json, std::ostream& out = std::co
 int cmdLogs(const std::string& home, bool follow, bool json);
 // Security notes of the home's configuration: exit 0 clean, 1 notes, 2 invalid configuration.
 int cmdCheck(const std::string& home);
+// What the running daemon reports wrong (owner channels that do not work); how many lines it printed.
+int printLiveNotes(const std::string& home, std::ostream& out);
 // Asks pined to re-read the configuration: exit 0 reloaded, 2 invalid (the old one stays).
 int cmdReload(const std::string& home);
 // secret set NAME (value from the terminal without echo, or stdin) | unset NAME | list.
 int cmdSecret(const std::string& home, const std::string& action, const std::string& name);
+
+// pair telegram CODE: shows the account the code names and asks (unless yes) before pairing;
+// deny refuses it for good. Exit 0 done, 1 not confirmed, else the API's failure.
+int cmdPair(const std::string& home, const std::string& channel, const std::string& code, bool deny, bool yes,
+            std::istream& in = std::cin, std::ostream& out = std::cout, std::ostream& err = std::cerr);
+int cmdPairings(const std::string& home, bool json, std::ostream& out = std::cout, std::ostream& err = std::cerr);
+int cmdUnpair(const std::string& home, const std::string& source, const std::string& userId,
+              std::ostream& out = std::cout, std::ostream& err = std::cerr);
 
 // One approval as pinectl shows it: id, agent, tool, arguments, reason, and how to answer.
 std::string formatApproval(const nlohmann::json& approval);

@@ -62,6 +62,19 @@ int main(int argc, char** argv) {
   auto* schedules = app.add_subcommand("schedules", "every schedule with its task and next run");
   schedules->add_flag("--json", json, "print JSON");
 
+  bool denyCode = false, yes = false;
+  std::string channel, code, source, userId;
+  auto* pair = app.add_subcommand("pair", "pair the account that got a code from pine's bot (it is named first)");
+  pair->add_option("channel", channel, "telegram")->required();
+  pair->add_option("code", code, "the code the bot sent")->required();
+  pair->add_flag("--deny", denyCode, "refuse that account: it is never asked about again");
+  pair->add_flag("-y,--yes", yes, "pair without asking");
+  auto* pairings = app.add_subcommand("pairings", "paired, denied and waiting Telegram accounts");
+  pairings->add_flag("--json", json, "print JSON");
+  auto* unpair = pairings->add_subcommand("remove", "remove a pairing (a denied account may then ask again)");
+  unpair->add_option("source", source, "the telegram source's name")->required();
+  unpair->add_option("user", userId, "the account's user id (pinectl pairings)")->required();
+
   auto* redact = app.add_subcommand("redact", "copy stdin to stdout with every secret pine knows of, and every"
                                                 " secret-shaped value, replaced by [redacted]");
 
@@ -116,6 +129,9 @@ int main(int argc, char** argv) {
     if (*secretSet) return pine::cmdSecret(home, "set", secretName);
     if (*secretUnset) return pine::cmdSecret(home, "unset", secretName);
     if (*secretList) return pine::cmdSecret(home, "list", "");
+    if (*pair) return pine::cmdPair(home, channel, code, denyCode, yes);
+    if (*unpair) return pine::cmdUnpair(home, source, userId);
+    if (*pairings) return pine::cmdPairings(home, json);
     if (*check) return pine::cmdCheck(home);
     if (*reload) return pine::cmdReload(home);
     if (*guardBash) return pine::cmdGuardBash(std::cin, std::cout, json);

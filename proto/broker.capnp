@@ -29,6 +29,10 @@ interface Broker {
   # One request to the agent's model provider. The broker checks the budget, adds the provider's
   # address and key placeholder (pined fills the key in), streams the body to sink and records the
   # usage it reads in that body. A refused call (budget spent, step limit) returns status 0 and error.
+
+  attachment @5 (index :UInt32, sink :FileSink) -> ();
+  # The bytes of the index-th file that came with the task (Task.attachments), streamed to sink for
+  # the worker to save at the path the task names. Outside content, like any download.
 }
 
 struct Task {
@@ -52,6 +56,8 @@ struct Task {
   folder @17 :Text;     # a folder the owner opened for this conversation, or empty
   readRoots @18 :List(Text);   # folders the file tools may read besides the workspace (config and grants; ${WORKSPACE} ${HOME} ${TMPDIR} unexpanded)
   writeRoots @19 :List(Text);  # folders they may write; the sandbox pined built is the boundary either way
+  attachments @20 :List(Text); # files the owner sent with the task (Telegram): where in the workspace to save each
+                               # (inbox/...), before the run starts; attachment() gives their bytes
 }
 
 interface Gate {

@@ -41,6 +41,16 @@ interface Supervisor {
   # holds no secret: public https only, unless url is on the
   # origin of one of the agent's MCP servers (then also loopback, private and plain http) or its web server
   # allows private addresses; no placeholders; at most limits.maxDownloadMb; redirects returned, not followed.
+
+  telegram @8 (source :Text, method :Text, params :Data, sink :ByteSink) -> (status :UInt16, headers :List(Header), error :Text);
+  # One Bot API call for the telegram source named: pined builds the address from the source's baseUrl
+  # and its tokenSecret, so the broker never names the token nor sees it. method is one of getMe,
+  # getUpdates, sendMessage, editMessageText, answerCallbackQuery, sendChatAction, getFile; params a
+  # JSON object (at most 1 MiB). The answer's body, redacted, streams to sink.
+
+  telegramFile @9 (source :Text, filePath :Text, sink :ByteSink) -> (status :UInt16, headers :List(Header), error :Text);
+  # The bytes of a file that getFile named (filePath: [A-Za-z0-9_./-], no "..", at most 256 bytes),
+  # at most the source's maxFileMb.
 }
 
 struct EgressRequest {

@@ -62,13 +62,7 @@ std::vector<std::string> egressEnvironment() {
   return env;
 }
 
-// What the broker gets back.
-struct Answer {
-  long status = 0;
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string error;
-  bool done = false;
-};
+using Answer = EgressAnswer;
 
 // One running egress process and the relay of its frames.
 struct Call {
@@ -187,18 +181,28 @@ kj::Promise<Answer> startEgress(Supervisor& sup, EgressProcesses& processes, con
           });
 }
 
-template <typename Results>
-void answer(Results res, const Answer& a) {
-  res.setStatus((uint16_t)a.status);
-  auto list = res.initHeaders((unsigned)a.headers.size());
-  for (unsigned i = 0; i < a.headers.size(); ++i) {
-    list[i].setName(a.headers[i].first);
-    list[i].setValue(a.headers[i].second);
+// Why the request may not carry the secrets it names, or nullopt: each must be the key of a
+// provider configured at the request's origin.
+std::optional<std::string> keyProblem(Supervisor& sup, const egress::EgressRequest& req, const std::string& origin) {
+  egress::Templates templates;
+  if (egress::checkTemplates(req, templates)) return std::nullopt;  // refused later, saying why
+  auto cfg = sup.config();
+  for (const std::string& name : templates.names()) {
+    bool ok = false;
+    if (cfg)
+      for (const auto& [id, provider] : cfg->models.providers)
+        if (provider.keySecret == name && !origin.empty() && originOf(provider.baseUrl) == origin) ok = true;
+    if (!ok) return "the secret " + name + " is not the key of a model provider at " + (origin.empty() ? "this address" : origin);
   }
-  res.setError(a.error);
+  return std::nullopt;
 }
 
 }  // namespace
+
+kj::Promise<EgressAnswer> EgressProcesses::run(const egress::EgressRequest& request, egress::EgressPolicy policy,
+                                               proto::ByteSink::Client sink, const std::string& purpose) {
+  return startEgress(sup_, *this, request, kj::mv(policy), kj::mv(sink), purpose);
+}
 
 PreparedJob prepareEgressJob(const egress::EgressRequest& request, const egress::EgressPolicy& policy,
                              const egress::SecretLookup& secrets) {
@@ -350,12 +354,19 @@ kj::Promise<void> EgressProcesses::egress(
     if (!origin.empty() && originOf(base) == origin) {
       policy.allowLoopback = policy.allowPrivate = policy.allowPlainHttp = true;
     }
+  // A secret goes only to the provider whose key it is: the broker cannot send the bot token, or
+  // any other value of .env, to an address of its choosing.
+  if (auto why = keyProblem(sup, req, origin)) {
+    audit("egress.refused", {{"purpose", "model"}, {"origin", origin}, {"reason", *why}});
+    setAnswer(context.getResults(), refusedAnswer(req.method + " " + shortUrl(req.url) + ": " + *why));
+    return kj::READY_NOW;
+  }
   // Model calls stream long answers: a generous total, and an idle limit that ends a stalled
   // stream. The run's own time limit bounds them too.
   policy.totalTimeoutMs = 15 * 60 * 1000;
   policy.idleTimeoutMs = 90 * 1000;
   return startEgress(sup, *this, req, policy, p.getSink(), "model").then([context](Answer a) mutable {
-    answer(context.getResults(), a);
+    setAnswer(context.getResults(), a);
   });
 }
 
@@ -386,7 +397,7 @@ kj::Promise<void> EgressProcesses::download(
   req.method = "GET";
   req.url = url;
   return startEgress(sup, *this, req, policy, p.getSink(), "download:" + agent).then([context](Answer a) mutable {
-    answer(context.getResults(), a);
+    setAnswer(context.getResults(), a);
   });
 }
 

@@ -15,6 +15,8 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "egress/request/request.h"
 #include "proto/supervisor.capnp.h"
@@ -29,6 +31,26 @@ struct Probe;
 namespace pine {
 
 class Supervisor;
+
+// What a request's process answered: the head, or why there is none (the body went to the sink).
+struct EgressAnswer {
+  long status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string error;
+  bool done = false;
+};
+
+// Sets the results of a method that answers (status, headers, error).
+template <typename Results>
+void setAnswer(Results res, const EgressAnswer& a) {
+  res.setStatus((uint16_t)a.status);
+  auto list = res.initHeaders((unsigned)a.headers.size());
+  for (unsigned i = 0; i < a.headers.size(); ++i) {
+    list[i].setName(a.headers[i].first);
+    list[i].setValue(a.headers[i].second);
+  }
+  res.setError(a.error);
+}
 
 // The egress processes of one broker connection. Each request gets a process of its own,
 // used once: the one started ahead of it when there is one (exec'd, sandboxed, its
@@ -46,6 +68,11 @@ class EgressProcesses final : private kj::TaskSet::ErrorHandler {
   // The download tool's fetch: a GET under the agent's download rules (see proto/supervisor.capnp).
   kj::Promise<void> download(
       capnp::CallContext<proto::Supervisor::DownloadParams, proto::Supervisor::DownloadResults> context);
+
+  // One request under `policy` (the caller re-checked it), its body streaming to sink; `purpose`
+  // names it in the audit log.
+  kj::Promise<EgressAnswer> run(const egress::EgressRequest& request, egress::EgressPolicy policy,
+                                proto::ByteSink::Client sink, const std::string& purpose);
 
   struct Started {
     pid_t pid = 0;

@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/names.h"
 #include "supervisor/egress_call.h"
+#include "supervisor/telegram_call.h"
 #include "supervisor/secrets/config_writer.h"
 #include "supervisor/socket_carrier.h"
 #include "supervisor/supervisor.h"
@@ -151,6 +152,16 @@ kj::Promise<void> SupervisorService::egress(EgressContext context) {
 kj::Promise<void> SupervisorService::download(DownloadContext context) {
   context.allowCancellation();
   return egress_.download(context);
+}
+
+kj::Promise<void> SupervisorService::telegram(TelegramContext context) {
+  context.allowCancellation();
+  return telegramCall(sup_, egress_, context);
+}
+
+kj::Promise<void> SupervisorService::telegramFile(TelegramFileContext context) {
+  context.allowCancellation();
+  return pine::telegramFile(sup_, egress_, context);
 }
 
 }  // namespace pine

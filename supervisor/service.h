@@ -23,6 +23,8 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> createAgent(CreateAgentContext context) override;
   kj::Promise<void> egress(EgressContext context) override;
   kj::Promise<void> download(DownloadContext context) override;
+  kj::Promise<void> telegram(TelegramContext context) override;
+  kj::Promise<void> telegramFile(TelegramFileContext context) override;
 
  private:
   Supervisor& sup_;

@@ -201,6 +201,24 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
     if (access(p.c_str(), W_OK) == 0) env.extraWrite.push_back(p);
   }
   tools::ToolBox toolbox(env);
+  // Files the owner sent with the task are saved first, where the task's text says they are.
+  auto attachments = task.getAttachments();
+  std::string unsaved;
+  for (unsigned i = 0; i < attachments.size(); ++i) {
+    const std::string path = str(attachments[i]);
+    auto err = toolbox.saveAttachment(path, [&](const std::function<bool(std::string_view)>& onChunk) {
+      auto req = broker.attachmentRequest();
+      req.setIndex(i);
+      req.setSink(kj::heap<FileSinkImpl>(onChunk));
+      try {
+        req.send().wait(ws);
+        return true;
+      } catch (kj::Exception&) {
+        return false;
+      }
+    });
+    if (err) unsaved += "\n(" + path + " was not saved: " + *err + ")";
+  }
 
   PromptFacts facts;
   facts.agent = str(task.getAgent());
@@ -219,7 +237,7 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
       if (auto m = messageFrom(h)) messages.push_back(*m);
   Message user;
   user.role = Message::Role::User;
-  user.text = str(task.getText());
+  user.text = str(task.getText()) + unsaved;
   messages.push_back(user);
   size_t firstNew = messages.size();
 

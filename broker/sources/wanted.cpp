@@ -9,6 +9,7 @@ std::vector<config::Source> wantedSources(const config::Home& home,
     if (!r.source.empty()) routed.insert(r.source);
   std::vector<config::Source> out;
   for (const auto& s : home.pine.sources) {
+    if (s.type == "telegram") continue;  // an owner channel, always on: broker/telegram/
     if (s.start == config::SourceStart::Always || subscribedSourceNames.count(s.name) || routed.count(s.name))
       out.push_back(s);
   }

@@ -170,6 +170,57 @@ CREATE TABLE mode_switches (
 );
 )sql";
 
+// v4: the Telegram channel (issue 14). A pairing knows its account's chat and names and when
+// its code expires (the code itself is kept only as a hash); the long poll's offset and the
+// updates fetched but not handled; each chat's conversation; approvals shown with buttons;
+// answers owed to chats; files sent with a task, until its worker has saved them.
+const char* kV4 = R"sql(
+ALTER TABLE pairings ADD COLUMN chat_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE pairings ADD COLUMN name TEXT NOT NULL DEFAULT '';
+ALTER TABLE pairings ADD COLUMN username TEXT NOT NULL DEFAULT '';
+ALTER TABLE pairings ADD COLUMN expires_ms INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX pairings_by_code ON pairings (code);
+CREATE TABLE telegram_polls (
+  source TEXT PRIMARY KEY NOT NULL,
+  next_update INTEGER NOT NULL
+);
+CREATE TABLE telegram_inbox (
+  source TEXT NOT NULL,
+  update_id INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (source, update_id)
+);
+CREATE TABLE telegram_chats (
+  source TEXT NOT NULL,
+  chat_id INTEGER NOT NULL,
+  session TEXT NOT NULL,
+  PRIMARY KEY (source, chat_id)
+);
+CREATE TABLE telegram_cards (
+  approval_id TEXT NOT NULL,
+  source TEXT NOT NULL,
+  chat_id INTEGER NOT NULL,
+  message_id INTEGER NOT NULL DEFAULT 0,
+  ref TEXT NOT NULL UNIQUE,
+  state TEXT NOT NULL CHECK (state IN ('open', 'closed')),
+  PRIMARY KEY (approval_id, source, chat_id)
+);
+CREATE TABLE telegram_replies (
+  task_id TEXT PRIMARY KEY NOT NULL,
+  source TEXT NOT NULL,
+  chat_id INTEGER NOT NULL
+);
+CREATE INDEX tasks_by_origin ON tasks (origin, created_ms);
+CREATE TABLE task_files (
+  task_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  path TEXT NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (task_id, idx),
+  FOREIGN KEY (task_id) REFERENCES tasks (id) ON DELETE CASCADE
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -177,6 +228,7 @@ const std::vector<Migration>& migrations() {
       {1, "creating the tables", kV1},
       {2, "creating the indexes", kV2},
       {3, "adding the task journal, pined's boot and mode switches", kV3},
+      {4, "adding the Telegram channel's tables", kV4},
   };
   return list;
 }

@@ -107,9 +107,30 @@ struct SubscriptionRow {
   long long createdMs = 0, lastDeliveredMs = 0;
 };
 
+// An account that wrote to an owner channel: "telegram:SOURCE" and the user id. pending: a
+// code was sent to it (code holds the code's SHA-256, hex, until expiresMs); paired or denied
+// by the owner.
 struct PairingRow {
   std::string channel, account, state, code;  // state: pending|paired|denied
   long long createdMs = 0, decidedMs = 0;
+  long long chatId = 0;
+  std::string name, username;
+  long long expiresMs = 0;
+};
+
+// An approval shown in a chat: the message with its buttons, and the reference its buttons
+// carry (unguessable, bound to that chat).
+struct TelegramCardRow {
+  std::string approvalId, source;
+  long long chatId = 0, messageId = 0;
+  std::string ref;
+  std::string state;  // open|closed (the message shows the decision)
+};
+
+// A fetched update not yet handled.
+struct TelegramUpdateRow {
+  long long updateId = 0;
+  std::string body;  // the update as Telegram sent it (JSON)
 };
 
 struct UsageTotals {

@@ -98,6 +98,11 @@ Stmt& Stmt::bind(int i, const std::string& v) {
   return *this;
 }
 Stmt& Stmt::bind(int i, const char* v) { return bind(i, std::string(v)); }
+Stmt& Stmt::bindBlob(int i, const std::string& bytes) {
+  int rc = sqlite3_bind_blob64(s_, i, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK) db_.fail(rc, what_);
+  return *this;
+}
 Stmt& Stmt::bind(int i, long long v) {
   int rc = sqlite3_bind_int64(s_, i, v);
   if (rc != SQLITE_OK) db_.fail(rc, what_);

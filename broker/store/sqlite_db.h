@@ -27,6 +27,7 @@ class Stmt {
   Stmt& bind(int i, int v);
   Stmt& bind(int i, double v);
   Stmt& bind(int i, bool v);
+  Stmt& bindBlob(int i, const std::string& bytes);
 
   bool step();     // true: a row is ready; false: done. Throws on any error.
   int stepCode();  // the raw result code, for callers that explain a constraint themselves

@@ -116,9 +116,40 @@ class Store {
   std::optional<long long> lastRun(const std::string& schedule) const;
   void setLastRun(const std::string& schedule, long long ms, const std::string& taskId);
 
+  // ---- owner channels (store_telegram.cpp) ----
   void putPairing(const PairingRow& p);  // insert or replace
   std::optional<PairingRow> pairing(const std::string& channel, const std::string& account) const;
   std::vector<PairingRow> pairings(const std::string& channel) const;
+  // The pending pairing whose code has this hash, on any channel.
+  std::optional<PairingRow> pairingByCode(const std::string& codeHash) const;
+  bool removePairing(const std::string& channel, const std::string& account);
+
+  // Telegram's long poll: the next update id to ask for, and the updates fetched but not yet
+  // handled. Updates and the new offset are stored in one transaction, so an update is neither
+  // lost (Telegram forgets it once the next poll confirms it) nor fetched twice.
+  long long telegramOffset(const std::string& source) const;
+  void acceptTelegramUpdates(const std::string& source, const std::vector<TelegramUpdateRow>& updates,
+                             long long nextOffset);
+  std::vector<TelegramUpdateRow> telegramInbox(const std::string& source) const;  // by update id
+  void telegramUpdateHandled(const std::string& source, long long updateId);
+  // The conversation a chat talks in ("" when it has none yet).
+  std::string telegramChatSession(const std::string& source, long long chatId) const;
+  void setTelegramChatSession(const std::string& source, long long chatId, const std::string& session);
+  void putTelegramCard(const TelegramCardRow& c);  // insert or replace
+  std::optional<TelegramCardRow> telegramCardByRef(const std::string& ref) const;
+  std::vector<TelegramCardRow> telegramCards(const std::string& approvalId) const;
+  // Answers owed to chats: the task and where its answer goes, until it is sent.
+  void addTelegramReply(const std::string& taskId, const std::string& source, long long chatId);
+  std::vector<std::pair<std::string, std::pair<std::string, long long>>> telegramReplies() const;
+  void telegramReplySent(const std::string& taskId);
+  // Files that came with a task (a photo sent in Telegram), kept until the task ends: the worker
+  // saves each at its path in the workspace.
+  void putTaskFile(const std::string& taskId, int index, const std::string& path, const std::string& data);
+  std::vector<std::string> taskFilePaths(const std::string& taskId) const;  // by index
+  std::optional<std::string> taskFileData(const std::string& taskId, int index) const;
+  void removeTaskFiles(const std::string& taskId);
+  // The newest task with this origin (a repeated update must not start its run twice).
+  std::optional<TaskRow> taskWithOrigin(const std::string& origin) const;
 
   // Retention (limits.eventRetentionDays), one transaction: events, ended tasks, decided
   // approvals older than cutoff; messages of sessions untouched since cutoff.

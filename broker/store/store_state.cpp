@@ -1,4 +1,4 @@
-// Small tables: agents' state, subscriptions, schedules' last runs, channel pairings, pined's
+// Small tables: agents' state, subscriptions, schedules' last runs, pined's
 // boot and the mode switches that last until it restarts.
 #include "broker/store/checks.h"
 #include "broker/store/json_text.h"
@@ -30,10 +30,6 @@ SubscriptionRow readSubscription(const Stmt& st) {
   s.createdMs = st.i64(7);
   s.lastDeliveredMs = st.i64(8);
   return s;
-}
-
-PairingRow readPairing(const Stmt& st) {
-  return PairingRow{st.text(0), st.text(1), st.text(2), st.text(3), st.i64(4), st.i64(5)};
 }
 
 }  // namespace
@@ -126,39 +122,6 @@ void Store::setLastRun(const std::string& schedule, long long ms, const std::str
       "storing a schedule's last run");
   st.bind(1, schedule).bind(2, ms).bind(3, taskId);
   st.run();
-}
-
-void Store::putPairing(const PairingRow& p) {
-  requireNonEmpty(p.channel, "pairing channel");
-  requireNonEmpty(p.account, "pairing account");
-  requireOneOf(p.state, {"pending", "paired", "denied"}, "pairing " + p.channel + "/" + p.account + ": state");
-  auto st = db_->prepare(
-      "INSERT INTO pairings (channel, account, state, code, created_ms, decided_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
-      "ON CONFLICT (channel, account) DO UPDATE SET state = excluded.state, code = excluded.code, "
-      "created_ms = excluded.created_ms, decided_ms = excluded.decided_ms",
-      "storing a pairing");
-  st.bind(1, p.channel).bind(2, p.account).bind(3, p.state).bind(4, p.code).bind(5, p.createdMs).bind(6, p.decidedMs);
-  st.run();
-}
-
-std::optional<PairingRow> Store::pairing(const std::string& channel, const std::string& account) const {
-  auto st = db_->prepare(
-      "SELECT channel, account, state, code, created_ms, decided_ms FROM pairings WHERE channel = ?1 AND account = ?2",
-      "reading a pairing");
-  st.bind(1, channel).bind(2, account);
-  if (!st.step()) return std::nullopt;
-  return readPairing(st);
-}
-
-std::vector<PairingRow> Store::pairings(const std::string& channel) const {
-  auto st = db_->prepare(
-      "SELECT channel, account, state, code, created_ms, decided_ms FROM pairings WHERE channel = ?1 "
-      "ORDER BY created_ms, account",
-      "listing pairings");
-  st.bind(1, channel);
-  std::vector<PairingRow> out;
-  while (st.step()) out.push_back(readPairing(st));
-  return out;
 }
 
 bool Store::beginBoot(const std::string& bootId, long long nowMs) {

@@ -90,6 +90,13 @@ std::optional<TaskRow> Store::task(const std::string& id) const {
   return readTask(st);
 }
 
+std::optional<TaskRow> Store::taskWithOrigin(const std::string& origin) const {
+  auto st = db_->prepare(TASK_COLUMNS " WHERE origin = ?1 ORDER BY created_ms DESC LIMIT 1", "reading a task by origin");
+  st.bind(1, origin);
+  if (!st.step()) return std::nullopt;
+  return readTask(st);
+}
+
 std::vector<TaskRow> Store::tasks(int limit, const std::string& agent, const std::string& state) const {
   const char* sql = agent.empty() && state.empty() ? TASK_COLUMNS " ORDER BY created_ms DESC, rowid DESC LIMIT ?3"
                     : state.empty()                ? TASK_COLUMNS

@@ -122,7 +122,7 @@ class FakeServices final : public pine::RunServices {
   pine::Sessions& sessions() override { return *sessionsPart; }
   pine::Approvals& approvals() override { return *desk; }
   void progress(const std::string&, const std::string&) override {}
-  void notifyOwner(const std::string& agent, const std::string& text, const std::string&) override {
+  void notifyOwner(const std::string& agent, const std::string& text, const std::string&, const std::string&) override {
     notices.push_back(agent + ": " + text);
   }
   void recordUsage(const std::string& taskId, long long in, long long out, double cost) override {

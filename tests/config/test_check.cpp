@@ -154,6 +154,14 @@ TEST_CASE("note: routes and sources marked owner-trusted, a paired Telegram acco
   h.replace("pine.yaml", "sources:\n", "sources:\n  - {name: telegram, type: telegram, tokenSecret: TELEGRAM_TOKEN}\n");
   h.replace("pine.yaml", "routes:\n", "routes:\n  - {source: telegram, agent: main, trust: owner}\n");
   CHECK_MESSAGE(notesOf(h).empty(), all(notesOf(h)));
+  // Telegram's own server by name is no note; any other Bot API server sees the token and is named.
+  h.replace("pine.yaml", "tokenSecret: TELEGRAM_TOKEN}", "tokenSecret: TELEGRAM_TOKEN, baseUrl: \"https://api.telegram.org\"}");
+  CHECK_MESSAGE(notesOf(h).empty(), all(notesOf(h)));
+  h.replace("pine.yaml", "https://api.telegram.org", "http://127.0.0.1:8081");
+  auto baseNotes = notesOf(h);
+  auto* base = findNote(baseNotes, h.path("pine.yaml"), "sources[0].baseUrl", "not Telegram's own server");
+  REQUIRE_MESSAGE(base, all(baseNotes));
+  CHECK(base->message.find("http://127.0.0.1:8081") != std::string::npos);
 }
 
 TEST_CASE("note: sandbox false, trustWorkspace true, mode bypass (in agent.yaml or through defaults.mode)") {

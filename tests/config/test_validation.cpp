@@ -374,6 +374,29 @@ TEST_CASE("sources: required keys, per-type rules, webhooks need a secret unless
   CHECK(findError(r.errors, "sources[3].use", "file 'source-types/nope.js' does not exist"));
 }
 
+TEST_CASE("telegram sources: base URL, groups, file cap and notices are checked where they are written") {
+  TempHome h;
+  h.write(".env", "TG=123456789:AAHtesttokenabcdefghijklmnopqrstuvw\n");
+  h.write("pine.yaml",
+          "defaults: {model: demo}\n"
+          "sources:\n"
+          "  - {name: a, type: telegram, tokenSecret: TG, baseUrl: \"ftp://example.com\", maxFileMb: 0}\n"
+          "  - {name: b, type: telegram, tokenSecret: TG, groups: [\"house\"], maxFileMb: 51}\n"
+          "  - {name: c, type: telegram, tokenSecret: TG, notify: {send: false, gossip: true, budget: maybe}}\n"
+          "  - {name: d, type: telegram, tokenSecret: TG, baseUrl: \"http://127.0.0.1:8081\", groups: [-100123],\n"
+          "     maxFileMb: 10, notify: {taskFailed: false}}\n");
+  auto r = h.load();
+  std::string all = dump(r.errors);
+  CHECK_MESSAGE(findError(r.errors, "sources[0].baseUrl"), all);
+  CHECK(findError(r.errors, "sources[0].maxFileMb"));
+  CHECK(findError(r.errors, "sources[1].groups[0]"));
+  CHECK(findError(r.errors, "sources[1].maxFileMb"));
+  CHECK(findError(r.errors, "sources[2].notify.gossip", "unknown key"));
+  CHECK(findError(r.errors, "sources[2].notify.budget"));
+  CHECK_FALSE(findError(r.errors, "sources[3]"));
+  CHECK(r.errors.size() == 6);
+}
+
 TEST_CASE("agents: tool names, approve patterns, publish topics, delegation and budgets are checked") {
   TempHome h;
   h.write("agents/house/agent.yaml",

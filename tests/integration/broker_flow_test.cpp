@@ -103,18 +103,6 @@ void writeConfig(const std::string& home, const std::string& extraPine = "") {
   writeText(home + "/agents/house/workspace/house.txt", "the house\n");
 }
 
-nlohmann::json pendingApproval(Pined& p) {
-  nlohmann::json found;
-  waitUntil(
-      [&] {
-        auto j = p.api("GET", "/v1/approvals").json();
-        if (j.is_discarded() || !j.contains("approvals") || j["approvals"].empty()) return false;
-        found = j["approvals"][0];
-        return true;
-      },
-      20s);
-  return found;
-}
 
 }  // namespace
 

@@ -419,4 +419,21 @@ std::vector<size_t> countInMemory(pid_t pid, const std::vector<std::string>& nee
   return counts;
 }
 
+nlohmann::json pendingApproval(Pined& p, const std::string& notId) {
+  nlohmann::json found;
+  waitUntil(
+      [&] {
+        auto j = p.api("GET", "/v1/approvals").json();
+        if (j.is_discarded() || !j.contains("approvals")) return false;
+        for (auto& a : j["approvals"])
+          if (a.value("id", "") != notId) {
+            found = a;
+            return true;
+          }
+        return false;
+      },
+      std::chrono::seconds(20));
+  return found;
+}
+
 }  // namespace pine::test

@@ -116,6 +116,9 @@ std::vector<nlohmann::json> audit(Pined& p, const std::string& event);
 // build's shadow memory) are skipped. `scanned` gets the bytes read, so that a scan which read
 // nothing cannot pass. Throws when the memory cannot be opened.
 std::vector<size_t> countInMemory(pid_t pid, const std::vector<std::string>& needles, size_t* scanned = nullptr);
+// The oldest approval waiting (as GET /v1/approvals lists it) whose id is not `notId`, once
+// there is one; null after 20 seconds.
+nlohmann::json pendingApproval(Pined& p, const std::string& notId = "");
 // Whether a task (as the API lists it) has ended, done or failed.
 bool taskEnded(const nlohmann::json& t);
 // Whether the API says this conversation of `agent` is tainted (false when it is not listed).

@@ -452,9 +452,29 @@ TEST_CASE("schedules' last runs and pairings: round trip") {
   s->setLastRun("daily", 2000, "t2");
   CHECK(s->lastRun("daily") == 2000);
 
-  s->putPairing({"telegram", "42", "pending", "731-552", 10, 0});
-  s->putPairing({"telegram", "43", "denied", "", 11, 12});
-  s->putPairing({"telegram", "42", "paired", "", 10, 20});
+  auto row = [](const char* account, const char* state, const char* code, long long created, long long decided) {
+    pine::store::PairingRow r;
+    r.channel = "telegram";
+    r.account = account;
+    r.state = state;
+    r.code = code;
+    r.createdMs = created;
+    r.decidedMs = decided;
+    return r;
+  };
+  auto pending = row("42", "pending", "hash-of-code", 10, 0);
+  pending.chatId = 42;
+  pending.name = "Ann Owner";
+  pending.username = "ann";
+  pending.expiresMs = 1000;
+  s->putPairing(pending);
+  REQUIRE(s->pairingByCode("hash-of-code"));
+  CHECK(s->pairingByCode("hash-of-code")->name == "Ann Owner");
+  CHECK(s->pairingByCode("hash-of-code")->expiresMs == 1000);
+  CHECK_FALSE(s->pairingByCode("other"));
+  s->putPairing(row("43", "denied", "", 11, 12));
+  s->putPairing(row("42", "paired", "", 10, 20));
+  CHECK_FALSE(s->pairingByCode("hash-of-code"));  // spent
   auto p = s->pairing("telegram", "42");
   REQUIRE(p);
   CHECK(p->state == "paired");
@@ -462,8 +482,9 @@ TEST_CASE("schedules' last runs and pairings: round trip") {
   CHECK_FALSE(s->pairing("telegram", "44"));
   CHECK(s->pairings("telegram").size() == 2);
   CHECK(s->pairings("slack").empty());
-  CHECK(errorOf([&] { s->putPairing({"telegram", "45", "maybe", "", 1, 0}); }).find("state 'maybe'") !=
-        std::string::npos);
+  CHECK(errorOf([&] { s->putPairing(row("45", "maybe", "", 1, 0)); }).find("state 'maybe'") != std::string::npos);
+  CHECK(s->removePairing("telegram", "43"));
+  CHECK_FALSE(s->removePairing("telegram", "43"));
 }
 
 TEST_CASE("retention: old events, ended tasks, decided approvals, idle sessions' messages") {

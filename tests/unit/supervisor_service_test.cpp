@@ -50,7 +50,8 @@ struct Fixture {
     write(home + "/providers/r.yaml", "[]\n");
     write(home + "/agents/main/agent.yaml", "description: main\n");
     write(home + "/agents/other/agent.yaml", "description: other\n");
-    write(home + "/.env", "HOOK_SECRET=hook-secret-value-123\nAPI_KEY=sk-live-known-value-9876543210\n");
+    write(home + "/.env", "HOOK_SECRET=hook-secret-value-123\nAPI_KEY=sk-live-known-value-9876543210\n"
+                          "TG_TOKEN=123456789:AAHtesttokenabcdefghijklmnopqrstuvw\n");
     pine::Home h{home};
     prepareHome(h);
     ensureControlToken(h);
@@ -228,4 +229,58 @@ TEST_CASE("download: pined re-checks what the broker allowed: agent, placeholder
   CHECK_THROWS_WITH(fetch("main", base + "/echo?k=${secret:API_KEY}", ignored), doctest::Contains("placeholders"));
   CHECK_THROWS_WITH(fetch("nobody", base + "/big?n=1", ignored), doctest::Contains("no such agent"));
   for (auto& q : server.requests()) CHECK(q.find("sk-live-known-value") == std::string::npos);
+}
+
+TEST_CASE("telegram: pined builds the address and fills in the token; the broker can neither name it nor steer it") {
+  egress::test::TestServer server(nullptr);  // plain HTTP on loopback
+  std::string base = "http://127.0.0.1:" + std::to_string(server.port());
+  Fixture f;
+  write(f.home + "/pine.yaml", "defaults:\n  model: demo\nsources:\n"
+                               "  - {name: tg, type: telegram, tokenSecret: TG_TOKEN, baseUrl: \"" + base + "\"}\n"
+                               "  - {name: hook, type: webhook, topic: web/x, secret: HOOK_SECRET}\n");
+  REQUIRE(f.sup->reloadConfig("test").empty());
+  auto call = [&](const std::string& source, const std::string& method, std::string& body) {
+    auto req = f.client.telegramRequest();
+    req.setSource(source);
+    req.setMethod(method);
+    std::string params = "{}";
+    req.setParams(kj::arrayPtr((const kj::byte*)params.data(), params.size()));
+    req.setSink(kj::heap<test::ByteCollector>(body));
+    return req.send().wait(f.io.waitScope);
+  };
+  std::string body;
+  auto r = call("tg", "getMe", body);
+  CHECK(std::string(r.getError().cStr()) == "");
+  bool sent = false;
+  for (auto& q : server.requests()) sent |= q.find("POST /bot123456789:AAHtesttokenabcdefghijklmnopqrstuvw/getMe") == 0;
+  CHECK(sent);  // the server got the token, in the path where the Bot API wants it
+  CHECK(body.find("AAHtesttoken") == std::string::npos);
+  // Methods the channel does not use, sources that are not telegram's, file paths that leave the bot's files.
+  std::string ignored;
+  CHECK_THROWS_WITH(call("tg", "setWebhook", ignored), doctest::Contains("does not use"));
+  CHECK_THROWS_WITH(call("tg", "getMe/../../x", ignored), doctest::Contains("does not use"));
+  CHECK_THROWS_WITH(call("hook", "getMe", ignored), doctest::Contains("no telegram source"));
+  CHECK_THROWS_WITH(call("nope", "getMe", ignored), doctest::Contains("no telegram source"));
+  auto file = f.client.telegramFileRequest();
+  file.setSource("tg");
+  file.setFilePath("../../etc/passwd");
+  file.setSink(kj::heap<test::ByteCollector>(ignored));
+  CHECK_THROWS_WITH(file.send().wait(f.io.waitScope), doctest::Contains("leaves the bot's files"));
+
+  // The model call's egress fills in only a provider's key, at that provider's address: not
+  // the bot token, not a webhook's secret, not the key sent elsewhere.
+  for (auto* url : {"/echo?t=${secret:TG_TOKEN}", "/echo?t=${secret:HOOK_SECRET}", "/echo?t=${secret:API_KEY}"}) {
+    CAPTURE(url);
+    auto req = f.client.egressRequest();
+    req.initRequest().setMethod("GET");
+    req.getRequest().setUrl(base + url);
+    req.setSink(kj::heap<test::ByteCollector>(ignored));
+    std::string err = req.send().wait(f.io.waitScope).getError().cStr();
+    CHECK(err.find("is not the key of a model provider") != std::string::npos);
+  }
+  for (auto& q : server.requests()) {
+    CHECK(q.find("hook-secret-value") == std::string::npos);
+    CHECK(q.find("sk-live-known-value") == std::string::npos);
+    CHECK(q.find("/echo?t=") == std::string::npos);
+  }
 }

@@ -42,4 +42,19 @@ ToolResult downloadTool(const PathJail& jail, const ToolEnv& env, const Json& ar
   return ok("saved " + path + ": " + std::to_string(size) + " bytes, SHA-256 " + sha.hexDigest());
 }
 
+std::optional<std::string> saveStreamed(
+    const PathJail& jail, const std::string& path,
+    const std::function<bool(const std::function<bool(std::string_view)>&)>& stream) {
+  ReplacingFile file;
+  if (auto err = file.open(jail, path, true)) return err;
+  std::optional<std::string> writeError;
+  bool complete = stream([&](std::string_view chunk) {
+    if (!writeError) writeError = file.append(chunk);
+    return !writeError;
+  });
+  if (writeError) return writeError;
+  if (!complete) return std::string("the file did not arrive whole");
+  return file.commit();
+}
+
 }  // namespace pine::tools::detail

@@ -36,6 +36,10 @@ ToolBox& ToolBox::operator=(ToolBox&&) noexcept = default;
 
 std::vector<std::string> ToolBox::names() { return {"read", "write", "edit", "grep", "find", "ls", "bash", "download"}; }
 
+std::optional<std::string> ToolBox::saveAttachment(const std::string& path, const ByteStream& stream) {
+  return detail::saveStreamed(*jail_, path, stream);
+}
+
 ToolResult ToolBox::run(const std::string& name, const nlohmann::json& args) {
   using namespace detail;
   const auto names = ToolBox::names();

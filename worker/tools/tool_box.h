@@ -5,6 +5,8 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <optional>
+#include <string_view>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -61,6 +63,12 @@ class ToolBox {
   // Unknown tool or bad arguments: isError with a text saying what to fix.
   // Never throws.
   ToolResult run(const std::string& name, const nlohmann::json& args);
+
+  // Saves a file that came with the task at `path` (in the workspace's inbox/), through the jail
+  // like the write tool: `stream` feeds the bytes to the writer it is given and says whether all
+  // arrived. Why not, or nullopt when saved.
+  using ByteStream = std::function<bool(const std::function<bool(std::string_view)>& onChunk)>;
+  std::optional<std::string> saveAttachment(const std::string& path, const ByteStream& stream);
 
   // The tools implemented here: read write edit grep find ls bash download.
   static std::vector<std::string> names();

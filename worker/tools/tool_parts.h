@@ -101,5 +101,9 @@ ToolResult grepTool(const PathJail& jail, const ToolEnv& env, const Json& args);
 ToolResult findTool(const PathJail& jail, const ToolEnv& env, const Json& args);
 ToolResult bashTool(const ToolEnv& env, const Json& args);
 ToolResult downloadTool(const PathJail& jail, const ToolEnv& env, const Json& args);
+// Writes what `stream` feeds at `path` through the jail, replacing the file only once all arrived.
+std::optional<std::string> saveStreamed(
+    const PathJail& jail, const std::string& path,
+    const std::function<bool(const std::function<bool(std::string_view)>&)>& stream);
 
 }  // namespace pine::tools::detail

@@ -1,0 +1,87 @@
+#include "broker/telegram/bot_api.h"
+
+namespace pine::telegram {
+namespace {
+
+constexpr size_t kMaxAnswer = 64 << 20;  // pined caps files at maxFileMb (50 MiB at most)
+
+// The body pined relays, kept whole (Bot API answers are small; files are capped by pined).
+class Collect final : public proto::ByteSink::Server {
+ public:
+  explicit Collect(std::shared_ptr<std::string> out) : out_(kj::mv(out)) {}
+
+ protected:
+  kj::Promise<void> write(WriteContext context) override {
+    auto chunk = context.getParams().getChunk();
+    KJ_REQUIRE(out_->size() + chunk.size() <= kMaxAnswer, "a Telegram answer over 64 MiB");
+    out_->append(reinterpret_cast<const char*>(chunk.begin()), chunk.size());
+    return kj::READY_NOW;
+  }
+
+ private:
+  std::shared_ptr<std::string> out_;
+};
+
+}  // namespace
+
+BotReply readReply(int status, const std::string& body, const std::string& transportError) {
+  BotReply r;
+  if (!transportError.empty() || status == 0) {
+    r.description = transportError.empty() ? "no answer" : transportError;
+    return r;
+  }
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("ok") || !j["ok"].is_boolean()) {
+    r.errorCode = status;
+    r.description = "HTTP " + std::to_string(status) + " without a Bot API answer";
+    return r;
+  }
+  r.ok = j["ok"].get<bool>() && status == 200;
+  if (r.ok) {
+    r.result = j.value("result", nlohmann::json());
+    return r;
+  }
+  r.errorCode = j.contains("error_code") && j["error_code"].is_number_integer() ? j["error_code"].get<int>() : status;
+  r.description = j.contains("description") && j["description"].is_string() ? j["description"].get<std::string>()
+                                                                              : "HTTP " + std::to_string(status);
+  if (j.contains("parameters") && j["parameters"].is_object() && j["parameters"].contains("retry_after") &&
+      j["parameters"]["retry_after"].is_number_integer())
+    r.retryAfter = std::clamp(j["parameters"]["retry_after"].get<int>(), 1, 3600);
+  return r;
+}
+
+kj::Promise<BotReply> BotApi::call(const std::string& method, const nlohmann::json& params) {
+  auto body = std::make_shared<std::string>();
+  auto req = supervisor_.telegramRequest();
+  req.setSource(source_);
+  req.setMethod(method);
+  std::string p = params.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  req.setParams(kj::arrayPtr(reinterpret_cast<const kj::byte*>(p.data()), p.size()));
+  req.setSink(kj::heap<Collect>(body));
+  return req.send().then(
+      [body](auto&& resp) { return readReply(resp.getStatus(), *body, resp.getError().cStr()); },
+      [](kj::Exception&& e) { return readReply(0, "", std::string("pined refused the call: ") + e.getDescription().cStr()); });
+}
+
+kj::Promise<std::pair<BotReply, std::string>> BotApi::file(const std::string& filePath) {
+  auto body = std::make_shared<std::string>();
+  auto req = supervisor_.telegramFileRequest();
+  req.setSource(source_);
+  req.setFilePath(filePath);
+  req.setSink(kj::heap<Collect>(body));
+  return req.send().then(
+      [body](auto&& resp) {
+        BotReply r;
+        r.errorCode = resp.getStatus();
+        r.ok = resp.getStatus() == 200 && std::string(resp.getError().cStr()).empty();
+        r.description = resp.getError().cStr();
+        return std::make_pair(r, r.ok ? std::move(*body) : std::string());
+      },
+      [](kj::Exception&& e) {
+        BotReply r;
+        r.description = std::string("pined refused the download: ") + e.getDescription().cStr();
+        return std::make_pair(r, std::string());
+      });
+}
+
+}  // namespace pine::telegram
