@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -397,6 +398,7 @@ TEST_CASE("telegram: 429 and 5xx are waited out, a revoked token is one clear st
   TempDir dir;
   std::string home = dir.path() + "/home";
   writeHome(home, tg, "    allow: [4001]\n");
+  tg.dropNextConnection("getUpdates");  // a network error: no answer at all
   tg.failNext("getUpdates", 502, "");
   tg.failNext("getUpdates", 429, "", 1);
   tg.failNext("sendMessage", 429, "", 1);
@@ -428,19 +430,28 @@ TEST_CASE("telegram: 429 and 5xx are waited out, a revoked token is one clear st
   auto tasks = pined.api("GET", "/v1/tasks").json()["tasks"];
   CHECK(tasks.size() == 2);
 
+  // pined itself stops; what arrives meanwhile is answered once it is back, and nothing earlier again.
+  CHECK(WIFEXITED(pined.stop()));
+  tg.addTextMessage(owner, chat, "long please");
+  Pined again(home, {}, {});
+  REQUIRE(tg.waitForMessage(4001, has("Paragraph 29"), 40s));
+  std::this_thread::sleep_for(1s);
+  CHECK(countWith(tg, 4001, "Hi") == 2);
+  CHECK(countWith(tg, 4001, "Paragraph 0:") == 1);
+
   // A revoked token: one clear state, not a crash loop.
   tg.setTokenRevoked(true);
   tg.addTextMessage(owner, chat, "anyone?");
-  REQUIRE(waitUntil([&] { return contains(pined.ctl({"status"}).out, "token refused"); }, 60s));
-  auto status = pined.ctl({"status"}).out;
+  REQUIRE(waitUntil([&] { return contains(again.ctl({"status"}).out, "token refused"); }, 60s));
+  auto status = again.ctl({"status"}).out;
   CHECK(contains(status, "pinectl secret set TG_TOKEN"));
-  auto check = pined.ctl({"check"});
+  auto check = again.ctl({"check"});
   CHECK(check.exitCode == 1);
   CHECK(contains(check.out, "telegram source 'tg' is token refused"));
   size_t polls = tg.callsOf("getUpdates").size();
   std::this_thread::sleep_for(3s);
   CHECK(tg.callsOf("getUpdates").size() <= polls + 1);
-  CHECK(pined.rolePid("broker") > 0);
+  CHECK(again.rolePid("broker") > 0);
   CHECK_FALSE(contains(status, "AAHtesttoken"));
 }
 
