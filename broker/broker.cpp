@@ -53,10 +53,11 @@ class AdminService final : public proto::BrokerAdmin::Server {
 
 }  // namespace
 
-Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId)
+Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId, std::string sandboxNote)
     : io_(io),
       home_(std::move(home)),
       bootId_(std::move(bootId)),
+      sandboxNote_(std::move(sandboxNote)),
       token_(readToken(home_)),
       supervisorLink_(kj::heap<RpcLink>(wrapSocket(*io.lowLevelProvider, 3), capnp::rpc::twoparty::Side::CLIENT,
                                         kj::heap<AdminService>(*this), LinkLimits{4, 1 << 20})),
@@ -136,6 +137,7 @@ kj::Promise<void> Broker::run() {
   }
   schedules_->armAll();
   telegram_->update();
+  if (pinedRestarted && !sandboxNote_.empty()) telegram_->notice("sandboxDegraded", "pine: " + sandboxNote_);
   router_->startSources(io_, [this](store::Event e) { background_.add(bus_->publish(std::move(e)).ignoreResult()); });
   purgeOld();
   background_.add(supervisor_.readyRequest().send().ignoreResult());

@@ -34,7 +34,9 @@ class OwnerApi;
 class Broker final : public RunServices, private kj::TaskSet::ErrorHandler {
  public:
   // bootId: pined's name for its current start (--boot-id); "" counts as a fresh start.
-  Broker(kj::AsyncIoContext& io, Home home, std::string bootId = "");
+  // sandboxNote: pined's word that the sandbox is degraded or unusable (--sandbox-note), told to
+  // the owner's channels once per start of pined.
+  Broker(kj::AsyncIoContext& io, Home home, std::string bootId = "", std::string sandboxNote = "");
   ~Broker() noexcept(false);
   KJ_DISALLOW_COPY(Broker);
 
@@ -78,6 +80,7 @@ class Broker final : public RunServices, private kj::TaskSet::ErrorHandler {
   kj::AsyncIoContext& io_;
   Home home_;
   std::string bootId_;
+  std::string sandboxNote_;
   std::string token_;
   std::shared_ptr<const config::Home> config_;  // the parts read it through a reference: reloads reach them
   kj::Own<RpcLink> supervisorLink_;

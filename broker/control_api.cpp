@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/names.h"
 #include "common/unix_socket.h"
+#include "common/cloexec.h"
 
 namespace pine {
 namespace {
@@ -284,7 +285,7 @@ int ControlApi::listenTcp(const std::string& host, int port) {
     KJ_FAIL_REQUIRE("http.host must be an IP address on loopback (127.0.0.1, ::1) or localhost", host);
   }
   int fd;
-  KJ_SYSCALL(fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  KJ_SYSCALL(fd = socketCloexec(ss.ss_family, SOCK_STREAM, 0, true));
   kj::AutoCloseFd owned(fd);
   int one = 1;
   KJ_SYSCALL(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));

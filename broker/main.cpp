@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     std::cerr << "pine-broker: cannot give up exec: " << strerror(e) << "\n";
     return 1;
   }
-  std::string homeDir, bootId;
+  std::string homeDir, bootId, sandboxNote;
   bool logStderr = false;
   pine::SocketAccess access{getuid(), std::nullopt, ""};
   for (int i = 1; i < argc; ++i) {
@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     if (a == "--home" && i + 1 < argc) homeDir = argv[++i];
     else if (a == "--log-stderr") logStderr = true;
     else if (a == "--boot-id" && i + 1 < argc) bootId = argv[++i];  // pined's start: a restart of the broker alone keeps grants
+    else if (a == "--sandbox-note" && i + 1 < argc) sandboxNote = argv[++i];  // told to the owner once per pined start
     else if (a == "--owner-uid" && i + 1 < argc) access.ownerUid = (uid_t)std::stoul(argv[++i]);
     else if (a == "--admin-group" && i + 1 < argc) {  // NAME:GID, resolved by pined
       std::string v = argv[++i];
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
   kj::UnixEventPort::captureSignal(SIGTERM);
   try {
     auto io = kj::setupAsyncIo();
-    pine::Broker broker(io, home, bootId);
+    pine::Broker broker(io, home, bootId, sandboxNote);
     auto term = io.unixEventPort.onSignal(SIGTERM).then([&broker](siginfo_t) { broker.stop(); }).eagerlyEvaluate(nullptr);
     broker.run().wait(io.waitScope);
   } catch (std::exception& e) {

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,16 +22,6 @@ void setCloexec(int fd, bool on) {
 bool isCloexec(int fd) {
   int flags = fcntl(fd, F_GETFD);
   return flags >= 0 && (flags & FD_CLOEXEC);
-}
-
-void closeFrom(int lowest) noexcept {
-#ifdef SYS_close_range
-  if (syscall(SYS_close_range, (unsigned)lowest, ~0U, 0) == 0) return;
-#endif
-  // Old kernels: close what we can find. /proc may be absent in a sandbox, so fall back to a bound.
-  long max = sysconf(_SC_OPEN_MAX);
-  if (max < 0 || max > 65536) max = 65536;
-  for (long fd = lowest; fd < max; ++fd) close((int)fd);
 }
 
 std::string readFile(const std::string& path) {

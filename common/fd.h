@@ -6,7 +6,8 @@ namespace pine {
 
 void setCloexec(int fd, bool on);
 bool isCloexec(int fd);
-// Close every descriptor >= lowest (close_range where the kernel has it). Async-signal-safe.
+// Close every descriptor >= lowest (close_range where the kernel has it; close_from_*.cpp, one
+// per platform). Async-signal-safe.
 void closeFrom(int lowest) noexcept;
 // Read a whole small file; throws with the path on failure.
 std::string readFile(const std::string& path);

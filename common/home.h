@@ -21,7 +21,8 @@ struct Home {
   std::string logFile(const std::string& role) const { return logs() + "/" + role + ".log"; }
 };
 
-// Where the service install keeps pine's home (scripts/service/, docs/setup.md).
+// Where the service install keeps pine's home (scripts/service/, docs/setup.md): a constant that
+// only differs in value, so an #ifdef rather than a file per platform.
 #ifdef __APPLE__
 inline constexpr const char* kServiceHome = "/usr/local/var/pine";
 #else

@@ -1,4 +1,6 @@
 #include "common/link_stream.h"
+#include "common/cloexec.h"
+#include "common/send_no_signal.h"
 
 #include <capnp/serialize.h>
 #include <fcntl.h>
@@ -101,7 +103,7 @@ ssize_t LinkStream::receive(void* into, size_t size) {
   struct msghdr msg = {};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  ssize_t n = recvmsgCloexec(fd_, &msg, MSG_DONTWAIT);
   if (n > 0 && size_t(n) < size && !(msg.msg_flags & MSG_CTRUNC)) {
     KJ_IF_MAYBE(atEnd, readable_.atEndHint()) {
       if (!*atEnd) primed_ = readable_.whenBecomesReadable();
@@ -162,7 +164,7 @@ bool LinkStream::sendPending() {
     struct msghdr msg = {};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
-    ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t n = sendmsgNoSignal(fd_, &msg, MSG_DONTWAIT);
     if (n >= 0) {
       outHead_ += size_t(n);
       continue;

@@ -1,6 +1,6 @@
 #include "common/outside_text.h"
+#include "common/random_bytes.h"
 
-#include <sys/random.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -68,15 +68,8 @@ bool isStringIntroducer(uint32_t c1) { return c1 == 0x90 || c1 == 0x98 || c1 == 
 
 std::string randomFence() {
   unsigned char raw[12];
-  size_t got = 0;
-  while (got < sizeof raw) {
-    ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error("fenceOutside: no random numbers from the kernel (getrandom failed)");
-    }
-    got += size_t(n);
-  }
+  if (!randomBytes(raw, sizeof raw))
+    throw std::runtime_error("fenceOutside: no random numbers from the kernel");
   static const char hex[] = "0123456789abcdef";
   std::string out;
   for (unsigned char c : raw) {

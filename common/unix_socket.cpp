@@ -1,4 +1,5 @@
 #include "common/unix_socket.h"
+#include "common/cloexec.h"
 
 #include <kj/debug.h>
 #include <kj/io.h>
@@ -19,7 +20,7 @@ kj::Own<kj::ConnectionReceiver> listenUnixSocket(kj::LowLevelAsyncIoProvider& lo
   KJ_REQUIRE(path.size() < sizeof addr.sun_path, "the home's path is too long for a unix socket", path);
   memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   int fd;
-  KJ_SYSCALL(fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  KJ_SYSCALL(fd = socketCloexec(AF_UNIX, SOCK_STREAM, 0, true));
   kj::AutoCloseFd owned(fd);
   unlink(path.c_str());
   KJ_SYSCALL(bind(fd, (struct sockaddr*)&addr, sizeof addr), path);

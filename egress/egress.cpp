@@ -23,6 +23,7 @@
 
 #include "egress/address_policy.h"
 #include "egress/request/placeholders.h"
+#include "common/cloexec.h"
 
 namespace pine::egress {
 namespace {
@@ -227,7 +228,7 @@ curl_socket_t onOpenSocket(void* user, curlsocktype purpose, curl_sockaddr* addr
     return CURL_SOCKET_BAD;
   }
   // Close-on-exec: the supervisor spawns children, which must not inherit the connection.
-  const int fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+  const int fd = socketCloexec(addr->family, addr->socktype, addr->protocol);
   return fd < 0 ? CURL_SOCKET_BAD : fd;
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/account_groups.h"
 #include "common/unix_socket.h"
 
 namespace pine {
@@ -22,30 +23,6 @@ std::string userName(uid_t uid) {
 std::string groupName(gid_t gid) {
   struct group* gr = getgrgid(gid);
   return gr ? gr->gr_name : "gid " + std::to_string(gid);
-}
-
-// Whether the system's group database lists this account in the group (what a new login gets).
-bool accountHasGroup(gid_t gid) {
-  struct passwd* pw = getpwuid(getuid());
-  if (!pw) return false;
-  int n = 64;
-  std::vector<gid_t> groups((size_t)n);
-  for (int tries = 0; tries < 4; ++tries) {
-#ifdef __APPLE__
-    int* list = reinterpret_cast<int*>(groups.data());
-    int got = getgrouplist(pw->pw_name, (int)pw->pw_gid, list, &n);
-#else
-    int got = getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n);
-#endif
-    if (got >= 0) {
-      for (int i = 0; i < n; ++i)
-        if (groups[(size_t)i] == gid) return true;
-      return false;
-    }
-    groups.resize((size_t)n + 16);
-    n = (int)groups.size();
-  }
-  return false;
 }
 
 // The first folder on the way to `path` (or `path` itself) this process may not pass or open.

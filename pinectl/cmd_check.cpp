@@ -4,17 +4,17 @@
 #include "config/load.h"
 #include "pinectl/commands.h"
 #include "pinectl/http_client.h"
-#include "sandbox/linux/probe.h"
+#include "sandbox/sandbox_host.h"
 
 namespace pine {
 
 int cmdCheck(const std::string& home) {
   // The sandbox this machine can give, probed the way pined probes it.
-  auto probe = sandbox::probeKernel();
+  const auto facts = sandbox::makeSandboxHost(sandbox::platformBackend())->facts();
   std::string backend = "full";
-  if (sandbox::refuseReason(probe, {})) backend = "none";
-  else if (probe.degraded()) backend = "degraded";
-  int rc = config::runCheck(home, backend, sandbox::describe(probe), std::cout);
+  if (facts.refused) backend = "none";
+  else if (facts.degraded) backend = "degraded";
+  int rc = config::runCheck(home, backend, facts.description, std::cout);
   if (rc != 2 && printLiveNotes(home, std::cout) > 0) rc = 1;
   return rc;
 }

@@ -14,6 +14,7 @@
 #include "pinectl/access_problem.h"
 #include "pinectl/commands.h"
 #include "proto/owner.capnp.h"
+#include "common/cloexec.h"
 
 namespace pine {
 namespace {
@@ -41,7 +42,7 @@ std::string readSecretValue(const std::string& name) {
 
 int connectOwnerSocket(const std::string& home) {
   std::string path = home + "/pined.sock";
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = socketCloexec(AF_UNIX, SOCK_STREAM, 0);
   struct sockaddr_un addr = {};
   addr.sun_family = AF_UNIX;
   if (fd < 0 || path.size() >= sizeof addr.sun_path) throw std::runtime_error("cannot reach pined at " + path);

@@ -13,6 +13,7 @@
 #include "common/fd.h"
 #include "common/home.h"
 #include "pinectl/access_problem.h"
+#include "common/cloexec.h"
 
 namespace pine {
 
@@ -28,7 +29,7 @@ ControlClient::ControlClient(std::string home) : home_(std::move(home)) {
 
 int ControlClient::connectAndSend(const std::string& method, const std::string& path, const std::string& body,
                                   bool sse) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = socketCloexec(AF_UNIX, SOCK_STREAM, 0);
   if (fd < 0) throw std::runtime_error(std::string("socket: ") + strerror(errno));
   struct sockaddr_un addr = {};
   addr.sun_family = AF_UNIX;

@@ -1,10 +1,6 @@
 #include "sandbox/agent_sandbox.h"
 
 #include "common/names.h"
-#include "sandbox/linux/agent_ids.h"
-#include "sandbox/linux/namespaces.h"
-#include "sandbox/linux/owned_tree.h"
-#include "sandbox/linux/tainted_trees.h"
 
 #include <pwd.h>
 #include <fcntl.h>
@@ -49,10 +45,8 @@ void requireTraversable(const std::string& path, uid_t uid) {
 
 }  // namespace
 
-AgentSandboxes::AgentSandboxes(std::string pineHome, std::string programDir, Probe probe, LinuxOptions options,
-                               Backend backend)
-    : home_(std::move(pineHome)), programDir_(std::move(programDir)), probe_(std::move(probe)),
-      options_(std::move(options)), backend_(backend) {}
+AgentSandboxes::AgentSandboxes(std::string pineHome, std::string programDir, std::shared_ptr<const SandboxHost> host)
+    : home_(std::move(pineHome)), programDir_(std::move(programDir)), host_(std::move(host)) {}
 
 AgentPaths AgentSandboxes::pathsFor(const std::string& agent, const std::vector<std::string>& skills) const {
   AgentPaths p;
@@ -75,42 +69,34 @@ AgentPaths AgentSandboxes::pathsFor(const std::string& agent, const std::vector<
 }
 
 PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) const {
-  if (backend_ == Backend::Linux) {
-    Requirements req;
-    req.minLandlockAbi = options_.minLandlockAbi;
-    req.requireNamespaces = options_.requireNamespaces;
-    if (auto why = refuseReason(probe_, req)) throw std::runtime_error(*why);
-  }
+  host_->requireUsable();
 
   AgentPaths paths = pathsFor(request.agent, request.skills);
-  SandboxIds ids{options_.workerUid, options_.workerGid};  // as root: the agent's own, below
   makeDir(home_ + "/agents");
   makeDir(home_ + "/agents/" + request.agent);
   makeDir(paths.workspace);
   makeDir(home_ + "/sandbox");
   makeDir(paths.privateHome);
   makeDir(paths.tmpdir);
-  if (probe_.root) {
+  SandboxIds ids = host_->agentIds(home_, request.agent);  // as root: the agent's own
+  if (host_->root()) {
     // Folders from pine's home down are made traversable below; above it is the operator's to fix.
-    ids = pickAgentIds(home_, request.agent, options_.workerIdFirst, options_.workerIdLast);
     requireTraversable(home_, ids.uid);
     requireTraversable(programDir_ + "/.", ids.uid);
-    // Descriptor-based, and only where a folder is new or not the worker's yet (owned_tree.h).
-    handOverToWorker(home_, {"agents/" + request.agent + "/workspace", "sandbox/" + request.agent,
-                             "sandbox/" + request.agent + "/tmp"}, ids.uid, ids.gid);
     std::vector<std::string> skills;  // pined writes skills mode 600: the worker reads, never owns them
     for (auto& dir : paths.skills) skills.push_back(dir.substr(home_.size() + 1));
-    shareReadOnlyBelow(home_, skills);
+    host_->handOverAgentFolders(home_, {"agents/" + request.agent + "/workspace", "sandbox/" + request.agent,
+                                        "sandbox/" + request.agent + "/tmp"}, skills, ids);
   }
 
   if (request.tainted && !request.untrusted) {
-    // The binds that keep instruction files read-only need files to bind: a tainted run must
-    // not be able to create the ones that are missing (tainted_trees.h).
-    const unsigned uid = probe_.root ? ids.uid : (unsigned)-1, gid = probe_.root ? ids.gid : (unsigned)-1;
-    createMissingFiles(home_, "agents/" + request.agent + "/workspace", {"AGENTS.md", "SOUL.md", "MEMORY.md", "CLAUDE.md"},
-                       uid, gid);
+    // What keeps instruction files read-only needs files to hold: a tainted run must not be able
+    // to create the ones that are missing (sandbox_host.h).
+    const SandboxIds owner = host_->root() ? ids : SandboxIds{(uid_t)-1, (gid_t)-1};
+    host_->createMissingFiles(home_, "agents/" + request.agent + "/workspace",
+                              {"AGENTS.md", "SOUL.md", "MEMORY.md", "CLAUDE.md"}, owner);
     // Likewise the private home's settings, which later clean runs would read (policy.h).
-    createMissingFiles(home_, "sandbox/" + request.agent, homeConfigNames(), uid, gid);
+    host_->createMissingFiles(home_, "sandbox/" + request.agent, homeConfigNames(), owner);
   }
 
   PreparedSandbox out;
@@ -123,26 +109,14 @@ PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) cons
     out.policy.denyWrite.push_back(out.policy.writable.at(1));  // the private home
   }
   out.env = workerEnvironment(paths);
-  out.workspace = paths.workspace;
-  if (backend_ == Backend::Seatbelt) {
-    // sandbox-exec applies it (spawn.h); a tainted or untrusted run's instruction files stay
-    // read-only by name, wherever they are.
-    SeatbeltOptions so;
-    so.protectInstructionFiles = request.tainted || request.untrusted;
-    out.seatbelt = buildSeatbeltProfile(out.policy, so);
-    out.mode = "full";  // as far as pine can tell: sandbox-exec applies it
-    return out;
-  }
-  LinuxOptions opts = options_;
-  opts.workerUid = ids.uid;
-  opts.workerGid = ids.gid;
-  opts.cwd = paths.workspace;
-  opts.maskDir = home_ + "/sandbox/.mask";
-  opts.maskFile = home_ + "/sandbox/.mask-file";
-  ns::ensureMasks(opts.maskDir, opts.maskFile);
-  out.plan = buildLinuxPlan(out.policy, opts, probe_);
-  out.mode = probe_.degraded() ? "degraded" : "full";
-  out.notes = out.plan.notes;
+  out.cwd = paths.workspace;
+  LaunchParams launch;
+  launch.cwd = paths.workspace;
+  launch.ids = ids;
+  launch.maskHome = home_;
+  // Seatbelt: a tainted or untrusted run's instruction files stay read-only by name, wherever they are.
+  launch.seatbelt.protectInstructionFiles = request.tainted || request.untrusted;
+  host_->launch(out, launch);
   return out;
 }
 

@@ -1,18 +1,15 @@
 // Assembles one agent's sandbox from pine's home layout: the folders it owns,
-// its policy (sandbox/policy.h) and the backend's plan. pined uses it for every
-// worker and `pinectl sandbox run` for the operator's look at the same policy,
-// so the two can never differ.
+// its policy (sandbox/policy.h) and the backend's launch (sandbox_host.h). pined
+// uses it for every worker and `pinectl sandbox run` for the operator's look at
+// the same policy, so the two can never differ. Platform-neutral: what differs
+// (ids of its own as root, the Linux plan or the Seatbelt profile) is the host's.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
-#include <optional>
-
-#include "sandbox/backend.h"
-#include "sandbox/linux/enter.h"
-#include "sandbox/linux/probe.h"
 #include "sandbox/policy.h"
-#include "sandbox/seatbelt/sbpl_profile.h"
+#include "sandbox/sandbox_host.h"
 
 namespace pine::sandbox {
 
@@ -24,35 +21,22 @@ struct AgentSandboxRequest {
   std::vector<std::string> skills;  // names of the skills for this agent: <home>/skills/<name>, read-only
 };
 
-struct PreparedSandbox {
-  Policy policy;
-  LinuxPlan plan;                          // the Linux backend's
-  std::optional<SeatbeltProfile> seatbelt;  // the Seatbelt backend's, instead of the plan
-  std::vector<std::string> env;  // the worker's whole environment
-  std::string workspace;
-  std::string mode;              // "full" or "degraded": what the audit log says
-  std::vector<std::string> notes;
-};
-
 class AgentSandboxes {
  public:
   // `programDir`: where the program the sandbox runs lives (read-only inside).
-  AgentSandboxes(std::string pineHome, std::string programDir, Probe probe, LinuxOptions options = {},
-                 Backend backend = Backend::Linux);
+  AgentSandboxes(std::string pineHome, std::string programDir, std::shared_ptr<const SandboxHost> host);
 
   // Creates the agent's workspace, private home and temp folder if absent, hands
-  // them to the worker uid when pine runs as root, and builds the plan. Throws
-  // std::runtime_error saying why and how to fix it: fail closed.
+  // them to the worker uid when pine runs as root, and builds the launch (its cwd
+  // the workspace). Throws std::runtime_error saying why and how to fix it: fail closed.
   PreparedSandbox prepare(const AgentSandboxRequest& request) const;
 
-  const Probe& probe() const { return probe_; }
+  const SandboxHost& host() const { return *host_; }
   AgentPaths pathsFor(const std::string& agent, const std::vector<std::string>& skills = {}) const;
 
  private:
   std::string home_, programDir_;
-  Probe probe_;
-  LinuxOptions options_;
-  Backend backend_;
+  std::shared_ptr<const SandboxHost> host_;
 };
 
 }  // namespace pine::sandbox

@@ -20,6 +20,7 @@ inline std::optional<Backend> parseBackend(std::string_view s) {
   return std::nullopt;
 }
 
+// This platform's own backend: a value that only differs by platform, so an #ifdef.
 inline Backend platformBackend() {
 #ifdef __APPLE__
   return Backend::Seatbelt;

@@ -5,9 +5,6 @@
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#ifndef __APPLE__
-#include <link.h>  // ElfW: the native ELF types
-#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +14,7 @@
 
 #include "common/path_parts.h"
 #include "sandbox/jail/name_rules.h"
+#include "sandbox/system_runtime.h"
 
 namespace pine::sandbox {
 namespace {
@@ -301,14 +299,7 @@ bool pathWithin(std::string_view inner, std::string_view outer) {
 
 std::vector<std::string> defaultSystemReadable() {
   std::vector<std::string> out;
-#ifdef __APPLE__
-  const char* roots[] = {"/usr", "/bin", "/sbin", "/System", "/Library", "/private/etc", "/dev/urandom",
-                         "/dev/random", "/private/var/db/timezone"};
-#else
-  const char* roots[] = {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
-                         "/etc", "/proc", "/dev/urandom", "/dev/random"};
-#endif
-  for (const char* r : roots)
+  for (const char* r : systemRoots())
     if (auto real = realPath(r)) out.push_back(*real);
   sortUnique(out);
   return out;
@@ -466,17 +457,7 @@ Policy agentPolicy(const AgentPaths& raw, const Grants& grants, bool tainted) {
 
 std::vector<std::string> brokerSystemReadable() {
   std::vector<std::string> out;
-#ifdef __APPLE__
-  const char* roots[] = {"/usr/lib", "/usr/share", "/System", "/private/etc", "/private/var/db/timezone",
-                         "/opt/homebrew/lib", "/opt/homebrew/opt", "/opt/homebrew/Cellar", "/dev/urandom",
-                         "/dev/random"};
-#else
-  const char* roots[] = {"/usr/lib",   "/usr/lib32", "/usr/lib64",  "/usr/libx32", "/lib",
-                         "/lib32",     "/lib64",     "/libx32",     "/usr/local/lib", "/usr/share/zoneinfo",
-                         "/usr/share/ca-certificates", "/etc",      "/proc",       "/sys/devices/system/cpu",
-                         "/dev/urandom", "/dev/random"};
-#endif
-  for (const char* r : roots)
+  for (const char* r : brokerSystemRoots())
     if (auto real = realPath(r)) out.push_back(*real);
   sortUnique(out);
   return out;
@@ -484,44 +465,6 @@ std::vector<std::string> brokerSystemReadable() {
 
 std::vector<std::string> brokerEnvironment(const std::string& pineHome, const std::string& lang) {
   return {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=" + lang, "TMPDIR=" + join(pineHome, "data/tmp")};
-}
-
-std::string elfInterpreter(const std::string& program) {
-#ifdef __APPLE__
-  (void)program;
-  return "";
-#else
-  auto fail = [&](const std::string& why) -> PolicyError {
-    return PolicyError("cannot find the program loader of " + program + ": " + why);
-  };
-  int fd = open(program.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw fail(strerror(errno));
-  std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { close(*f); });
-  auto readAt = [&](void* buf, size_t len, off_t off) {
-    if (pread(fd, buf, len, off) != (ssize_t)len) throw fail("the file is too short for an ELF program");
-  };
-  unsigned char magic[SELFMAG];
-  if (pread(fd, magic, sizeof magic, 0) != (ssize_t)sizeof magic || memcmp(magic, ELFMAG, SELFMAG) != 0)
-    throw fail("not an ELF file");
-  ElfW(Ehdr) eh;
-  readAt(&eh, sizeof eh, 0);
-  if (eh.e_ident[EI_CLASS] != (sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32))
-    throw fail("an ELF file of another word size than this machine's");
-  if (eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum > 4096) throw fail("odd program headers");
-  for (unsigned i = 0; i < eh.e_phnum; ++i) {
-    ElfW(Phdr) ph;
-    readAt(&ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph));
-    if (ph.p_type != PT_INTERP) continue;
-    if (ph.p_filesz < 2 || ph.p_filesz > PATH_MAX) throw fail("an odd PT_INTERP entry");
-    std::string interp(ph.p_filesz, '\0');
-    readAt(interp.data(), interp.size(), (off_t)ph.p_offset);
-    while (!interp.empty() && interp.back() == '\0') interp.pop_back();
-    auto real = realPath(interp);
-    if (interp.empty() || interp[0] != '/' || !real) throw fail("its loader " + interp + " does not exist");
-    return *real;
-  }
-  return "";  // static: nothing but the program itself is executed
-#endif
 }
 
 Policy brokerPolicy(const BrokerPaths& raw) {

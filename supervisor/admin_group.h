@@ -27,4 +27,8 @@ void shareHomeWithAdmins(const Home& home, gid_t gid);
 // broker can put other things at that name.
 void shareSocketWithAdmins(const std::string& path, gid_t gid);
 
+// What the functions above throw when a system call fails: "cannot WHAT PATH for pine's admin
+// group: " and errno's text. shareSocketWithAdmins is one file per platform (admin_socket_*.cpp).
+[[noreturn]] void failForAdmins(const std::string& what, const std::string& path);
+
 }  // namespace pine

@@ -12,6 +12,7 @@
 #include "sandbox/policy.h"
 #include "sandbox/seatbelt/sbpl_profile.h"
 #include "supervisor/spawn.h"
+#include "common/cloexec.h"
 
 namespace pine {
 
@@ -24,7 +25,7 @@ void checkSeatbeltBackend(const sandbox::BackendChoice& choice) {
   // The system runtime only: /usr/bin/true must start under it.
   auto profile = sandbox::buildSeatbeltProfile(sandbox::Policy{});
   int err[2];
-  if (pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + strerror(errno));
+  if (pipeCloexec(err) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
   SpawnSpec spec;
   spec.program = "/usr/bin/true";
   spec.args = {spec.program};

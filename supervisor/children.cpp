@@ -1,45 +1,19 @@
 #include "supervisor/children.h"
 
-#include <dirent.h>
+#include "supervisor/kill_session.h"
+
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
-
 namespace pine {
-namespace {
-
-// Every process left in the session `sid` (each child pined starts leads its own). A pid
-// namespace ends a worker's descendants with it; without one (the Seatbelt backend, Linux
-// without namespaces) a command the worker's shell put in a process group of its own would
-// outlive a worker that was killed. Two passes: a process may fork while the first runs.
-void killSession(pid_t sid) {
-#ifdef __linux__
-  for (int pass = 0; pass < 2; ++pass) {
-    DIR* d = opendir("/proc");
-    if (!d) return;
-    while (dirent* e = readdir(d)) {
-      char* end;
-      long pid = strtol(e->d_name, &end, 10);
-      if (*end != '\0' || pid <= 1 || pid == getpid()) continue;
-      if (getsid((pid_t)pid) == sid) ::kill((pid_t)pid, SIGKILL);
-    }
-    closedir(d);
-  }
-#else
-  (void)sid;  // macOS: listing a session's processes is not written yet (sandbox/seatbelt/README.md)
-#endif
-}
-
-}  // namespace
 
 kj::Promise<int> ProcessTable::add(pid_t pid, ChildInfo info) {
   auto entry = kj::heap<Entry>();
   entry->pid = pid;
   // Only a worker runs programs of its choosing: the broker and pine-egress may exec nothing,
-  // so the walk of /proc is spent where something can be left behind.
+  // so the walk of every process is spent where something can be left behind.
   const bool runsPrograms = info.role == "worker";
   entry->info = std::move(info);
   auto promise = port_.onChildExit(entry->pid);

@@ -21,10 +21,10 @@
 #include "common/url_origin.h"
 #include "egress/request/placeholders.h"
 #include "proto/egress.capnp.h"
-#include "sandbox/linux/plan.h"
 #include "sandbox/policy.h"
 #include "supervisor/spawn.h"
 #include "supervisor/supervisor.h"
+#include "common/cloexec.h"
 
 namespace pine {
 namespace {
@@ -262,15 +262,9 @@ void EgressProcesses::taskFailed(kj::Exception&& e) {
 
 EgressProcesses::Started EgressProcesses::start() {
   const std::string program = dirOf(sup_.options().workerProgram) + "/pine-egress";
-  sandbox::LinuxPlan plan;
-  std::optional<sandbox::SeatbeltProfile> seatbelt;
-  if (sup_.backend() == sandbox::Backend::Seatbelt)
-    seatbelt = sandbox::buildSeatbeltProfile(sandbox::egressPolicy(egressPaths(program, sup_.home().root)),
-                                             sandbox::SeatbeltOptions{false, false, true});
-  else
-    plan = egressPlan(program, sup_.home().root, sup_.options().sandbox, sup_.sandboxProbe());
+  const sandbox::PreparedSandbox box = egressSandbox(program, sup_.home().root, sup_.sandboxHost());
   int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+  if (socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
     throw std::runtime_error(std::string("socketpair: ") + strerror(errno));
   kj::AutoCloseFd ours(sv[0]), theirs(sv[1]);
   SpawnSpec spec;
@@ -278,7 +272,7 @@ EgressProcesses::Started EgressProcesses::start() {
   spec.args = {program};
   spec.env = egressEnvironment();
   spec.fd3 = theirs.get();
-  sup_.useSandbox(spec, plan, seatbelt, "/");
+  sup_.useSandbox(spec, box);
   // The programs are installed side by side: pine-launch is beside pine-egress unless pined was told.
   spec.launcher = sup_.options().launcherProgram.empty() ? dirOf(program) + "/pine-launch" : sup_.options().launcherProgram;
   spec.label = "egress";
@@ -293,8 +287,9 @@ EgressProcesses::Started EgressProcesses::take() {
   KJ_IF_MAYBE(w, waiting_) {
     Started s = kj::mv(*w);
     waiting_ = nullptr;
-    // Still there and silent (it writes nothing before its job): then it is the one.
-    pollfd p = {s.fd.get(), POLLIN | POLLRDHUP, 0};
+    // Still there and silent (it writes nothing before its job): then it is the one. A process
+    // that has gone makes its end readable (EOF), so POLLIN sees that too, on every platform.
+    pollfd p = {s.fd.get(), POLLIN, 0};
     if (poll(&p, 1, 0) == 0) return s;
     sup_.killChild(s.pid, "egress");
   }
@@ -318,14 +313,18 @@ sandbox::EgressPaths egressPaths(const std::string& program, const std::string& 
   return paths;
 }
 
-sandbox::LinuxPlan egressPlan(const std::string& program, const std::string& pineHome,
-                              const sandbox::LinuxOptions& options, const sandbox::Probe& probe) {
-  sandbox::EgressPaths paths = egressPaths(program, pineHome);
-  sandbox::LinuxOptions o = options;
-  o.cwd = "/";
-  o.maskDir.clear();  // the few denied paths inside readable trees (/etc/ssl/private) are Landlock's
-  o.maskFile.clear();
-  return sandbox::buildLinuxPlan(sandbox::egressPolicy(paths), o, probe);
+sandbox::PreparedSandbox egressSandbox(const std::string& program, const std::string& pineHome,
+                                       const sandbox::SandboxHost& host) {
+  sandbox::PreparedSandbox box;
+  box.policy = sandbox::egressPolicy(egressPaths(program, pineHome));
+  box.cwd = "/";
+  sandbox::LaunchParams launch;
+  launch.cwd = "/";
+  // No masks: the few denied paths inside readable trees (/etc/ssl/private) are Landlock's.
+  // Seatbelt: it writes nothing of git's and reads no instruction file, but never a secrets file.
+  launch.seatbelt = sandbox::SeatbeltOptions{false, false, true};
+  host.launch(box, launch);
+  return box;
 }
 
 kj::Promise<void> EgressProcesses::egress(

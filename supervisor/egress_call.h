@@ -21,12 +21,7 @@
 #include "egress/request/request.h"
 #include "proto/supervisor.capnp.h"
 #include "sandbox/policy.h"
-
-namespace pine::sandbox {
-struct LinuxPlan;     // sandbox/linux/plan.h: egressPlan() is the Linux backend's
-struct LinuxOptions;
-struct Probe;
-}  // namespace pine::sandbox
+#include "sandbox/sandbox_host.h"
 
 namespace pine {
 
@@ -112,9 +107,9 @@ PreparedJob prepareEgressJob(const egress::EgressRequest& request, const egress:
 // home and the owner's home, both closed to it.
 sandbox::EgressPaths egressPaths(const std::string& program, const std::string& pineHome);
 
-// The sandbox plan of a pine-egress process (sandbox::egressPolicy with the workers' uid
-// options): throws, saying why, when it cannot be built; no request then runs unconfined.
-sandbox::LinuxPlan egressPlan(const std::string& program, const std::string& pineHome,
-                              const sandbox::LinuxOptions& options, const sandbox::Probe& probe);
+// The sandbox of a pine-egress process (sandbox::egressPolicy, the workers' default uid, cwd /):
+// throws, saying why, when it cannot be built; no request then runs unconfined.
+sandbox::PreparedSandbox egressSandbox(const std::string& program, const std::string& pineHome,
+                                       const sandbox::SandboxHost& host);
 
 }  // namespace pine

@@ -19,6 +19,7 @@
 #include "supervisor/home_layout.h"
 #include "supervisor/admin_group.h"
 #include "supervisor/supervisor.h"
+#include "common/cloexec.h"
 
 namespace {
 
@@ -42,7 +43,7 @@ const char kUsage[] =
 // ready (or after a timeout), so `pined && pinectl status` works.
 int daemonize(const pine::Home& home) {
   int ready[2];
-  if (pipe2(ready, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+  if (pine::pipeCloexec(ready) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
   if (pid > 0) {

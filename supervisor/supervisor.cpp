@@ -17,8 +17,8 @@
 #include <openssl/crypto.h>
 #include "supervisor/service.h"
 #include "supervisor/spawn.h"
-#include "sandbox/linux/tainted_trees.h"
 #include "common/sanitizer_env.h"
+#include "common/cloexec.h"
 
 namespace pine {
 namespace {
@@ -30,7 +30,7 @@ void addSanitizerEnv(std::vector<std::string>& env, bool sandboxed = false) {
 int64_t msSince(long long startMs) { return nowMs() - startMs; }
 
 // After a tainted run: what it left that git would obey is moved aside, and the owner is told.
-void undoTaintedRun(const sandbox::TaintedRunTrees& trees, const std::string& taskId, const std::string& agent) {
+void undoTaintedRun(const sandbox::TaintedRun& trees, const std::string& taskId, const std::string& agent) {
   try {
     auto moved = trees.undo(taskId);
     if (moved.empty()) return;
@@ -84,7 +84,7 @@ Supervisor::Supervisor(kj::AsyncIoContext& io, SupervisorOptions options)
       tasks_(*this),
       startedAtMs_(nowMs()),
       sandboxes_(options_.home.root, options_.workerProgram.substr(0, options_.workerProgram.find_last_of('/')),
-                 sandbox::probeKernel(), options_.sandbox, options_.backend.backend),
+                 sandbox::makeSandboxHost(options_.backend.backend, options_.sandbox)),
       config_(options_.home.root),
       secrets_(options_.home.root + "/.env"),
       owner_(io, *this),
@@ -119,14 +119,14 @@ void Supervisor::secretsChanged() {
 void Supervisor::shareHomeWithBroker(const char* why) {
   if (!options_.brokerIds) return;
   try {
-    sandbox::prepareBrokerHome(options_.home.root, *options_.brokerIds);
+    sandboxes_.host().shareHomeWithBroker(options_.home.root, *options_.brokerIds);
   } catch (std::exception& e) {
     spdlog::error("after {}: {}", why, e.what());
   }
 }
 
 void Supervisor::restartBrokerIfEnvReplaced(const char* why) {
-  if (sandboxes_.probe().root || brokerPid_ == 0) return;  // as root, .env is closed to the broker's uid
+  if (sandboxes_.host().root() || brokerPid_ == 0) return;  // as root, .env is closed to the broker's uid
   if (fileIdentity(options_.home.root + "/.env") == maskedEnv_) return;
   spdlog::warn("{} replaced .env, which the broker's mask no longer covers: restarting the broker", why);
   audit("broker.restart", {{"reason", std::string(why) + " replaced .env"}, {"process_pid", brokerPid_}});
@@ -154,18 +154,15 @@ void Supervisor::taskFailed(kj::Exception&& e) {
 kj::Promise<void> Supervisor::run() {
   audit("process.start", {{"process", "supervisor"}, {"process_pid", (int)getpid()}, {"home", options_.home.root}});
   spdlog::info("pined {} started on {}", getpid(), options_.home.root);
-  const auto& probe = sandboxes_.probe();
-  spdlog::info("sandbox: {}", sandbox::describe(probe));
-  sandbox::Requirements req;
-  req.minLandlockAbi = options_.sandbox.minLandlockAbi;
-  req.requireNamespaces = options_.sandbox.requireNamespaces;
-  auto refused = sandbox::refuseReason(probe, req);
+  const auto facts = sandboxes_.host().facts();
+  spdlog::info("sandbox: {}", facts.description);
+  const auto& refused = facts.refused;
   if (refused) spdlog::error("no usable sandbox: every task will be refused: {}", *refused);
-  else if (probe.degraded()) spdlog::warn("the sandbox is degraded: {}", sandbox::describe(probe));
-  audit("sandbox.probe", {{"backend", "linux"},
-                          {"mode", refused ? "none" : probe.degraded() ? "degraded" : "full"},
-                          {"landlock_abi", probe.landlockAbi},
-                          {"notes", probe.notes},
+  else if (facts.degraded) spdlog::warn("the sandbox is degraded: {}", facts.description);
+  audit("sandbox.probe", {{"backend", facts.backend},
+                          {"mode", refused ? "none" : facts.degraded ? "degraded" : "full"},
+                          {"landlock_abi", facts.landlockAbi},
+                          {"notes", facts.notes},
                           {"refused", refused ? *refused : ""}});
   owner_.listen(options_.home.ownerSocket());
   control_.listen(options_.home.socket());
@@ -200,8 +197,8 @@ kj::Promise<void> Supervisor::onHangup() {
   });
 }
 
-sandbox::PreparedBroker Supervisor::prepareBroker() {
-  if (sandboxes_.probe().root && !options_.brokerIds)
+sandbox::PreparedSandbox Supervisor::prepareBroker() {
+  if (sandboxes_.host().root() && !options_.brokerIds)
     throw std::runtime_error("pined runs as root but has no uid for the broker");
   // pined is the only writer of .env. An empty one now, so that the broker's mount namespace has a
   // file to hide (a mask covers what exists); it stays closed to the broker however it changes.
@@ -215,9 +212,7 @@ sandbox::PreparedBroker Supervisor::prepareBroker() {
     for (auto& source : cfg->pine.sources)
       if (source.type == "mqtt" && !source.url.empty()) req.connectPorts.push_back(mqttPort(source.url));
   }
-  return sandbox::prepareBrokerSandbox(req, sandboxes_.probe(), options_.sandbox,
-                                       options_.brokerIds.value_or(sandbox::SandboxIds{0, 0}),
-                                       options_.backend.backend);
+  return sandbox::prepareBrokerSandbox(req, sandboxes_.host(), options_.brokerIds.value_or(sandbox::SandboxIds{0, 0}));
 }
 
 kj::Promise<void> Supervisor::keepBroker() {
@@ -226,7 +221,7 @@ kj::Promise<void> Supervisor::keepBroker() {
     int64_t delay = backoff_.nextDelay(0);
     return io_.provider->getTimer().afterDelay(delay * kj::MILLISECONDS).then([this]() { return keepBroker(); });
   };
-  sandbox::PreparedBroker box;
+  sandbox::PreparedSandbox box;
   try {
     box = prepareBroker();
   } catch (std::exception& e) {
@@ -236,7 +231,7 @@ kj::Promise<void> Supervisor::keepBroker() {
     return retryLater();
   }
   int sv[2];
-  KJ_SYSCALL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+  KJ_SYSCALL(socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv));
   kj::AutoCloseFd ours(sv[0]), theirs(sv[1]);
   SpawnSpec spec;
   spec.program = options_.brokerProgram;
@@ -244,6 +239,10 @@ kj::Promise<void> Supervisor::keepBroker() {
   spec.args = {options_.brokerProgram, "--home", options_.home.root, "--owner-uid", std::to_string(getuid())};
   // The same id for every broker of this pined: a restarted broker keeps grants and resumes tasks.
   spec.args.insert(spec.args.end(), {"--boot-id", std::to_string(startedAtMs_) + "-" + std::to_string(getpid())});
+  // A sandbox weaker than it should be is news for the owner's channels (Telegram's sandboxDegraded).
+  if (const auto facts = sandboxes_.host().facts(); facts.refused || facts.degraded)
+    spec.args.insert(spec.args.end(), {"--sandbox-note", facts.refused ? "no usable sandbox: every task is refused: " + *facts.refused
+                                                                       : "the sandbox is degraded: " + facts.description});
   if (options_.admin)
     spec.args.insert(spec.args.end(), {"--admin-group", options_.admin->adminName + ":" +
                                                             std::to_string(*options_.admin->adminGid)});
@@ -251,7 +250,7 @@ kj::Promise<void> Supervisor::keepBroker() {
   spec.env = box.env;
   addSanitizerEnv(spec.env, true);
   spec.fd3 = theirs.get();
-  useSandbox(spec, box.plan, box.seatbelt, options_.home.data());
+  useSandbox(spec, box);
   spec.launcher = options_.launcherProgram;
   spec.label = "broker";
   auto envMasked = fileIdentity(options_.home.root + "/.env");
@@ -274,7 +273,7 @@ kj::Promise<void> Supervisor::keepBroker() {
   audit(brokerRestarts_ ? "process.restart" : "process.start",
         {{"process", "broker"}, {"process_pid", pid}, {"restarts", brokerRestarts_},
          {"sandbox", std::string(sandbox::backendName(options_.backend.backend)) + ":" + box.mode},
-         {"uid", box.plan.changeIds ? (long long)box.plan.uid : (long long)getuid()},
+         {"uid", box.runAs ? (long long)box.runAs->uid : (long long)getuid()},
          {"sandbox_notes", box.notes}});
   spdlog::info("broker started, pid {}", pid);
 
@@ -369,7 +368,7 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
   }
 
   int sv[2];
-  KJ_SYSCALL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+  KJ_SYSCALL(socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv));
   kj::AutoCloseFd brokerEnd(sv[0]), workerEnd(sv[1]);
   SpawnSpec spec;
   spec.program = options_.workerProgram;
@@ -377,7 +376,7 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
   spec.env = box.env;
   addSanitizerEnv(spec.env, true);
   spec.fd3 = workerEnd.get();
-  useSandbox(spec, box.plan, box.seatbelt, box.workspace);
+  useSandbox(spec, box);
   spec.launcher = options_.launcherProgram;
   spec.label = "worker " + taskId;
   pid_t pid;
@@ -394,11 +393,8 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
 
   // A tainted run may create repositories whose hooks and config the owner's git would obey:
   // look at its writable trees now, and undo what it added once it has ended (tainted_trees.h).
-  std::shared_ptr<const sandbox::TaintedRunTrees> trees;
-  if (tainted && !untrusted)
-    trees = std::make_shared<const sandbox::TaintedRunTrees>(
-        box.policy.writable, box.plan.changeIds ? box.plan.uid : (unsigned)-1,
-        box.plan.changeIds ? box.plan.gid : (unsigned)-1);
+  std::shared_ptr<const sandbox::TaintedRun> trees;
+  if (tainted && !untrusted) trees = sandboxes_.host().watchTaintedRun(box.policy.writable, box.runAs);
   const std::string sandbox = std::string(sandbox::backendName(options_.backend.backend)) + ":" + box.mode;
   long long started = nowMs();
   audit("process.start", {{"process", "worker"}, {"process_pid", pid}, {"task", taskId}, {"agent", agent},
@@ -429,14 +425,13 @@ std::vector<std::string> Supervisor::providerBaseUrls() const {
   return out;
 }
 
-void Supervisor::useSandbox(SpawnSpec& spec, const sandbox::LinuxPlan& plan,
-                            const std::optional<sandbox::SeatbeltProfile>& seatbelt, const std::string& cwd) const {
-  if (seatbelt) {
-    spec.seatbelt = &*seatbelt;
+void Supervisor::useSandbox(SpawnSpec& spec, const sandbox::PreparedSandbox& box) const {
+  if (box.seatbelt) {
+    spec.seatbelt = &*box.seatbelt;
     spec.sandboxExec = options_.backend.sandboxExec;
-    spec.cwd = cwd;
+    spec.cwd = box.cwd;
   } else {
-    spec.sandbox = &plan;
+    spec.sandbox = box.linuxPlan.get();
   }
 }
 

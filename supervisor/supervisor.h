@@ -13,7 +13,7 @@
 #include "config/load.h"
 #include "proto/supervisor.capnp.h"
 #include "sandbox/agent_sandbox.h"
-#include "sandbox/linux/broker_sandbox.h"
+#include "sandbox/broker_sandbox.h"
 #include "supervisor/backoff.h"
 #include "supervisor/children.h"
 #include "supervisor/spawn.h"
@@ -31,7 +31,7 @@ struct SupervisorOptions {
   std::string workerProgram;
   bool foreground = false;
   int readyFd = -1;  // written to once the broker is ready (daemon start-up), then closed
-  sandbox::LinuxOptions sandbox;  // worker uid/gid and the broker's id range when root, Landlock minimum
+  sandbox::SandboxOptions sandbox;  // worker uid/gid and the broker's id range when root, Landlock minimum
   std::string egressCaFile;       // trust only this CA bundle for egress (empty: the system's)
   std::string launcherProgram;    // pine-launch (empty: beside pined)
   std::optional<sandbox::SandboxIds> brokerIds;  // when root: the broker's own uid and gid (main picks them)
@@ -59,9 +59,8 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   SpawnedWorker spawnWorker(const std::string& taskId, const std::string& agent, const sandbox::Grants& grants,
                             bool tainted, bool untrusted = false);
   // Puts a child under the backend's sandbox: the Linux plan (pine-launch enters it) or the
-  // Seatbelt profile (sandbox-exec applies it, in `cwd`). Both must outlive the spawn.
-  void useSandbox(SpawnSpec& spec, const sandbox::LinuxPlan& plan,
-                  const std::optional<sandbox::SeatbeltProfile>& seatbelt, const std::string& cwd) const;
+  // Seatbelt profile (sandbox-exec applies it, in box.cwd). `box` must outlive the spawn.
+  void useSandbox(SpawnSpec& spec, const sandbox::PreparedSandbox& box) const;
   sandbox::Backend backend() const { return options_.backend.backend; }
   void killWorker(pid_t pid);
   std::vector<std::pair<pid_t, ChildInfo>> processes() const { return children_.list(); }
@@ -73,9 +72,9 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   std::shared_ptr<const redact::Redactor> redactorSnapshot() const { return redactor_; }
   const std::string& egressCaFile() const { return options_.egressCaFile; }
   // What an egress process's sandbox is built from (egress_call.cpp): pine-egress beside
-  // pine-worker, the same uid options and kernel probe as the workers'.
+  // pine-worker, the same sandbox host (and uid options) as the workers'.
   const SupervisorOptions& options() const { return options_; }
-  const sandbox::Probe& sandboxProbe() const { return sandboxes_.probe(); }
+  const sandbox::SandboxHost& sandboxHost() const { return sandboxes_.host(); }
   // The base URLs of the model providers in force (egress may reach these even on loopback).
   std::vector<std::string> providerBaseUrls() const;
   // The configuration in force (null before the first successful load).
@@ -92,7 +91,7 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
  private:
   kj::Promise<void> keepBroker();
   // The broker's sandbox for the configuration in force; throws saying why it cannot be built.
-  sandbox::PreparedBroker prepareBroker();
+  sandbox::PreparedSandbox prepareBroker();
   // After a configuration change, as root: what pined wrote (mode 600) readable to the broker again.
   void shareHomeWithBroker(const char* why);
   // Without root the broker shares pined's uid and only a mask in its mount namespace hides .env,

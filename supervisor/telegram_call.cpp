@@ -1,5 +1,7 @@
 #include "supervisor/telegram_call.h"
 
+#include "redact/redactor.h"
+
 #include <kj/debug.h>
 
 #include <algorithm>
@@ -37,6 +39,7 @@ std::string baseOf(const config::Source& s) {
 egress::EgressPolicy policyFor(const config::Source& s) {
   egress::EgressPolicy p;
   std::string origin = urlOrigin(baseOf(s)).value_or("");
+  KJ_REQUIRE(!origin.empty(), "telegram: the source's baseUrl is not a plain http(s)://host[:port] address", s.name);
   std::string host = origin.substr(origin.find("://") + 3);
   host = host.substr(0, host.rfind(':'));
   if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
@@ -70,7 +73,11 @@ kj::Promise<void> telegramCall(
   req.method = "POST";
   req.url = baseOf(s) + "/bot${secret:" + s.tokenSecret + "}/" + method;
   req.headers = {{"Content-Type", "application/json"}};
-  req.body.assign(reinterpret_cast<const char*>(p.getParams().begin()), p.getParams().size());
+  // Whatever the broker sends to Telegram (answers, notices, approval cards) leaves without a
+  // value of .env or a secret-shaped string in it: redacted here, where the values are known.
+  req.body = sup.redactor().redact(
+      std::string_view(reinterpret_cast<const char*>(p.getParams().begin()), p.getParams().size()),
+      redact::Format::kJson);
   egress::EgressPolicy policy = policyFor(s);
   // getUpdates is a long poll: the broker asks for at most 50 seconds.
   policy.totalTimeoutMs = 75 * 1000;

@@ -37,6 +37,7 @@
 #include "egress/egress.h"
 #include "proto/egress.capnp.h"
 #include "sandbox/linux/plan.h"
+#include "sandbox/linux/linux_host.h"
 #include "sandbox/linux/probe.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/spawn.h"
@@ -122,15 +123,15 @@ struct Started {
 Started startEgress(const Ctx& c, bool sandboxed) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) die("socketpair");
-  pine::sandbox::LinuxPlan plan;
-  if (sandboxed) plan = pine::egressPlan(c.egress, c.home, pine::sandbox::LinuxOptions{}, c.probe);
+  pine::sandbox::PreparedSandbox box;
+  if (sandboxed) box = pine::egressSandbox(c.egress, c.home, *pine::sandbox::makeLinuxHost(c.probe, {}));
   pine::SpawnSpec spec;
   spec.program = c.egress;
   spec.args = {c.egress};
   spec.env = {"LANG=C.UTF-8"};
   spec.fd3 = sv[1];
   spec.stderrFd = c.devnull;
-  spec.sandbox = sandboxed ? &plan : nullptr;
+  spec.sandbox = sandboxed ? box.linuxPlan.get() : nullptr;
   spec.launcher = c.launcher;
   spec.label = "egress";
   pid_t pid = pine::spawnChild(spec);

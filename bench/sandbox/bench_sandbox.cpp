@@ -47,6 +47,7 @@
 #include "common/rpc_link.h"
 #include "sandbox/agent_sandbox.h"
 #include "sandbox/linux/landlock.h"
+#include "sandbox/linux/linux_host.h"
 #include "sandbox/linux/namespaces.h"
 #include "sandbox/linux/seccomp_filter.h"
 #include "supervisor/spawn.h"
@@ -151,7 +152,9 @@ Sample runOnce(Ctx& c, Kind kind) {
   std::optional<pine::sandbox::PreparedSandbox> box;
   if (kind != Kind::Floor && kind != Kind::Bwrap) {
     box = (kind == Kind::NoNamespaces ? c.sandboxesNoNs : c.sandboxes)->prepare({"main", {}, false, false, {}});
-    auto& p = box->plan;
+    auto plan = std::make_shared<pine::sandbox::LinuxPlan>(*box->linuxPlan);  // each variant changes its copy
+    box->linuxPlan = plan;
+    auto& p = *plan;
     switch (kind) {
       case Kind::NoNetNs: p.newNetNs = false; break;
       case Kind::NoPidNs: p.newPidNs = false; p.mountProc = false; break;
@@ -176,7 +179,7 @@ Sample runOnce(Ctx& c, Kind kind) {
   spec.env = c.env;
   spec.fd3 = sv[1];
   spec.stderrFd = c.stderrFd;
-  spec.sandbox = box ? &box->plan : nullptr;
+  spec.sandbox = box ? box->linuxPlan.get() : nullptr;
   spec.launcher = kind == Kind::OtherLauncher ? c.otherLauncher : c.launcher;  // pined: beside itself
   pid_t pid = pine::spawnChild(spec);
   auto tExec = Clock::now();
@@ -267,7 +270,7 @@ std::vector<std::vector<double>> stepTimes(const pine::sandbox::AgentSandboxes& 
   if (stacks == MAP_FAILED) die("mmap");
   for (int i = 0; i < rounds; ++i) {
     auto box = sandboxes.prepare({"main", {}, false, false, {}});
-    const auto& plan = box.plan;
+    const auto& plan = *box.linuxPlan;
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0) die("pipe2");
     int flags = (plan.newMountNs ? CLONE_NEWNS : 0) | (plan.newNetNs ? CLONE_NEWNET : 0) |
@@ -409,10 +412,10 @@ int main(int argc, char** argv) {
   if (mkdir(home.c_str(), 0700) != 0) die(std::string("mkdir: ") + strerror(errno));
 
   auto probe = pine::sandbox::probeKernel();
-  pine::sandbox::AgentSandboxes sandboxes(home, bindir, probe);
+  pine::sandbox::AgentSandboxes sandboxes(home, bindir, pine::sandbox::makeLinuxHost(probe, {}));
   pine::sandbox::LinuxOptions noNs;
   noNs.useNamespaces = false;
-  pine::sandbox::AgentSandboxes sandboxesNoNs(home, bindir, probe, noNs);
+  pine::sandbox::AgentSandboxes sandboxesNoNs(home, bindir, pine::sandbox::makeLinuxHost(probe, noNs));
 
   auto io = kj::setupAsyncIo();
   Ctx c;
@@ -486,7 +489,7 @@ int main(int argc, char** argv) {
            quantile(column(samples[k], &Sample::first), 0.5), quantile(column(samples[k], &Sample::done), 0.5));
   }
   if (breakdown) {
-    auto plan = sandboxes.prepare({"main", {}, false, false, {}}).plan;
+    auto plan = *sandboxes.prepare({"main", {}, false, false, {}}).linuxPlan;
     auto steps = stepTimes(sandboxes, iterations);
     printf("  child-side steps, alone (%zu Landlock rules, %zu seccomp instructions, %zu bind mounts), median / p90 ms:\n",
            plan.landlock.rules.size(), plan.seccomp.size(), plan.binds.size());

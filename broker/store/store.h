@@ -138,6 +138,7 @@ class Store {
   void putTelegramCard(const TelegramCardRow& c);  // insert or replace
   std::optional<TelegramCardRow> telegramCardByRef(const std::string& ref) const;
   std::vector<TelegramCardRow> telegramCards(const std::string& approvalId) const;
+  std::vector<TelegramCardRow> telegramOpenCards(const std::string& source) const;
   // Answers owed to chats: the task and where its answer goes, until it is sent.
   void addTelegramReply(const std::string& taskId, const std::string& source, long long chatId);
   std::vector<std::pair<std::string, std::pair<std::string, long long>>> telegramReplies() const;

@@ -157,6 +157,15 @@ std::vector<TelegramCardRow> Store::telegramCards(const std::string& approvalId)
   return out;
 }
 
+std::vector<TelegramCardRow> Store::telegramOpenCards(const std::string& source) const {
+  auto st = db_->prepare(CARD_COLUMNS " WHERE source = ?1 AND state = 'open' ORDER BY approval_id, chat_id",
+                         "listing open approval cards");
+  st.bind(1, source);
+  std::vector<TelegramCardRow> out;
+  while (st.step()) out.push_back(readCard(st));
+  return out;
+}
+
 void Store::addTelegramReply(const std::string& taskId, const std::string& source, long long chatId) {
   auto st = db_->prepare("INSERT OR IGNORE INTO telegram_replies (task_id, source, chat_id) VALUES (?1, ?2, ?3)",
                          "storing an answer owed to a chat");

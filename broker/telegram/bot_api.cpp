@@ -1,9 +1,14 @@
 #include "broker/telegram/bot_api.h"
 
+#include <kj/debug.h>
+
+#include <algorithm>
+
 namespace pine::telegram {
 namespace {
 
 constexpr size_t kMaxAnswer = 64 << 20;  // pined caps files at maxFileMb (50 MiB at most)
+constexpr int kMaxDepth = 64;            // Telegram's objects nest a few levels
 
 // The body pined relays, kept whole (Bot API answers are small; files are capped by pined).
 class Collect final : public proto::ByteSink::Server {
@@ -25,6 +30,28 @@ class Collect final : public proto::ByteSink::Server {
 }  // namespace
 
 BotReply readReply(int status, const std::string& body, const std::string& transportError) {
+  // Depth first: a result nested deeper than any Bot API answer is refused before it is walked.
+  int depth = 0, deepest = 0;
+  bool inString = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (inString) {
+      if (c == '\\') ++i;
+      else if (c == '"') inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  if (deepest > kMaxDepth) {
+    BotReply deep;
+    deep.errorCode = status;
+    deep.description = "an answer nested deeper than " + std::to_string(kMaxDepth) + " levels";
+    return deep;
+  }
   BotReply r;
   if (!transportError.empty() || status == 0) {
     r.description = transportError.empty() ? "no answer" : transportError;
@@ -38,7 +65,7 @@ BotReply readReply(int status, const std::string& body, const std::string& trans
   }
   r.ok = j["ok"].get<bool>() && status == 200;
   if (r.ok) {
-    r.result = j.value("result", nlohmann::json());
+    if (j.contains("result")) r.result = std::move(j["result"]);
     return r;
   }
   r.errorCode = j.contains("error_code") && j["error_code"].is_number_integer() ? j["error_code"].get<int>() : status;
@@ -56,6 +83,9 @@ kj::Promise<BotReply> BotApi::call(const std::string& method, const nlohmann::js
   req.setSource(source_);
   req.setMethod(method);
   std::string p = params.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // A text may quote "${secret:NAME}" (a configuration, say): egress refuses placeholders in a
+  // body, so every '$' goes as its JSON escape, which Telegram reads back as '$'.
+  for (size_t at; (at = p.find('$')) != std::string::npos;) p.replace(at, 1, "\\u0024");
   req.setParams(kj::arrayPtr(reinterpret_cast<const kj::byte*>(p.data()), p.size()));
   req.setSink(kj::heap<Collect>(body));
   return req.send().then(

@@ -107,20 +107,21 @@ void Channel::taskFailed(kj::Exception&& e) {
 }
 
 void Channel::start() {
-  tasks_.add(pollLoop(timing_.firstBackoff));
+  // Updates stored before a restart are handled first, then the poll goes on.
+  tasks_.add(kj::evalNow([this]() { return handleInbox(); }).then([this]() { return pollLoop(timing_.firstBackoff); }));
   tasks_.add(followFeed(p_.feed.subscribe([](const json& n) {
     std::string kind = n.value("kind", "");
     return kind == "approval" || kind == "task";
   })));
-  // What was owed before a restart: cards for approvals still waiting, answers not yet sent.
-  for (auto& a : p_.services.store().approvals(true, 1000)) showApproval(a);
-  for (auto& [task, where] : p_.services.store().telegramReplies())
-    if (where.first == source_.name) awaitAnswer(task, where.second);
+  sweep();  // what was owed before a restart: cards, edits, answers
+  tasks_.add(sweepLoop());
 }
 
 void Channel::reconfigure(const config::Source& source) {
   source_ = source;
   pairings_.setAllow(source_.allow);
+  // After `pinectl secret set` and a reload, a refused token is tried again at once.
+  if (state_ == "token refused" && wake_ && wake_->isWaiting()) wake_->fulfill();
 }
 
 json Channel::status() const {
@@ -135,18 +136,37 @@ std::string Channel::agentId() const { return source_.agent.empty() ? "main" : s
 // ---- the long poll --------------------------------------------------------------------------
 
 kj::Promise<void> Channel::pollLoop(kj::Duration backoff) {
+  return pollOnce(backoff)
+      .catch_([this, backoff](kj::Exception&& e) {
+        // The store or pined failed this turn: the poll goes on, later.
+        state_ = "retrying";
+        detail_ = e.getDescription().cStr();
+        spdlog::warn("telegram {}: {}; again in {} s", source_.name, detail_, backoff / kj::SECONDS);
+        return NextPoll{backoff, std::min(backoff * 2, timing_.maxBackoff)};
+      })
+      .then([this](NextPoll next) {
+        auto paf = kj::newPromiseAndFulfiller<void>();
+        wake_ = kj::mv(paf.fulfiller);
+        return p_.timer.afterDelay(next.wait).exclusiveJoin(kj::mv(paf.promise)).then([this, next]() {
+          return pollLoop(next.backoff);
+        });
+      });
+}
+
+kj::Promise<Channel::NextPoll> Channel::pollOnce(kj::Duration backoff) {
   json params = {{"offset", p_.services.store().telegramOffset(source_.name)},
                  {"timeout", timing_.pollTimeoutSec},
                  {"allowed_updates", json::array({"message", "callback_query"})}};
-  return api_.call("getUpdates", params).then([this, backoff](BotReply r) -> kj::Promise<void> {
+  return api_.call("getUpdates", params).then([this, backoff](BotReply r) -> kj::Promise<NextPoll> {
     lastPollMs_ = nowMs();
-    auto again = [this](kj::Duration wait, kj::Duration next) {
-      return p_.timer.afterDelay(wait).then([this, next]() { return pollLoop(next); });
-    };
     if (r.ok && r.result.is_array()) {
-      if (state_ != "polling") audit("telegram.polling", {{"source", source_.name}});
+      const bool recovered = state_ != "polling";
       state_ = "polling";
       detail_.clear();
+      if (recovered) {
+        audit("telegram.polling", {{"source", source_.name}});
+        sweep();  // Telegram answers again: what could not go out goes now
+      }
       std::vector<store::TelegramUpdateRow> rows;
       long long next = p_.services.store().telegramOffset(source_.name);
       for (auto& u : r.result) {
@@ -159,9 +179,9 @@ kj::Promise<void> Channel::pollLoop(kj::Duration backoff) {
       // Stored with the next offset before anything is handled: a crash from here on repeats
       // nothing Telegram sends again, and loses nothing it will not.
       p_.services.store().acceptTelegramUpdates(source_.name, rows, next);
-      return handleInbox().then([this]() { return pollLoop(timing_.firstBackoff); });
+      return handleInbox().then([this]() { return NextPoll{0 * kj::SECONDS, timing_.firstBackoff}; });
     }
-    kj::Duration next = std::min(backoff * 2, timing_.maxBackoff);
+    const kj::Duration next = std::min(backoff * 2, timing_.maxBackoff);
     if (r.tokenRefused()) {
       if (state_ != "token refused")
         audit("telegram.token_refused", {{"source", source_.name}, {"error", r.description}});
@@ -169,18 +189,34 @@ kj::Promise<void> Channel::pollLoop(kj::Duration backoff) {
       detail_ = "Telegram refused the bot token (" + std::to_string(r.errorCode) + " " + r.description +
                 "): set a new one with `pinectl secret set " + source_.tokenSecret + "` and `pinectl reload`";
       spdlog::error("telegram {}: {}", source_.name, detail_);
-      return again(timing_.tokenRefusedWait, timing_.firstBackoff);
+      return NextPoll{timing_.tokenRefusedWait, timing_.firstBackoff};
     }
     if (r.retryAfter) {
       state_ = "rate limited";
       detail_ = "Telegram asked to wait " + std::to_string(*r.retryAfter) + " s";
-      return again(*r.retryAfter * kj::SECONDS, backoff);
+      return NextPoll{*r.retryAfter * kj::SECONDS, backoff};
     }
     state_ = r.errorCode == 409 ? "conflict" : "retrying";
     detail_ = (r.errorCode ? std::to_string(r.errorCode) + " " : std::string()) + r.description;
     spdlog::warn("telegram {}: getUpdates: {}; again in {} s", source_.name, detail_, backoff / kj::SECONDS);
-    return again(backoff, next);
+    return NextPoll{backoff, next};
   });
+}
+
+kj::Promise<void> Channel::sweepLoop() {
+  return p_.timer.afterDelay(timing_.sweepEvery).then([this]() {
+    sweep();
+    return sweepLoop();
+  });
+}
+
+void Channel::sweep() {
+  auto& store = p_.services.store();
+  for (auto& a : store.approvals(true, 1000)) showApproval(a);  // cards that never went out
+  for (auto& c : store.telegramOpenCards(source_.name))         // decided, the edit not yet made
+    if (auto row = store.approval(c.approvalId); row && row->state != "pending") closeCards(*row);
+  for (auto& [task, where] : store.telegramReplies())
+    if (where.first == source_.name) awaitAnswer(task, where.second);
 }
 
 kj::Promise<void> Channel::handleInbox() {
@@ -329,6 +365,7 @@ kj::Promise<void> Channel::startRun(const Incoming& in, const std::string& agent
 }
 
 void Channel::awaitAnswer(const std::string& taskId, long long chatId) {
+  if (running_.count(taskId)) return;  // already waited for (a repeated update, the sweep)
   running_[taskId] = chatId;
   auto done = std::make_shared<bool>(false);
   tasks_.add(typing(chatId, done));
@@ -346,7 +383,15 @@ void Channel::awaitAnswer(const std::string& taskId, long long chatId) {
     } else {
       text = "The task failed: " + (t->error.empty() ? std::string("no reason given") : t->error);
     }
-    sendTo(chatId, text, {}, [this, taskId](long long) { p_.services.store().telegramReplySent(taskId); });
+    if (!mayReceive(chatId)) {
+      // The account was unpaired meanwhile: the answer stays in pine (pinectl tasks).
+      p_.services.store().telegramReplySent(taskId);
+      audit("telegram.send_refused", {{"source", source_.name}, {"chat", chatId}, {"task", taskId}});
+      return;
+    }
+    sendTo(chatId, text, {}, [this, taskId](long long messageId) {
+      if (messageId) p_.services.store().telegramReplySent(taskId);  // else the sweep tries again
+    });
   }));
 }
 
@@ -388,8 +433,8 @@ kj::Promise<void> Channel::handleCommand(const Incoming& in, const std::string& 
     ApiReply r = p_.owner.approvals({{"state", "pending"}});
     size_t n = 0;
     if (r.body.contains("approvals") && r.body["approvals"].is_array()) n = r.body["approvals"].size();
-    for (auto& a : p_.services.store().approvals(true, 1000)) showApproval(a);
-    reply(n ? std::to_string(n) + " waiting; each is shown with its buttons." : "Nothing waits for you.");
+    reply(n ? std::to_string(n) + " waiting; each is shown again with its buttons." : "Nothing waits for you.");
+    for (auto& a : p_.services.store().approvals(true, 1000)) showApproval(a, true);
   } else if (cmd == "/status") {
     return p_.owner.status().then([reply, this](ApiReply r) {
       if (r.status != 200) return reply("No status: " + r.body.value("error", ""));
@@ -428,21 +473,39 @@ kj::Promise<void> Channel::handleCallback(const Incoming& in) {
   return callPatiently("answerCallbackQuery", {{"callback_query_id", in.callbackId}, {"text", answer}}, 2).ignoreResult();
 }
 
-void Channel::showApproval(const store::ApprovalRow& a) {
+void Channel::showApproval(const store::ApprovalRow& a, bool again) {
   if (a.state != "pending") return;
   for (long long chat : pairings_.ownerChats()) {
-    bool shown = false;
-    for (auto& c : p_.services.store().telegramCards(a.id)) shown |= c.source == source_.name && c.chatId == chat;
-    if (shown) continue;
-    store::TelegramCardRow card{a.id, source_.name, chat, 0, newRef(), "open"};
-    p_.services.store().putTelegramCard(card);  // before it is sent: a tap can only follow
-    json row = json::array({{{"text", "Allow"}, {"callback_data", "y:" + card.ref}},
-                            {{"text", "Deny"}, {"callback_data", "n:" + card.ref}}});
-    if (a.alwaysOffered) row.push_back({{"text", "Always here"}, {"callback_data", "a:" + card.ref}});
+    std::optional<store::TelegramCardRow> card;
+    for (auto& c : p_.services.store().telegramCards(a.id))
+      if (c.source == source_.name && c.chatId == chat) card = c;
+    if (card && cardsInFlight_.count(card->ref)) {
+      if (again) showAgain_.insert(card->ref);  // once this send is done
+      continue;
+    }
+    if (card && card->messageId != 0 && !again) continue;
+    if (!card) {
+      card = store::TelegramCardRow{a.id, source_.name, chat, 0, newRef(), "open"};
+      p_.services.store().putTelegramCard(*card);  // before it is sent: a tap can only follow
+    }
+    const std::string ref = card->ref;
+    json row = json::array({{{"text", "Allow"}, {"callback_data", "y:" + ref}},
+                            {{"text", "Deny"}, {"callback_data", "n:" + ref}}});
+    if (a.alwaysOffered) row.push_back({{"text", "Always here"}, {"callback_data", "a:" + ref}});
     json extra = {{"reply_markup", {{"inline_keyboard", json::array({row})}}}};
-    sendHtml(chat, approvalText(a), extra, [this, card](long long messageId) mutable {
-      auto now = p_.services.store().telegramCardByRef(card.ref);
-      if (!now) return;
+    cardsInFlight_.insert(ref);
+    sendHtml(chat, approvalText(a), extra, [this, ref](long long messageId) {
+      cardsInFlight_.erase(ref);
+      auto now = p_.services.store().telegramCardByRef(ref);
+      if (now && showAgain_.erase(ref))
+        if (auto row = p_.services.store().approval(now->approvalId); row && (!messageId || row->state == "pending")) {
+          if (messageId) {
+            now->messageId = messageId;
+            p_.services.store().putTelegramCard(*now);
+          }
+          return showApproval(*row, true);
+        }
+      if (!now || !messageId) return;  // not sent: the sweep tries again
       now->messageId = messageId;
       p_.services.store().putTelegramCard(*now);
       // Decided while the message was on its way: show the decision at once.
@@ -453,10 +516,14 @@ void Channel::showApproval(const store::ApprovalRow& a) {
 
 void Channel::closeCards(const store::ApprovalRow& a) {
   for (auto c : p_.services.store().telegramCards(a.id)) {
-    if (c.source != source_.name || c.state != "open" || c.messageId == 0) continue;
-    c.state = "closed";
-    p_.services.store().putTelegramCard(c);
-    editCard(c.chatId, c.messageId, approvalText(a) + decisionText(a));
+    if (c.source != source_.name || c.state != "open" || c.messageId == 0 || cardsInFlight_.count(c.ref)) continue;
+    cardsInFlight_.insert(c.ref);
+    editCard(c.chatId, c.messageId, approvalText(a) + decisionText(a), [this, c](bool edited) mutable {
+      cardsInFlight_.erase(c.ref);
+      if (!edited) return;  // the sweep tries again
+      c.state = "closed";
+      p_.services.store().putTelegramCard(c);
+    });
   }
 }
 
@@ -471,7 +538,7 @@ kj::Promise<void> Channel::followFeed(kj::Own<Feed::Subscription> sub) {
         std::string kind = n.value("kind", "");
         return kind == "approval" || kind == "task";
       });
-      for (auto& a : p_.services.store().approvals(true, 1000)) showApproval(a);
+      sweep();
       return followFeed(kj::mv(fresh));
     }
     onFeed(item);
@@ -523,13 +590,17 @@ void Channel::enqueue(std::function<kj::Promise<void>()> step) {
                 .eagerlyEvaluate(nullptr);
 }
 
-kj::Promise<BotReply> Channel::callPatiently(const std::string& method, json params, int attempts) {
-  return api_.call(method, params).then([this, method, params, attempts](BotReply r) mutable -> kj::Promise<BotReply> {
+kj::Promise<BotReply> Channel::callPatiently(const std::string& method, json params, int attempts, kj::Duration backoff) {
+  if (backoff == 0 * kj::SECONDS) backoff = timing_.firstBackoff;
+  return api_.call(method, params).then([this, method, params, attempts, backoff](BotReply r) mutable -> kj::Promise<BotReply> {
     bool retry = !r.ok && attempts > 1 && (r.retryAfter || r.errorCode == 0 || r.errorCode >= 500);
     if (!retry) return r;
-    kj::Duration wait = r.retryAfter ? *r.retryAfter * kj::SECONDS : timing_.firstBackoff;
-    return p_.timer.afterDelay(wait).then(
-        [this, method, params = kj::mv(params), attempts]() mutable { return callPatiently(method, kj::mv(params), attempts - 1); });
+    // Telegram's wait when it names one, else 1 s doubling up to maxBackoff; what still fails
+    // is tried again by the sweep (answers owed, cards).
+    kj::Duration wait = r.retryAfter ? *r.retryAfter * kj::SECONDS : backoff;
+    return p_.timer.afterDelay(wait).then([this, method, params = kj::mv(params), attempts, backoff]() mutable {
+      return callPatiently(method, kj::mv(params), attempts - 1, std::min(backoff * 2, timing_.maxBackoff));
+    });
   });
 }
 
@@ -547,8 +618,10 @@ void Channel::sendTo(long long chatId, const std::string& markdown, json extra, 
 void Channel::sendHtml(long long chatId, const std::string& html, json extra, std::function<void(long long)> sent) {
   if (!mayReceive(chatId)) {
     audit("telegram.send_refused", {{"source", source_.name}, {"chat", chatId}});
+    if (sent) sent(0);
     return;
   }
+  // `sent` hears the message's id once it is sent, or 0 when it was not.
   enqueue([this, chatId, html, extra = kj::mv(extra), sent = kj::mv(sent)]() mutable {
     json params = extra.is_object() ? extra : json::object();
     params["chat_id"] = chatId;
@@ -560,8 +633,9 @@ void Channel::sendHtml(long long chatId, const std::string& html, json extra, st
         if (sent) sent(r.result.is_object() ? r.result.value("message_id", 0LL) : 0);
         return kj::READY_NOW;
       }
-      if (r.errorCode != 400) {
+      if (r.errorCode != 400 || r.description.find("can't parse entities") == std::string::npos) {
         spdlog::warn("telegram {}: a message was not sent: {} {}", source_.name, r.errorCode, r.description);
+        if (sent) sent(0);
         return kj::READY_NOW;
       }
       // Telegram could not read the markup: the same words as plain text.
@@ -576,21 +650,26 @@ void Channel::sendHtml(long long chatId, const std::string& html, json extra, st
         bool last = i + 1 == parts.size();
         chain = chain.then([this, p, last, sent]() {
           return callPatiently("sendMessage", p).then([sent, last](BotReply r) {
-            if (r.ok && last && sent) sent(r.result.is_object() ? r.result.value("message_id", 0LL) : 0);
+            if (last && sent) sent(r.ok && r.result.is_object() ? r.result.value("message_id", 0LL) : 0);
           });
         });
       }
       return chain;
+    }).catch_([this, sent](kj::Exception&& e) {
+      spdlog::warn("telegram {}: a message was not sent: {}", source_.name, e.getDescription().cStr());
+      if (sent) sent(0);
     });
   });
 }
 
-void Channel::editCard(long long chatId, long long messageId, const std::string& html) {
-  if (!mayReceive(chatId)) return;
-  enqueue([this, chatId, messageId, html]() {
+void Channel::editCard(long long chatId, long long messageId, const std::string& html, std::function<void(bool)> done) {
+  if (!mayReceive(chatId)) return done(true);  // nobody there to show it to any more
+  enqueue([this, chatId, messageId, html, done]() {
     json params = {{"chat_id", chatId}, {"message_id", messageId}, {"text", html}, {"parse_mode", "HTML"},
                    {"reply_markup", {{"inline_keyboard", json::array()}}}};
-    return callPatiently("editMessageText", params).ignoreResult();
+    return callPatiently("editMessageText", params)
+        .then([done](BotReply r) { done(r.ok || r.description.find("message is not modified") != std::string::npos); },
+              [done](kj::Exception&&) { done(false); });
   });
 }
 

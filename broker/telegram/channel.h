@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -31,6 +32,7 @@ struct Timing {
   kj::Duration maxBackoff = 60 * kj::SECONDS;
   kj::Duration tokenRefusedWait = 5 * kj::MINUTES;  // a revoked token is retried this seldom
   kj::Duration typingEvery = 4 * kj::SECONDS;       // Telegram shows "typing" for 5 seconds
+  kj::Duration sweepEvery = 60 * kj::SECONDS;       // what failed to go out is tried again this often
 };
 
 class Channel final : private kj::TaskSet::ErrorHandler {
@@ -60,7 +62,13 @@ class Channel final : private kj::TaskSet::ErrorHandler {
 
  private:
   void taskFailed(kj::Exception&& e) override;
+  struct NextPoll {
+    kj::Duration wait, backoff;
+  };
   kj::Promise<void> pollLoop(kj::Duration backoff);
+  kj::Promise<NextPoll> pollOnce(kj::Duration backoff);
+  kj::Promise<void> sweepLoop();
+  void sweep();
   kj::Promise<void> handleInbox();
   kj::Promise<void> handle(const Incoming& in);
   kj::Promise<void> handleMessage(const Incoming& in);
@@ -77,7 +85,7 @@ class Channel final : private kj::TaskSet::ErrorHandler {
   kj::Promise<void> typing(long long chatId, std::shared_ptr<bool> done);
   kj::Promise<void> followFeed(kj::Own<Feed::Subscription> sub);
   void onFeed(const nlohmann::json& item);
-  void showApproval(const store::ApprovalRow& row);
+  void showApproval(const store::ApprovalRow& row, bool again = false);
   void closeCards(const store::ApprovalRow& row);
 
   // Every message to a chat goes through here: only a paired or allowed account's chat, or a
@@ -87,9 +95,10 @@ class Channel final : private kj::TaskSet::ErrorHandler {
               std::function<void(long long messageId)> sent = {});
   void sendHtml(long long chatId, const std::string& html, nlohmann::json extra,
                 std::function<void(long long messageId)> sent);
-  void editCard(long long chatId, long long messageId, const std::string& html);
+  void editCard(long long chatId, long long messageId, const std::string& html, std::function<void(bool edited)> done);
   void enqueue(std::function<kj::Promise<void>()> step);
-  kj::Promise<BotReply> callPatiently(const std::string& method, nlohmann::json params, int attempts = 5);
+  kj::Promise<BotReply> callPatiently(const std::string& method, nlohmann::json params, int attempts = 6,
+                                      kj::Duration backoff = 0 * kj::SECONDS);
   std::string agentId() const;
   std::string conversation(long long chatId);
   bool heard(const Sender& from, long long chatId, const std::string& chatType);
@@ -102,6 +111,9 @@ class Channel final : private kj::TaskSet::ErrorHandler {
   std::string state_ = "starting", detail_;
   long long lastPollMs_ = 0;
   std::map<std::string, long long> running_;  // task -> chat, for /stop
+  std::set<std::string> cardsInFlight_;       // refs of cards being sent or edited
+  std::set<std::string> showAgain_;           // cards asked for again (/approvals) while in flight
+  kj::Own<kj::PromiseFulfiller<void>> wake_;  // cuts the wait after a refused token short
   kj::Promise<void> outbox_ = kj::READY_NOW;
   kj::TaskSet tasks_;
 };

@@ -112,6 +112,13 @@ std::optional<store::PairingRow> decideCode(store::Store& store, const std::stri
   row->decidedMs = nowMs;
   row->expiresMs = 0;
   store.putPairing(*row);
+  if (pair)  // the source has its owner now: codes others were sent meanwhile are void
+    for (auto other : store.pairings(row->channel))
+      if (other.state == "pending" && other.expiresMs > nowMs) {
+        other.expiresMs = nowMs;
+        other.code.clear();
+        store.putPairing(other);
+      }
   return row;
 }
 

@@ -20,7 +20,7 @@ Sender readSender(const json& u) {
   std::string last = textAt(u, "last_name");
   if (!last.empty()) s.name += (s.name.empty() ? "" : " ") + last;
   s.username = textAt(u, "username");
-  s.isBot = u.is_object() && u.value("is_bot", false);
+  s.isBot = u.is_object() && u.contains("is_bot") && u["is_bot"].is_boolean() && u["is_bot"].get<bool>();
   return s;
 }
 

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,18 +11,13 @@
 #include <optional>
 #include <stdexcept>
 
-#ifdef __linux__
-#include <linux/openat2.h>
-#endif
+#include "sandbox/jail/beneath.h"
 
 namespace pine::sandbox {
 namespace {
 
-#ifdef O_PATH
-constexpr int kPathOnly = O_PATH;
-#else
-constexpr int kPathOnly = O_RDONLY;  // macOS has no O_PATH; a read-only open of a directory is harmless
-#endif
+using beneath::fdPath;
+const int kPathOnly = beneath::pathOnly();
 
 JailError fail(JailErrc code, std::string_view shown, const std::string& why, int err = 0) {
   std::string msg = "refused '" + std::string(shown) + "': " + why;
@@ -31,27 +25,8 @@ JailError fail(JailErrc code, std::string_view shown, const std::string& why, in
   return JailError{code, std::move(msg), err};
 }
 
-// Where the kernel says a descriptor points now. This is what makes the
-// fallback safe: a path swapped for a symlink between check and open shows up
-// here as a different path.
-std::optional<std::string> fdPath(int fd) {
-#ifdef F_GETPATH
-  char buf[PATH_MAX];
-  if (fcntl(fd, F_GETPATH, buf) != 0) return std::nullopt;
-  return std::string(buf);
-#else
-  char link[64];
-  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-  char buf[PATH_MAX + 1];
-  ssize_t n = readlink(link, buf, PATH_MAX);
-  if (n <= 0 || n >= PATH_MAX || buf[0] != '/') return std::nullopt;
-  std::string path(buf, size_t(n));
-  struct stat st;
-  // An unlinked file reads as "path (deleted)": it is no longer at any path.
-  if (fstat(fd, &st) == 0 && st.st_nlink == 0) return std::nullopt;
-  return path;
-#endif
-}
+// beneath::fdPath, where the kernel says a descriptor points now, is what makes the fallback
+// safe: a path swapped for a symlink between check and open shows up there as a different path.
 
 std::optional<std::string> realPath(const std::string& path, int* err) {
   char* r = ::realpath(path.c_str(), nullptr);
@@ -70,23 +45,6 @@ std::string joinPath(const std::string& dir, const std::string& name) {
   if (name.empty()) return dir;
   return dir == "/" ? "/" + name : dir + "/" + name;
 }
-
-#ifdef __linux__
-long openat2Call(int dirfd, const std::string& path, int flags, mode_t mode, unsigned long long resolve) {
-  struct open_how how{};
-  how.flags = unsigned(flags);
-  how.mode = (flags & O_CREAT) ? mode : 0;
-  how.resolve = resolve;
-  long fd;
-  // RESOLVE_BENEATH answers EAGAIN when a rename races with ".." in a link
-  // target; retrying a few times is what the kernel asks for.
-  for (int tries = 0; tries < 8; ++tries) {
-    fd = syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
-    if (fd >= 0 || errno != EAGAIN) break;
-  }
-  return fd;
-}
-#endif
 
 JailError openError(int err, std::string_view shown, bool write) {
   switch (err) {
@@ -175,14 +133,8 @@ struct PathJail::Opened {
 PathJail::PathJail(std::vector<JailRoot> roots, NameRules rules, JailOptions options)
     : roots_(std::move(roots)), rules_(std::move(rules)), options_(options) {
   if (roots_.empty()) throw std::invalid_argument("a path jail needs at least one root");
-#ifdef __linux__
-  // Probe once: old kernels answer ENOSYS, a seccomp filter may answer EPERM.
-  long fd = openat2Call(roots_[0].fd(), ".", O_PATH | O_CLOEXEC, 0, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
-  if (fd >= 0) {
-    ::close(int(fd));
-    openat2_ = !options_.forceFallback;
-  }
-#endif
+  // Probe once: old kernels answer ENOSYS, a seccomp filter may answer EPERM, macOS has none.
+  if (beneath::available(roots_[0].fd())) openat2_ = !options_.forceFallback;
 }
 
 const JailRoot* PathJail::rootOf(const std::string& real, std::string* rel) const {
@@ -265,31 +217,25 @@ JailResult<PathJail::Opened> PathJail::open(std::string_view path, Op op, const 
 }
 
 JailResult<PathJail::Opened> PathJail::openBeneath(const Located& l, Op op, const WriteFlags& flags) const {
-#ifdef __linux__
-  const unsigned long long resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
   const bool needsParent = op == Op::Write || (op == Op::Lstat && !l.rel.empty());
   if (!needsParent) {
     int oflags = O_CLOEXEC;
     if (op == Op::Read) oflags |= O_RDONLY | O_NONBLOCK | O_NOCTTY;
     else if (op == Op::Dir) oflags |= O_RDONLY | O_DIRECTORY;
-    else oflags |= O_PATH;
-    long fd = openat2Call(l.root->fd(), l.rel.empty() ? "." : l.rel, oflags, 0, resolve);
+    else oflags |= kPathOnly;
+    long fd = beneath::open(l.root->fd(), l.rel.empty() ? "." : l.rel, oflags, 0, false);
     if (fd < 0) return openError(errno, l.shown, false);
     return check(JailFd(int(fd)), l.shown, op, "");
   }
   size_t slash = l.rel.rfind('/');
   std::string parentRel = slash == std::string::npos ? "." : l.rel.substr(0, slash);
   std::string name = slash == std::string::npos ? l.rel : l.rel.substr(slash + 1);
-  long pfd = openat2Call(l.root->fd(), parentRel, O_PATH | O_DIRECTORY | O_CLOEXEC, 0, resolve);
+  long pfd = beneath::open(l.root->fd(), parentRel, kPathOnly | O_DIRECTORY | O_CLOEXEC, 0, false);
   if (pfd < 0) return openError(errno, l.shown, false);
   JailFd parent{int(pfd)};
   auto parentReal = fdPath(parent.get());
   if (!parentReal) return fail(JailErrc::System, l.shown, "cannot tell where its folder is (is /proc mounted?)");
   return openFinal(parent.get(), *parentReal, name, l.shown, op, flags, true);
-#else
-  (void)l, (void)op, (void)flags;
-  return JailError{JailErrc::System, "openat2 is not available", EXDEV};
-#endif
 }
 
 JailResult<PathJail::Opened> PathJail::openFallback(const Located& l, Op op, const WriteFlags& flags) const {
@@ -340,7 +286,7 @@ JailResult<PathJail::Opened> PathJail::openFallback(const Located& l, Op op, con
 
 JailResult<PathJail::Opened> PathJail::openFinal(int parentFd, const std::string& parentReal,
                                                  const std::string& name, const std::string& shown, Op op,
-                                                 const WriteFlags& flags, bool beneath) const {
+                                                 const WriteFlags& flags, bool useBeneath) const {
   const std::string real = joinPath(parentReal, name);
   std::string rel;
   const JailRoot* root = rootOf(real, &rel);
@@ -363,14 +309,10 @@ JailResult<PathJail::Opened> PathJail::openFinal(int parentFd, const std::string
   if (flags.exclusive) oflags |= O_CREAT | O_EXCL;
   if (flags.append) oflags |= O_APPEND;
   long fd;
-#ifdef __linux__
-  if (beneath)
-    fd = openat2Call(parentFd, name, oflags, flags.mode,
-                     RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS);
+  if (useBeneath)
+    fd = beneath::open(parentFd, name, oflags, flags.mode, true);
   else
-#endif
     fd = ::openat(parentFd, name.c_str(), oflags, flags.mode);
-  (void)beneath;
   if (fd < 0) return openError(errno, shown, true);
   return check(JailFd(int(fd)), shown, op, real);
 }

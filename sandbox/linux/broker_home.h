@@ -11,17 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/sandbox_options.h"  // SandboxIds, and pickBrokerIds(), defined in broker_home.cpp
+
 namespace pine::sandbox {
-
-struct SandboxIds {
-  uid_t uid;
-  gid_t gid;  // the same number
-};
-
-// The first id in [first, last] that no account or group names (getpwuid, getgrgid) and no
-// process runs as; the current owner of `dataDir` comes first when it is in the range, so that a
-// restart keeps the broker's uid. Throws std::runtime_error saying which range to widen.
-SandboxIds pickBrokerIds(uid_t first, uid_t last, const std::string& dataDir);
 
 // True when a process (other than zombies) runs with this real, effective or saved uid.
 bool uidInUse(uid_t uid);

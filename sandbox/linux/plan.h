@@ -14,26 +14,12 @@
 #include "sandbox/linux/namespaces.h"
 #include "sandbox/linux/probe.h"
 #include "sandbox/policy.h"
+#include "sandbox/sandbox_options.h"
 
 namespace pine::sandbox {
 
-struct LinuxOptions {
-  // When pined runs as root, the sandboxed process runs as this uid/gid with no
-  // supplementary groups (a worker: its agent's own ids, see workerIdFirst; the broker:
-  // its own ids, see brokerIdFirst; pine-egress: this default, nobody). Ignored otherwise:
-  // an unprivileged pined's children keep its uid, inside a user namespace where available.
-  uid_t workerUid = 65534;
-  gid_t workerGid = 65534;
-  // When pined runs as root: the range each agent's own worker uid (and gid, the same
-  // number) is taken from (sandbox/linux/agent_ids.h).
-  uid_t workerIdFirst = 60700;
-  uid_t workerIdLast = 60999;
-  // When pined runs as root: the range the broker's own uid (and gid, the same
-  // number) is taken from, the first one no account and no process uses.
-  uid_t brokerIdFirst = 60600;
-  uid_t brokerIdLast = 60699;
-  int minLandlockAbi = 1;          // refuse below this
-  bool requireNamespaces = false;  // refuse a degraded backend
+// The ids, ranges and requirements are sandbox_options.h's SandboxOptions; the rest is Linux's.
+struct LinuxOptions : SandboxOptions {
   bool useNamespaces = true;       // false: Landlock + seccomp only (tests of the degraded path)
   std::string cwd;                 // the working directory (a worker's workspace); empty: "/"
   // An empty folder and an empty file, mode 000, that a mount namespace binds over the denyRead

@@ -14,6 +14,8 @@
 #include <stdexcept>
 
 #include "pinectl/http_client.h"
+#include "common/cloexec.h"
+#include "common/send_no_signal.h"
 
 namespace pine::apitest {
 
@@ -237,7 +239,7 @@ std::vector<std::string> ApiServer::calls() {
 // --- RawConn -----------------------------------------------------------------------------------
 
 RawConn RawConn::tcp(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = pine::socketCloexec(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {};
   a.sin_family = AF_INET;
   a.sin_port = htons((uint16_t)port);
@@ -247,7 +249,7 @@ RawConn RawConn::tcp(int port) {
 }
 
 RawConn RawConn::unixSocket(const std::string& path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = pine::socketCloexec(AF_UNIX, SOCK_STREAM, 0);
   struct sockaddr_un a = {};
   a.sun_family = AF_UNIX;
   strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
@@ -273,7 +275,7 @@ RawConn& RawConn::operator=(RawConn&& o) noexcept {
 bool RawConn::send(const std::string& bytes) {
   size_t off = 0;
   while (off < bytes.size()) {
-    ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    ssize_t n = pine::sendNoSignal(fd_, bytes.data() + off, bytes.size() - off, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     off += (size_t)n;

@@ -15,9 +15,9 @@
 #include "common/sanitizer_env.h"
 #include "common/fd.h"
 #include "proto/egress.capnp.h"
-#include "sandbox/linux/probe.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/spawn.h"
+#include "common/cloexec.h"
 
 namespace pine::egress::test {
 namespace {
@@ -57,17 +57,17 @@ std::string programPath(const std::string& name) {
   return std::string(dir) + "/" + name;
 }
 
-ProgramRun runProgram(const std::string& program, const std::string& job, const sandbox::LinuxPlan* plan,
+ProgramRun runProgram(const std::string& program, const std::string& job, const sandbox::PreparedSandbox* box,
                       bool closeAfter) {
   int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) throw std::runtime_error("socketpair");
+  if (pine::socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) != 0) throw std::runtime_error("socketpair");
   SpawnSpec spec;
   spec.program = program;
   spec.args = {program};
   spec.env = {"LANG=C.UTF-8"};
   for (auto& e : pine::sanitizerEnvironment(true)) spec.env.push_back(e);
   spec.fd3 = sv[1];
-  spec.sandbox = plan;
+  spec.sandbox = box ? box->linuxPlan.get() : nullptr;
   spec.launcher = programPath("pine-launch");
   pid_t pid = spawnChild(spec);
   close(sv[1]);
@@ -105,9 +105,9 @@ ProgramRun runProgram(const std::string& program, const std::string& job, const 
   return run;
 }
 
-sandbox::LinuxPlan egressPlanFor(const std::string& program, const std::string& home) {
-  static const sandbox::Probe probe = sandbox::probeKernel();
-  return egressPlan(program, home, sandbox::LinuxOptions{}, probe);
+sandbox::PreparedSandbox egressPlanFor(const std::string& program, const std::string& home) {
+  static const auto host = sandbox::makeSandboxHost(sandbox::Backend::Linux);
+  return egressSandbox(program, home, *host);
 }
 
 }  // namespace pine::egress::test

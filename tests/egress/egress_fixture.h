@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "sandbox/linux/enter.h"
+#include "sandbox/sandbox_host.h"
 #include "tests/egress/test_server.h"
 
 namespace pine::egress::test {
@@ -31,13 +31,13 @@ struct ProgramRun {
   std::size_t chunks = 0;
 };
 
-// Starts `program` (pine-egress) with fd 3 on a socketpair, in `plan` when given, writes
+// Starts `program` (pine-egress) with fd 3 on a socketpair, in `box` (its Linux plan) when given, writes
 // `job` to it (and closes our side for writing when `closeAfter`), reads EgressFrames
 // until done or end of stream, and reaps it.
-ProgramRun runProgram(const std::string& program, const std::string& job, const sandbox::LinuxPlan* plan,
+ProgramRun runProgram(const std::string& program, const std::string& job, const sandbox::PreparedSandbox* box,
                       bool closeAfter = false);
 
-// The sandbox plan pined gives pine-egress (here: `program`), for a pine home at `home`.
-sandbox::LinuxPlan egressPlanFor(const std::string& program, const std::string& home);
+// The sandbox pined gives pine-egress (here: `program`), for a pine home at `home`.
+sandbox::PreparedSandbox egressPlanFor(const std::string& program, const std::string& home);
 
 }  // namespace pine::egress::test

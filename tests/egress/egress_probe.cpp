@@ -1,4 +1,4 @@
-// Started by the egress tests inside the sandbox plan of a pine-egress process (egressPlan),
+// Started by the egress tests inside the sandbox of a pine-egress process (egressSandbox),
 // it tries what that process must not be able to do, and what it must, and says what
 // happened, one line each on stdout:
 //   read <path>      open for reading and read a byte      -> "read <path>: ok" or ": <errno name>"
@@ -24,6 +24,7 @@
 #include <string>
 
 #include "common/sanitizer_no_proc.h"  // it runs in the egress sandbox: no /proc
+#include "common/cloexec.h"
 
 namespace {
 
@@ -63,7 +64,7 @@ std::string tryWrite(const char* path) {
 }
 
 std::string tryConnect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = pine::socketCloexec(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return result(false);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -77,7 +78,7 @@ std::string tryConnect(int port) {
 }
 
 std::string tryUnix(const char* path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = pine::socketCloexec(AF_UNIX, SOCK_STREAM, 0);
   if (fd < 0) return result(false);
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
@@ -91,7 +92,7 @@ std::string tryUnix(const char* path) {
 
 std::string tryExec(const char* path) {
   int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC) != 0) return result(false);
+  if (pine::pipeCloexec(pipefd) != 0) return result(false);
   pid_t pid = fork();
   if (pid == 0) {
     char* argv[] = {const_cast<char*>(path), nullptr};

@@ -21,9 +21,11 @@
 #include "common/sanitizer_env.h"
 #include "common/unix_socket.h"
 #include "proto/egress.capnp.h"
+#include "sandbox/linux/plan.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/spawn.h"
 #include "tests/egress/egress_fixture.h"
+#include "common/cloexec.h"
 
 using namespace pine::egress;
 using namespace pine::egress::test;
@@ -73,11 +75,11 @@ struct ProbeHome {
   ~ProbeHome() { std::filesystem::remove_all(dir); }
 };
 
-// Runs tests/egress/egress-probe in `plan` and returns "op arg" -> result.
-std::map<std::string, std::string> probe(const pine::sandbox::LinuxPlan* plan, const std::vector<std::string>& ops) {
+// Runs tests/egress/egress-probe in `box` and returns "op arg" -> result.
+std::map<std::string, std::string> probe(const pine::sandbox::PreparedSandbox* box, const std::vector<std::string>& ops) {
   const std::string program = pine::programDir() + "/egress-probe";
   int out[2];
-  REQUIRE(pipe2(out, O_CLOEXEC) == 0);
+  REQUIRE(pine::pipeCloexec(out) == 0);
   pine::SpawnSpec spec;
   spec.program = program;
   spec.args = {program};
@@ -85,7 +87,7 @@ std::map<std::string, std::string> probe(const pine::sandbox::LinuxPlan* plan, c
   spec.env = {"LANG=C.UTF-8"};
   for (auto& e : pine::sanitizerEnvironment(true)) spec.env.push_back(e);
   spec.stdoutFd = out[1];
-  spec.sandbox = plan;
+  spec.sandbox = box->linuxPlan.get();
   spec.launcher = programPath("pine-launch");
   pid_t pid = pine::spawnChild(spec);
   close(out[1]);
@@ -174,7 +176,7 @@ TEST_CASE("pine-egress refuses a job pined did not write, with an error frame") 
 TEST_CASE("inside the egress sandbox: no pine home, no .env, no /etc beyond resolver and TLS files; network yes") {
   ProbeHome h;
   // A listening TCP socket and a unix socket on this machine.
-  int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int tcp = pine::socketCloexec(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -183,7 +185,7 @@ TEST_CASE("inside the egress sandbox: no pine home, no .env, no /etc beyond reso
   socklen_t len = sizeof a;
   getsockname(tcp, reinterpret_cast<sockaddr*>(&a), &len);
   const std::string port = std::to_string(ntohs(a.sin_port));
-  int ux = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int ux = pine::socketCloexec(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un u{};
   u.sun_family = AF_UNIX;
   const std::string sock = h.dir + "/s.sock";
@@ -223,7 +225,9 @@ TEST_CASE("inside the egress sandbox: no pine home, no .env, no /etc beyond reso
 
   SUBCASE("twin: the same uid without Landlock reads them, so the sandbox is what refuses") {
     auto open = plan;
-    open.landlock.abi = 0;
+    auto noLandlock = std::make_shared<pine::sandbox::LinuxPlan>(*plan.linuxPlan);
+    noLandlock->landlock.abi = 0;
+    open.linuxPlan = noLandlock;
     auto twin = probe(&open, {"read", h.home + "/.env", "read", h.home + "/data/pine.db", "list", "/etc", "exec",
                               "/bin/true"});
     CHECK(twin["read " + h.home + "/.env"] == "ok");

@@ -1,4 +1,6 @@
 #include "tests/egress/test_server.h"
+#include "common/cloexec.h"
+#include "common/send_no_signal.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -70,7 +72,7 @@ class Conn {
   bool write(std::string_view data) {
     while (!data.empty()) {
       long w = ssl_ != nullptr ? SSL_write(ssl_, data.data(), static_cast<int>(data.size()))
-                               : ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+                               : pine::sendNoSignal(fd_, data.data(), data.size(), 0);
       if (w <= 0) return false;
       data.remove_prefix(static_cast<std::size_t>(w));
     }
@@ -158,7 +160,7 @@ TestServer::TestServer(const Identity* identity, const std::string& bindAddress,
     check(SSL_CTX_use_certificate(ctx_, identity->cert.get()) == 1, "SSL_CTX_use_certificate");
     check(SSL_CTX_use_PrivateKey(ctx_, identity->key.get()) == 1, "SSL_CTX_use_PrivateKey");
   }
-  listenFd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  listenFd_ = pine::socketCloexec(AF_INET, SOCK_STREAM, 0);
   if (listenFd_ < 0) throw std::runtime_error("socket");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -199,7 +201,7 @@ void TestServer::acceptLoop() {
   while (!stop_) {
     pollfd p{listenFd_, POLLIN, 0};
     if (poll(&p, 1, 50) <= 0) continue;
-    const int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
+    const int fd = pine::acceptCloexec(listenFd_);
     if (fd < 0) continue;
     std::lock_guard lock(mu_);
     handlers_.emplace_back([this, fd] { serve(fd); });

@@ -19,6 +19,8 @@
 
 #include "common/link_stream.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "common/cloexec.h"
+#include "common/send_no_signal.h"
 
 namespace {
 
@@ -106,7 +108,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Loop* loop = new Loop;  // one event loop for all inputs
   auto& ws = loop->io.waitScope;
   int fd[2];
-  FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fd) == 0, "a socketpair");
+  FUZZ_CHECK(pine::socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, fd) == 0, "a socketpair");
   FUZZ_CHECK(fcntl(fd[0], F_SETFL, O_NONBLOCK) == 0, "a non-blocking writer");
   capnp::ReaderOptions options;
   options.traversalLimitInWords = kTraversalWords;
@@ -124,7 +126,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t at = 0;
     for (size_t n : pieces(data, size)) {
       for (size_t done = 0; done < n && !ended;) {
-        ssize_t w = send(fd[0], data + at + done, n - done, MSG_NOSIGNAL);
+        ssize_t w = pine::sendNoSignal(fd[0], data + at + done, n - done, 0);
         if (w > 0) {
           done += size_t(w);
         } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {

@@ -1,14 +1,15 @@
 // Markdown → Telegram HTML and the cutting into messages (broker/telegram/html_render.h) over
 // any bytes, the text a model writes (which an attacker may have dictated). With a limit drawn
 // from a hash of the input (4096, 200, 20, or 8 to 107):
-//   1. markdownToHtml, splitForTelegram and splitPlain do not crash (ASan, UBSan);
-//   2. the HTML, and every piece of it, is what Telegram's HTML parse mode accepts: valid
-//      UTF-8 without NUL or control characters but tab and newline, well-formed, only the
-//      allowed tags (b strong i em u ins s strike del span class="tg-spoiler", a href to
-//      http/https/tg only, code, pre with at most `<code class="language-x">` directly in it,
-//      blockquote not nested, no link in a link), only the entities &lt; &gt; &amp; &quot;;
-//   3. every piece of both splits fits the limit in UTF-16 code units (utf16Length, at least
-//      8 as documented) and is not blank; no split loses visible text (only whitespace).
+//   1. markdownToHtml, splitForTelegram, splitPlain and escapeHtml do not crash (ASan, UBSan);
+//   2. the HTML, every piece of it and escapeHtml's text are what Telegram's HTML parse mode
+//      accepts: valid UTF-8 without NUL or control characters but tab and newline,
+//      well-formed, only the allowed tags (b strong i em u ins s strike del, span
+//      class="tg-spoiler", a href to http/https/tg only, code, pre with at most
+//      `<code class="language-x">` directly in it, blockquote not nested, no link in a link),
+//      only the entities &lt; &gt; &amp; &quot;;
+//   3. every piece of both splits fits the limit in UTF-16 code units (utf16Length) and is
+//      not blank; no split loses or adds visible text (only whitespace may go at a cut).
 // The checker is independent of the renderer (a compact copy of the one in
 // tests/telegram/html_render_test.cpp).
 #include <algorithm>

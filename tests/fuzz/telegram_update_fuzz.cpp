@@ -6,14 +6,16 @@
 //      the input), so the reader runs past its first checks: the string comes back as it was;
 //   3. the bytes, when they parse as shallow JSON, put in place of each field of a full
 //      message update and of a callback query (wrong types where the reader expects others);
-//   4. readReply on the raw bytes with a status drawn from the input, and on envelopes that
-//      carry the bytes as description or (textually) as the result.
+//   4. readReply on the raw bytes with status 200 and with a status drawn from the input
+//      (any int when the input starts with '!'), and on envelopes that carry the bytes as
+//      the description or (textually) as the result.
 // Nothing may crash (ASan, UBSan) or throw; when readUpdate returns an update, from.id != 0,
 // a message has chatId != 0 (a callback query may have none: one from an inline message
 // carries no chat, and its card check refuses it), a callback query has an id, every file a
 // kind and a non-empty fileId and name, and describe(from) ends in "id <from.id>)".
 // readReply: no answer (status 0 or a transport error) is never ok and has error code 0; ok
 // only with status 200; retryAfter within 1..3600.
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "broker/telegram/bot_api.h"
 #include "broker/telegram/update.h"
@@ -245,10 +248,12 @@ void tgFuzzInjected(const json& value) {
   }
 }
 
-void tgFuzzReplies(const std::string& bytes, TgFuzzRng& rng) {
+// `value`: whether the bytes are one JSON value that can stand inside another.
+void tgFuzzReplies(const std::string& bytes, bool value, TgFuzzRng& rng) {
   static constexpr int kStatuses[] = {200, 200, 200, 0, 400, 401, 403, 404, 409, 429, 500, 502};
   int status = kStatuses[rng.below(std::size(kStatuses))];
   if (!bytes.empty() && bytes[0] == '!') status = static_cast<int>(static_cast<std::int32_t>(rng.next()));
+  tgFuzzReply(200, bytes, "");  // the status under which the result is read
   tgFuzzReply(status, bytes, "");
   tgFuzzReply(status, bytes, rng.next() & 1 ? "timeout" : "connection refused");
   // The bytes as Telegram's words, and (textually) as the result of an ok answer.
@@ -258,8 +263,7 @@ void tgFuzzReplies(const std::string& bytes, TgFuzzRng& rng) {
   FUZZ_CHECK(!r.ok && r.errorCode == 429 && r.retryAfter.has_value(), "a 429 envelope read back differently");
   if (tgFuzzNesting(bytes) <= 64) {  // readReply copies the result, which recurses
     r = tgFuzzReply(200, "{\"ok\": true, \"result\": " + bytes + "}", "");
-    bool valid = !json::parse("[" + bytes + "]", nullptr, false).is_discarded();
-    FUZZ_CHECK(!valid || r.ok, "an ok envelope with a valid result was not ok");
+    FUZZ_CHECK(!value || r.ok, "an ok envelope with a valid result was not ok");
   }
 }
 
@@ -274,6 +278,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (tgFuzzNesting(bytes) <= 64) tgFuzzInjected(parsed);
   }
   tgFuzzWrapped(bytes, rng);
-  tgFuzzReplies(bytes, rng);
+  // nlohmann-json skips a BOM at the start and ends the input at a NUL: such bytes parse
+  // alone but not inside the envelope.
+  const bool value = !parsed.is_discarded() && bytes.rfind("\xEF\xBB\xBF", 0) != 0 && bytes.find('\0') == std::string::npos;
+  tgFuzzReplies(bytes, value, rng);
   return 0;
 }

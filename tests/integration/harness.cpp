@@ -1,4 +1,5 @@
 #include "tests/integration/harness.h"
+#include "common/cloexec.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -169,7 +170,7 @@ std::string readText(const std::string& path) {
 }
 
 int freeTcpPort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = pine::socketCloexec(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -240,7 +241,7 @@ Pined::~Pined() {
 Pined::Http Pined::api(const std::string& method, const std::string& path, const std::string& body) {
   std::string token = readText(home_ + "/data/http-token");
   while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = pine::socketCloexec(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   std::string sock = home_ + "/pine.sock";

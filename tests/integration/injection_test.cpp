@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "tests/integration/harness.h"
+#include "common/cloexec.h"
 
 using namespace pine::test;
 using namespace std::chrono_literals;
@@ -264,7 +265,7 @@ class Mosquitto {
 
  private:
   int connectTo() {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = pine::socketCloexec(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons((uint16_t)port_);

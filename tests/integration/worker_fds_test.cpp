@@ -14,6 +14,7 @@
 #include "proto/broker.capnp.h"
 #include "supervisor/spawn.h"
 #include "tests/integration/harness.h"
+#include "common/cloexec.h"
 
 using namespace pine;
 
@@ -50,7 +51,7 @@ unsigned long fdFlags(pid_t pid, const std::string& fd) {
 TEST_CASE("every descriptor of a worker above stderr is close-on-exec, its broker link included") {
   auto io = kj::setupAsyncIo();
   int sv[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  REQUIRE(pine::socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
   SpawnSpec spec;
   spec.program = test::binDir() + "/pine-worker";
   spec.args = {spec.program, "--task", "t1", "--agent", "main"};

@@ -1,4 +1,6 @@
 #include "tests/providers/fake_server.h"
+#include "common/cloexec.h"
+#include "common/send_no_signal.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,7 +20,7 @@ namespace {
 void writeAll(int fd, const std::string& s) {
   std::size_t off = 0;
   while (off < s.size()) {
-    ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    ssize_t n = pine::sendNoSignal(fd, s.data() + off, s.size() - off, 0);
     if (n <= 0) return;
     off += static_cast<std::size_t>(n);
   }
@@ -37,7 +39,7 @@ const char* reason(int status) {
 }  // namespace
 
 FakeServer::FakeServer() {
-  listenFd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  listenFd_ = pine::socketCloexec(AF_INET, SOCK_STREAM, 0);
   if (listenFd_ < 0) throw std::runtime_error("fake server: socket failed");
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -70,7 +72,7 @@ void FakeServer::loop() {
   while (!stop_) {
     pollfd p{listenFd_, POLLIN, 0};
     if (::poll(&p, 1, 50) <= 0) continue;
-    int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
+    int fd = pine::acceptCloexec(listenFd_);
     if (fd < 0) continue;
     serve(fd);
     ::close(fd);

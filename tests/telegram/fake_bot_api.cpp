@@ -1,4 +1,5 @@
 #include "tests/telegram/fake_bot_api.h"
+#include "common/send_no_signal.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -80,7 +81,7 @@ const char* fakeTgReason(int status) {
 void fakeTgWriteAll(int fd, const std::string& s) {
   std::size_t off = 0;
   while (off < s.size()) {
-    ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    ssize_t n = pine::sendNoSignal(fd, s.data() + off, s.size() - off, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
     off += static_cast<std::size_t>(n);

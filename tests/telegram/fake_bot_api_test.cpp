@@ -1,5 +1,6 @@
 // Self-test of the fake Telegram Bot API, driven by a tiny raw-socket HTTP client.
 #include "tests/telegram/fake_bot_api.h"
+#include "common/send_no_signal.h"
 
 #include <doctest/doctest.h>
 
@@ -47,7 +48,7 @@ class FakeTgConn {
   void sendRaw(const std::string& bytes) {
     std::size_t off = 0;
     while (off < bytes.size()) {
-      ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      ssize_t n = pine::sendNoSignal(fd_, bytes.data() + off, bytes.size() - off, 0);
       if (n <= 0) return;
       off += static_cast<std::size_t>(n);
     }

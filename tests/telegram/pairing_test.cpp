@@ -82,6 +82,19 @@ TEST_CASE("codes expire; a denied account is never asked about again") {
   CHECK(p.ownerChats().empty());
 }
 
+TEST_CASE("once an account is paired, the codes others were sent meanwhile are void") {
+  Db db;
+  Pairings p(*db.store, "tg", {});
+  auto mine = p.issueCode(account(1), 100);
+  auto theirs = p.issueCode(account(2, "Eve", "eve"), 200);
+  REQUIRE(mine);
+  REQUIRE(theirs);
+  REQUIRE(decideCode(*db.store, *mine, true, 300));
+  CHECK_FALSE(findCode(*db.store, *theirs, 400));
+  CHECK_FALSE(decideCode(*db.store, *theirs, true, 400));
+  CHECK(p.standing(2, 400) == Standing::Stranger);
+}
+
 TEST_CASE("a crowd of strangers cannot flood the owner with codes") {
   Db db;
   Pairings p(*db.store, "tg", {});

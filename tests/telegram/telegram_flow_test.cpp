@@ -62,7 +62,7 @@ void writeHome(const std::string& home, const FakeBotApi& tg, const std::string&
   pine += "sources:\n  - name: tg\n    type: telegram\n    tokenSecret: TG_TOKEN\n    baseUrl: " + tg.baseUrl() +
           "\n    agent: main\n" + sourceExtra;
   writeText(home + "/pine.yaml", pine);
-  writeText(home + "/.env", "TG_TOKEN=" + kToken + "\n");
+  writeText(home + "/.env", "TG_TOKEN=" + kToken + "\nOTHER_SECRET=supersecretvalue12345\n");
   chmod((home + "/.env").c_str(), 0600);
   writeText(home + "/agents/main/agent.yaml",
             "description: main\ntools: [read, ls, bash, send]\napprove: [\"bash:*\"]\n");
@@ -70,6 +70,7 @@ void writeHome(const std::string& home, const FakeBotApi& tg, const std::string&
             "replies:\n"
             "  - match: \"hello bot\"\n    text: \"Hi <b>&</b> **bold** done\"\n"
             "  - match: \"long please\"\n    text: " + json(longAnswer()).dump() + "\n"
+            "  - match: \"what is the secret\"\n    text: \"it is supersecretvalue12345, set as ${secret:OTHER_SECRET}\"\n"
             "  - match: \"run ls please\"\n    turns:\n      - tool_calls:\n          - name: bash\n"
             "            arguments: {command: \"ls\"}\n      - text: \"ls ran\"\n"
             "  - match: \"tell the owner\"\n    turns:\n      - tool_calls:\n          - name: send\n"
@@ -212,6 +213,15 @@ TEST_CASE("telegram: an allowed account's messages are answered: escaped HTML, l
   // No pairing code ever went out: the source has an owner by its allow list.
   CHECK(tg.callsOf("sendMessage").size() == 1);
 
+  // What leaves for Telegram is redacted of every value in .env, by pined; a placeholder quoted
+  // in an answer goes out as written.
+  tg.addTextMessage(owner, dm(2001), "what is the secret");
+  auto secret = tg.waitForMessage(2001, has("it is"), 30s);
+  REQUIRE(secret);
+  std::string secretText = secret->value("text", "");
+  CHECK(contains(secretText, "it is [redacted], set as ${secret:"));  // the redactor also hides the key's name
+  CHECK_FALSE(contains(secretText, "supersecretvalue"));
+
   tg.addTextMessage(owner, dm(2001), "long please");
   REQUIRE(tg.waitForMessage(2001, has("Paragraph 29"), 30s));
   std::string joined;
@@ -297,8 +307,15 @@ TEST_CASE("telegram: approvals with buttons: allow, deny, always here, forged ta
   User owner{3001, "Olga", "", "olga"}, stranger{3002, "Mallory", "", ""};
   Chat chat = dm(3001);
 
-  // Allow: the card names agent, tool and arguments; bash is on the approve list, so no "always".
+  // A card Telegram refused is not lost: /approvals shows it again.
+  tg.failNext("sendMessage", 400, "Bad Request: chat not found");
   tg.addTextMessage(owner, chat, "run ls please");
+  REQUIRE(pendingApproval(pined).is_object());
+  REQUIRE(tg.waitForCall("sendMessage", [](const json&) { return true; }, 20s));
+  CHECK(tg.sent(3001).empty());
+  tg.addTextMessage(owner, chat, "/approvals");
+  CHECK(tg.waitForMessage(3001, has("1 waiting"), 20s));
+  // Allow: the card names agent, tool and arguments; bash is on the approve list, so no "always".
   json card;
   auto kb = keyboardOf(tg, 3001, &card);
   REQUIRE(kb.size() == 2);
@@ -453,6 +470,15 @@ TEST_CASE("telegram: 429 and 5xx are waited out, a revoked token is one clear st
   CHECK(tg.callsOf("getUpdates").size() <= polls + 1);
   CHECK(again.rolePid("broker") > 0);
   CHECK_FALSE(contains(status, "AAHtesttoken"));
+  // A new token and a reload: tried at once, not after the five minutes' wait; the message
+  // written meanwhile is answered.
+  tg.setTokenRevoked(false);
+  CHECK(again.ctl({"reload"}).exitCode == 0);
+  tg.addTextMessage(owner, chat, "hello bot");
+  CHECK(waitUntil([&] { return countWith(tg, 4001, "Hi") == 3; }, 20s));
+  CHECK(contains(again.ctl({"status"}).out, "tg: polling"));
+  // The answer that could not go out while the token was refused goes out now.
+  CHECK(tg.waitForMessage(4001, [](const json& m) { return m.value("text", "") == "ok"; }, 20s));
 }
 
 TEST_CASE("telegram: a forwarded message is outside content; notices can be turned off; outputs go to owner chats only") {

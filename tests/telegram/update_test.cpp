@@ -62,6 +62,11 @@ TEST_CASE("a text message, a forwarded one, files, a callback") {
 }
 
 TEST_CASE("malformed updates read as nothing") {
+  // is_bot of another type is read as false, never thrown on (found by fuzzing).
+  auto odd = readUpdate(nlohmann::json::parse(R"({"update_id": 1, "message": {"message_id": 1, "date": 1,
+      "from": {"id": 42, "is_bot": "yes", "first_name": "Ann"}, "chat": {"id": 42, "type": "private"}, "text": "x"}})"));
+  REQUIRE(odd);
+  CHECK_FALSE(odd->from.isBot);
   for (const char* bad : {R"([])", R"({"update_id": 1})", R"({"update_id": 1, "message": "x"})",
                           R"({"update_id": 1, "message": {"text": "no sender"}})",
                           R"({"update_id": 1, "message": {"from": {"id": "42"}, "chat": {"id": 42}, "text": "x"}})",
@@ -87,6 +92,11 @@ TEST_CASE("the Bot API's envelope: results, errors, retry_after, answers that ar
   auto down = readReply(0, "", "connection refused");
   CHECK(down.errorCode == 0);
   CHECK(down.description == "connection refused");
+  std::string deep = "{\"ok\":true,\"result\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  auto tooDeep = readReply(200, deep, "");
+  CHECK_FALSE(tooDeep.ok);
+  CHECK(tooDeep.description.find("nested deeper") != std::string::npos);
+  CHECK(readReply(200, R"({"ok":true,"result":{"text":"[[[[ not structure ]]]] \" [{"}})", "").ok);  // brackets in strings do not count
   auto silly = readReply(429, R"({"ok":false,"error_code":429,"parameters":{"retry_after":999999}})", "");
   CHECK(silly.retryAfter == std::optional<int>(3600));  // capped
 }

@@ -9,6 +9,7 @@
 
 #include "common/unix_socket.h"
 #include "sandbox/agent_sandbox.h"
+#include "sandbox/linux/linux_host.h"
 
 using namespace pine::sandbox;
 
@@ -30,7 +31,7 @@ struct Home {
 
 TEST_CASE("grants that reach pine's home, .env, another agent or pine's programs are refused") {
   Home h;
-  AgentSandboxes boxes(h.root, pine::programDir(), probeKernel());
+  AgentSandboxes boxes(h.root, pine::programDir(), makeLinuxHost(probeKernel(), {}));
   for (const std::string& bad : std::vector<std::string>{h.root, h.root + "/.env", h.root + "/agents/other/workspace", h.root + "/agents/other",
                           h.root + "/data", h.root + "/agents/main/../other", pine::programDir(), std::string("/"),
                           h.root.substr(0, h.root.find_last_of('/'))}) {
@@ -54,7 +55,7 @@ TEST_CASE("the legitimate twin: an ordinary folder can be granted, variables exp
   Home h;
   std::string extra = h.root.substr(0, h.root.find_last_of('/')) + "/project";
   std::filesystem::create_directories(extra);
-  AgentSandboxes boxes(h.root, pine::programDir(), probeKernel());
+  AgentSandboxes boxes(h.root, pine::programDir(), makeLinuxHost(probeKernel(), {}));
   Grants g;
   g.read.push_back(extra);
   g.write.push_back("${WORKSPACE}/out");
@@ -78,7 +79,7 @@ TEST_CASE("a kernel below the configured Landlock minimum refuses every task, sa
   Probe p = probeKernel();
   LinuxOptions opts;
   opts.minLandlockAbi = p.landlockAbi + 1;
-  AgentSandboxes boxes(h.root, pine::programDir(), p, opts);
+  AgentSandboxes boxes(h.root, pine::programDir(), makeLinuxHost(p, opts));
   try {
     boxes.prepare({"main", {}, false, false, {}});
     FAIL("no throw");
@@ -88,6 +89,6 @@ TEST_CASE("a kernel below the configured Landlock minimum refuses every task, sa
   Probe none = p;
   none.landlockAbi = 0;
   none.seccomp = false;
-  AgentSandboxes nothing(h.root, pine::programDir(), none);
+  AgentSandboxes nothing(h.root, pine::programDir(), makeLinuxHost(none, {}));
   CHECK_THROWS(nothing.prepare({"main", {}, false, false, {}}));
 }

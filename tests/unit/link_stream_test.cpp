@@ -2,6 +2,7 @@
 // socket fills; small writes wait for the loop to be idle and leave together; a peer passing
 // fds or hanging up cannot stall or kill us.
 #include "common/link_stream.h"
+#include "common/cloexec.h"
 
 #include <capnp/serialize.h>
 
@@ -23,7 +24,7 @@ namespace {
 
 struct Pair {
   int fd[2];
-  Pair() { REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fd) == 0); }
+  Pair() { REQUIRE(pine::socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, fd) == 0); }
 };
 
 std::string pattern(size_t size, unsigned seed) {

@@ -8,6 +8,7 @@
 
 #include <kj/io.h>
 #include "common/unix_socket.h"
+#include "common/cloexec.h"
 
 using namespace pine;
 
@@ -40,7 +41,7 @@ TEST_CASE("peer access: the owner's uid, or the admin group in the peer's groups
 
 TEST_CASE("peer access: the kernel's credentials of a real connection") {
   int sv[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  REQUIRE(pine::socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
   kj::AutoCloseFd a(sv[0]), b(sv[1]);
   auto peer = peerCredentials(a.get());
   REQUIRE(peer);

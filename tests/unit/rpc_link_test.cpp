@@ -9,6 +9,7 @@
 
 #include "common/rpc_link.h"
 #include "proto/supervisor.capnp.h"
+#include "common/cloexec.h"
 
 using namespace pine;
 
@@ -29,7 +30,7 @@ class FakeSupervisor final : public proto::Supervisor::Server {
  protected:
   kj::Promise<void> spawnWorker(SpawnWorkerContext ctx) override {
     int p[2];
-    KJ_SYSCALL(pipe2(p, O_CLOEXEC));
+    KJ_SYSCALL(pine::pipeCloexec(p));
     sentWriteEnd = p[1];
     ctx.getResults().setSocket(kj::heap<Carrier>(p[0]));
     ctx.getResults().setPid(7);
@@ -41,7 +42,7 @@ class FakeSupervisor final : public proto::Supervisor::Server {
 TEST_CASE("a capability carries a file descriptor from pined to the broker") {
   auto io = kj::setupAsyncIo();
   int sv[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  REQUIRE(pine::socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
   auto fake = kj::heap<FakeSupervisor>();
   auto& sup = *fake;
   RpcLink pined(wrapSocket(*io.lowLevelProvider, sv[0]), capnp::rpc::twoparty::Side::SERVER, kj::mv(fake),

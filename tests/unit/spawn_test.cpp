@@ -9,6 +9,7 @@
 
 #include "common/fd.h"
 #include "supervisor/spawn.h"
+#include "common/cloexec.h"
 
 namespace {
 
@@ -19,7 +20,7 @@ struct Ran {
 
 Ran run(pine::SpawnSpec spec) {
   int out[2];
-  REQUIRE(pipe2(out, O_CLOEXEC) == 0);
+  REQUIRE(pine::pipeCloexec(out) == 0);
   spec.stdoutFd = out[1];
   pid_t pid = pine::spawnChild(spec);
   close(out[1]);
@@ -37,7 +38,7 @@ Ran run(pine::SpawnSpec spec) {
 
 TEST_CASE("a child gets fd 3 and nothing else above stderr, a fixed environment, its own session") {
   int sv[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  REQUIRE(pine::socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
   int leaked = open("/dev/null", O_RDONLY);  // not close-on-exec: spawnChild must close it anyway
   REQUIRE(leaked > 3);
   pine::SpawnSpec spec;

@@ -15,6 +15,7 @@
 #include "supervisor/supervisor.h"
 #include "tests/fixtures/byte_collector.h"
 #include "tests/egress/test_server.h"
+#include "common/cloexec.h"
 
 using namespace pine;
 
@@ -62,7 +63,7 @@ struct Fixture {
     options.egressCaFile = caFile;
     sup = kj::heap<Supervisor>(io, options);
     int sv[2];
-    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    REQUIRE(pine::socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
     pinedSide = kj::heap<RpcLink>(wrapSocket(*io.lowLevelProvider, sv[0]), capnp::rpc::twoparty::Side::SERVER,
                                   kj::heap<SupervisorService>(*sup, io), LinkLimits{1, 1 << 20});
     brokerSide = kj::heap<RpcLink>(wrapSocket(*io.lowLevelProvider, sv[1]), capnp::rpc::twoparty::Side::CLIENT,

@@ -6,6 +6,7 @@
 #include "broker/worker_link.h"
 #include "common/link_stream.h"
 #include "common/rpc_link.h"
+#include "common/cloexec.h"
 
 using namespace pine;
 
@@ -19,7 +20,7 @@ struct Fixture {
 
   Fixture() {
     int sv[2];
-    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    REQUIRE(pine::socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
     auto paf = kj::newPromiseAndFulfiller<WorkerOutcome>();
     outcome = kj::mv(paf.promise);
     // As broker.cpp and worker/main.cpp make them.

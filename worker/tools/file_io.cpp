@@ -1,7 +1,6 @@
 // File I/O beneath the jail that the tools share: reading a capped amount,
 // telling text from binary, and replacing a file atomically.
 #include <fcntl.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "worker/tools/tool_parts.h"
+#include "common/random_bytes.h"
 
 namespace pine::tools::detail {
 namespace {
@@ -31,7 +31,7 @@ std::string sysError(const std::string& what, const std::string& path, int err) 
 
 std::string randomSuffix() {
   unsigned char raw[6] = {};
-  if (getrandom(raw, sizeof raw, GRND_NONBLOCK) != ssize_t(sizeof raw)) {
+  if (!randomBytes(raw, sizeof raw, false)) {
     // Uniqueness only (the open is exclusive): the pid and a counter will do.
     static unsigned counter = 0;
     return std::to_string(getpid()) + "-" + std::to_string(++counter);

@@ -15,6 +15,8 @@
 
 #include "sandbox/guard/bash_guard.h"
 #include "worker/tools/tool_parts.h"
+#include "common/cloexec.h"
+#include "common/fd.h"
 
 namespace pine::tools::detail {
 namespace {
@@ -91,7 +93,7 @@ class Fd {
     (void)!::write(2, msg, sizeof msg - 1);
     _exit(126);
   }
-  close_range(3, ~0U, 0);  // nothing else the worker holds reaches the command
+  closeFrom(3);  // nothing else the worker holds reaches the command
   execve("/bin/bash", argv, envp);
   static const char msg[] = "pine: cannot start /bin/bash\n";
   (void)!::write(2, msg, sizeof msg - 1);
@@ -130,7 +132,7 @@ ToolResult bashTool(const ToolEnv& env, const Json& args) {
   if (devNull.get() < 0 || cwd.get() < 0)
     return fail("bash: could not prepare the command (" + std::string(std::strerror(errno)) + ")");
   int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return fail("bash: could not create a pipe: " + std::string(std::strerror(errno)));
+  if (pipeCloexec(p) != 0) return fail("bash: could not create a pipe: " + std::string(std::strerror(errno)));
   Fd readEnd(p[0]), writeEnd(p[1]);
 
   const pid_t pid = fork();
