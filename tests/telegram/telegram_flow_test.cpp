@@ -519,3 +519,29 @@ TEST_CASE("telegram: an approval nobody answers times out as a no; the card and 
   CHECK(tg.waitForMessage(6001, has("An approval timed out"), 10s));
   CHECK(tg.waitForMessage(6001, has("ls ran"), 30s));  // the run goes on, told it was not approved
 }
+
+TEST_CASE("telegram: notices: bypass paused in a conversation that read outside content, a task that failed") {
+  FakeBotApi tg(kToken);
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, tg, "    allow: [7001]\n");
+  Pined pined(home, {}, {});
+  User owner{7001, "Olga", "", ""}, eve{7009, "Eve", "", ""};
+  Chat chat = dm(7001);
+
+  // Bypass, then a forwarded message marks the conversation: bypass pauses there, and says so.
+  tg.addTextMessage(owner, chat, "/mode bypass");
+  REQUIRE(tg.waitForMessage(7001, has("bypass mode"), 20s));
+  tg.addForwardedMessage(owner, chat, "a stranger's words", eve);
+  CHECK(tg.waitForMessage(7001, has("bypass is paused in session telegram-7001"), 30s));
+
+  // A task started elsewhere (the control API) that fails: the chat hears of it.
+  tg.addTextMessage(owner, chat, "/mode manual");
+  REQUIRE(tg.waitForMessage(7001, has("manual mode"), 20s));
+  auto started = message(pined, "main", "run ls please", false, "elsewhere");
+  REQUIRE(started.contains("task"));
+  const std::string task = started["task"];
+  REQUIRE(pendingApproval(pined).is_object());
+  CHECK(pined.ctl({"cancel", task}).exitCode == 0);
+  CHECK(tg.waitForMessage(7001, has("Task " + task + " of main failed: cancelled by the owner"), 20s));
+}
