@@ -55,7 +55,7 @@ std::string longAnswer() {
 
 // A home whose `tg` source talks to the fake; `sourceExtra` adds keys to the source.
 void writeHome(const std::string& home, const FakeBotApi& tg, const std::string& sourceExtra = "",
-               int approvalTimeout = 60) {
+               int approvalTimeout = 60, const std::string& agentExtra = "") {
   writeMinimalConfig(home, {"main"});
   std::string pine = readText(home + "/pine.yaml");
   pine += "security:\n  approvalTimeout: " + std::to_string(approvalTimeout) + "\n";
@@ -65,7 +65,7 @@ void writeHome(const std::string& home, const FakeBotApi& tg, const std::string&
   writeText(home + "/.env", "TG_TOKEN=" + kToken + "\nOTHER_SECRET=supersecretvalue12345\n");
   chmod((home + "/.env").c_str(), 0600);
   writeText(home + "/agents/main/agent.yaml",
-            "description: main\ntools: [read, ls, bash, send]\napprove: [\"bash:*\"]\n");
+            "description: main\ntools: [read, ls, bash, send]\napprove: [\"bash:*\"]\n" + agentExtra);
   writeText(home + "/providers/replies.yaml",
             "replies:\n"
             "  - match: \"hello bot\"\n    text: \"Hi <b>&</b> **bold** done\"\n"
@@ -75,6 +75,8 @@ void writeHome(const std::string& home, const FakeBotApi& tg, const std::string&
             "            arguments: {command: \"ls\"}\n      - text: \"ls ran\"\n"
             "  - match: \"tell the owner\"\n    turns:\n      - tool_calls:\n          - name: send\n"
             "            arguments: {to: \"owner\", text: \"a note for you\"}\n      - text: \"sent it\"\n"
+            "  - match: \"spend tokens\"\n    turns:\n      - tool_calls: [{name: ls, arguments: {path: .}}]\n"
+            "        usage: {input: 900, output: 200}\n      - text: \"spent\"\n"
             "  - match: \"\"\n    text: \"ok\"\n");
 }
 
@@ -544,4 +546,20 @@ TEST_CASE("telegram: notices: bypass paused in a conversation that read outside 
   REQUIRE(pendingApproval(pined).is_object());
   CHECK(pined.ctl({"cancel", task}).exitCode == 0);
   CHECK(tg.waitForMessage(7001, has("Task " + task + " of main failed: cancelled by the owner"), 20s));
+}
+
+TEST_CASE("telegram: a run stopped by its budget is a notice; notify can turn it off") {
+  for (bool on : {true, false}) {
+    CAPTURE(on);
+    FakeBotApi tg(kToken);
+    TempDir dir;
+    std::string home = dir.path() + "/home";
+    writeHome(home, tg, on ? "    allow: [8001]\n" : "    allow: [8001]\n    notify: {budget: false}\n", 60,
+              "budget: {tokensPerDay: 1000}\n");
+    Pined pined(home, {}, {});
+    tg.addTextMessage(User{8001, "Olga", "", ""}, dm(8001), "spend tokens");
+    REQUIRE(tg.waitForMessage(8001, has("The task failed"), 30s));  // the answer to the chat
+    std::this_thread::sleep_for(500ms);
+    CHECK(countWith(tg, 8001, "main: budget: ") == (on ? 1u : 0u));
+  }
 }
