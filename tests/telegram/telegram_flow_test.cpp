@@ -264,6 +264,8 @@ TEST_CASE("telegram: an allowed account's messages are answered: escaped HTML, l
   std::string saved = readText(inbox + "telegram-" + std::to_string(p) + "-0-photo.jpg");
   CHECK(saved.size() == photo.size());
   CHECK(saved == photo);
+  int64_t v = tg.addVoice(owner, dm(2001), "OggS-voice-bytes", 3);
+  REQUIRE(waitUntil([&] { return readText(inbox + "telegram-" + std::to_string(v) + "-0-voice.ogg") == "OggS-voice-bytes"; }, 30s));
   tg.addDocument(owner, dm(2001), "", "../../notes <x>.txt", "text/plain", "buy milk\n");
   int64_t big = tg.addDocument(owner, dm(2001), "too big", "big.bin", "application/octet-stream", std::string(2 << 20, 'x'));
   CHECK(confirmed(tg, big));
