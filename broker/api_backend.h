@@ -16,6 +16,13 @@ class Feed;
 struct ApiReply {
   int status = 200;
   nlohmann::json body;
+  int retryAfterSec = 0;  // > 0: sent as Retry-After (429)
+};
+
+// A POST to /hooks/<name> as it arrived: every header (names lowercased) and the raw body.
+struct HookDelivery {
+  std::map<std::string, std::string> headers;
+  std::string body;
 };
 
 // A refusal the API answers: {"error": message} with that status.
@@ -62,6 +69,15 @@ class ApiBackend {
   // DELETE /v1/telegram/pairings/{source}/{userId}
   virtual ApiReply removeTelegramPairing(const std::string&, const std::string&) {
     return apiError(404, "no telegram source is configured");
+  }
+
+  // Webhooks (hook_intake.h): no control token; each hook carries its own secret.
+  // The body cap of hook `name`, or 0 when there is none (404 before the body is read).
+  virtual uint64_t hookBodyLimit(const std::string&) { return 0; }
+  // POST /hooks/{name}: 202 {"event"} once committed, 200 {"event", "repeat": true} for a delivery
+  // already taken, 401, 413, 415, 429 (Retry-After) or 404.
+  virtual kj::Promise<ApiReply> hook(const std::string&, HookDelivery) {
+    return apiError(404, "no webhook of that name");
   }
 
   // Live notifications, each a JSON object with a "kind":

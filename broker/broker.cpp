@@ -79,6 +79,19 @@ Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId, std::strin
   runner_ = std::make_unique<TaskRunner>(io_, home_, config_, *this, *queue_, feed_, background_);
   queue_->setLauncher(*runner_);
   schedules_ = std::make_unique<ScheduleTimers>(timer, *store_, config_, submitRun, background_);
+  // The hook's secret is pined's: the broker sends what arrived and hears yes or no.
+  hooks_ = std::make_unique<HookIntake>(HookIntake::Parts{
+      config_, *store_, *bus_,
+      [this](const std::string& hook, const std::string& body, const std::string& presented,
+             const std::string& timestamp) {
+        auto req = supervisor_.checkHookRequest();
+        req.setHook(hook);
+        req.setBody(kj::arrayPtr(reinterpret_cast<const kj::byte*>(body.data()), body.size()));
+        req.setPresented(presented);
+        req.setTimestamp(timestamp);
+        return req.send().then([](auto r) { return HookCheckResult{r.getOk(), r.getWhy().cStr()}; });
+      },
+      [] { return nowMs(); }});
   ownerApi_ = std::make_unique<OwnerApi>(OwnerApi::Parts{
       home_, token_, config_, *store_, feed_, *bus_, *queue_, *sessions_, *approvals_, *schedules_,
       [this]() { return supervisor_; }, [this]() { reloadConfiguration(); },
@@ -88,7 +101,8 @@ Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId, std::strin
       [this]() { return telegram_ ? telegram_->status() : nlohmann::json::array(); },
       [this](const store::PairingRow& row) {
         if (telegram_) telegram_->accountDecided(row);
-      }});
+      },
+      hooks_.get()});
   telegram_ = std::make_unique<telegram::Channels>(telegram::Channel::Parts{*this, *ownerApi_, feed_, timer, config_});
   auto paf = kj::newPromiseAndFulfiller<void>();
   stopFulfiller_ = kj::mv(paf.fulfiller);

@@ -12,6 +12,7 @@
 #include "broker/event_bus.h"
 #include "broker/event_routing.h"
 #include "broker/feed.h"
+#include "broker/hook_intake.h"
 #include "broker/run_services.h"
 #include "broker/schedule_timers.h"
 #include "broker/sessions.h"
@@ -94,6 +95,7 @@ class Broker final : public RunServices, private kj::TaskSet::ErrorHandler {
   std::unique_ptr<TaskQueue> queue_;
   std::unique_ptr<TaskRunner> runner_;
   std::unique_ptr<ScheduleTimers> schedules_;
+  std::unique_ptr<HookIntake> hooks_;
   std::unique_ptr<OwnerApi> ownerApi_;
   std::unique_ptr<telegram::Channels> telegram_;
   kj::Own<ControlApi> api_;

@@ -203,6 +203,7 @@ ControlApi::ControlApi(kj::AsyncIoContext& io, ApiBackend& backend, ControlApiLi
   hAccept_ = builder.add("Accept");
   hLastEventId_ = builder.add("Last-Event-ID");
   hCacheControl_ = builder.add("Cache-Control");
+  hRetryAfter_ = builder.add("Retry-After");
   table_ = builder.build();
 }
 
@@ -339,9 +340,11 @@ kj::Promise<void> ControlApi::serve(kj::Own<kj::AsyncIoStream> connection, ApiLi
   return endpoint->server.listenHttp(kj::heap<LimitedConnection>(kj::mv(connection), limits_.head));
 }
 
-kj::Promise<void> ControlApi::sendJson(Response& response, unsigned status, const json& body) {
+kj::Promise<void> ControlApi::sendJson(Response& response, unsigned status, const json& body, int retryAfterSec) {
   kj::HttpHeaders headers(*table_);
   headers.set(hContentType_, "application/json");
+  auto retryAfter = kj::str(retryAfterSec);
+  if (retryAfterSec > 0) headers.set(hRetryAfter_, retryAfter);
   std::string text = body.dump() + "\n";
   auto stream = response.send(status, statusText(status), headers, text.size());
   auto owned = kj::heapString(text.data(), text.size());
@@ -355,7 +358,7 @@ kj::Promise<void> ControlApi::sendError(Response& response, unsigned status, con
 
 kj::Promise<void> ControlApi::sendReply(Response& response, ApiReply reply) {
   if (reply.status < 100 || reply.status > 599) reply.status = 500;
-  return sendJson(response, (unsigned)reply.status, reply.body);
+  return sendJson(response, (unsigned)reply.status, reply.body, reply.retryAfterSec);
 }
 
 kj::Own<kj::AsyncOutputStream> ControlApi::startSse(Response& response) {
@@ -384,6 +387,8 @@ kj::Promise<void> ControlApi::handle(Endpoint& endpoint, kj::HttpMethod method, 
   };
   if (facts.hasOrigin || facts.hasSecFetchSite) return refuse(*checkApiRequest(facts, ""));
   if (auto r = checkHost(header(headers, kj::HttpHeaderId::HOST), endpoint.kind, endpoint.port)) return refuse(*r);
+  // Webhooks carry their own secret, never the control token (hook_intake.h).
+  if (facts.path.rfind("/hooks/", 0) == 0) return hookRequest(method, facts.path.substr(7), headers, body, response);
   if (auto r = checkApiRequest(facts, backend_.token())) return refuse(*r);
   if (auto r = checkPath(facts.path)) return refuse(*r);
   auto query = parseQuery(facts.query);
@@ -395,6 +400,34 @@ kj::Promise<void> ControlApi::handle(Endpoint& endpoint, kj::HttpMethod method, 
         if (e.getType() == kj::Exception::Type::DISCONNECTED) return kj::mv(e);
         spdlog::warn("control API: {}", e.getDescription().cStr());
         return sendError(response, 502, std::string("the broker could not answer: ") + e.getDescription().cStr());
+      });
+}
+
+kj::Promise<void> ControlApi::hookRequest(kj::HttpMethod method, const std::string& name,
+                                          const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
+                                          Response& response) {
+  bool plain = !name.empty() && name.size() <= 64;
+  for (unsigned char c : name) plain &= std::isalnum(c) || c == '_' || c == '-' || c == '.';
+  if (!plain) return sendError(response, 404, "no webhook of that name (see webhooks in pine.yaml)");
+  if (method != M::POST) return sendError(response, 405, "use POST");
+  uint64_t limit = backend_.hookBodyLimit(name);
+  // An unknown hook is answered (and audited) by the backend, without reading the body.
+  if (limit == 0) return backend_.hook(name, {}).then([this, &response](ApiReply r) { return sendReply(response, kj::mv(r)); });
+  std::optional<uint64_t> declared;
+  if (auto r = checkBodyFraming(header(headers, kj::HttpHeaderId::CONTENT_LENGTH),
+                                header(headers, kj::HttpHeaderId::TRANSFER_ENCODING), limit, &declared))
+    return sendError(response, r->status, r->message);
+  HookDelivery d;
+  headers.forEach([&d](kj::StringPtr n, kj::StringPtr v) {
+    std::string key(n.cStr());
+    for (auto& c : key) c = (char)std::tolower((unsigned char)c);
+    d.headers[key] = v.cStr();
+  });
+  return readBody(body, limit).then(
+      [this, &response, name, d = kj::mv(d)](BodyResult b) mutable -> kj::Promise<void> {
+        if (b.refusal) return sendError(response, b.refusal->status, b.refusal->message);
+        d.body = kj::mv(b.text);
+        return backend_.hook(name, kj::mv(d)).then([this, &response](ApiReply r) { return sendReply(response, kj::mv(r)); });
       });
 }
 

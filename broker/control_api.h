@@ -1,7 +1,8 @@
 // The owner's control API: HTTP/1.1 on the home's unix socket (mode 600, peer
 // uid checked) and on loopback TCP, with the bearer token from data/http-token.
 // It does the HTTP side (owner checks from api_auth, body limits and timeouts,
-// routing, SSE) and asks ApiBackend for everything else. Routes: docs/api.md.
+// routing, SSE) and asks ApiBackend for everything else. Routes: docs/api.md. Webhooks
+// (/hooks/<name>) skip the token: each hook carries its own secret (hook_intake.h).
 #pragma once
 #include <kj/async-io.h>
 #include <kj/compat/http.h>
@@ -73,7 +74,11 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
   kj::Promise<void> eventStream(const ApiQuery& query, const kj::HttpHeaders& headers,
                                 kj::HttpService::Response& response);
 
-  kj::Promise<void> sendJson(kj::HttpService::Response& response, unsigned status, const nlohmann::json& body);
+  kj::Promise<void> sendJson(kj::HttpService::Response& response, unsigned status, const nlohmann::json& body,
+                             int retryAfterSec = 0);
+  // POST /hooks/<name>: no control token; the backend checks the hook's own secret.
+  kj::Promise<void> hookRequest(kj::HttpMethod method, const std::string& name, const kj::HttpHeaders& headers,
+                                kj::AsyncInputStream& body, kj::HttpService::Response& response);
   kj::Promise<void> sendReply(kj::HttpService::Response& response, ApiReply reply);
   kj::Promise<void> sendError(kj::HttpService::Response& response, unsigned status, const std::string& message);
   kj::Own<kj::AsyncOutputStream> startSse(kj::HttpService::Response& response);
@@ -89,7 +94,7 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
   ControlApiLimits limits_;
   kj::Own<kj::HttpHeaderTable> table_;
   kj::HttpHeaderId hAuthorization_, hOrigin_, hSecFetchSite_, hContentType_, hAccept_, hLastEventId_,
-      hCacheControl_;
+      hCacheControl_, hRetryAfter_;
   std::string unixPath_, tcpHost_;
   int tcpPort_ = 0;
   // One HttpServer per listener, so a request knows which socket it came in on.

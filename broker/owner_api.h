@@ -13,6 +13,7 @@
 #include "broker/approval_desk.h"
 #include "broker/event_bus.h"
 #include "broker/feed.h"
+#include "broker/hook_intake.h"
 #include "broker/schedule_timers.h"
 #include "broker/sessions.h"
 #include "broker/task_queue.h"
@@ -40,6 +41,7 @@ class OwnerApi final : public ApiBackend {
     // The Telegram channels: their state for status, and an account the owner paired or denied.
     std::function<nlohmann::json()> channelStatus;
     std::function<void(const store::PairingRow&)> accountDecided;
+    HookIntake* hooks = nullptr;  // POST /hooks/<name>; none: 404
   };
   explicit OwnerApi(Parts parts) : p_(std::move(parts)) {}
 
@@ -67,6 +69,11 @@ class OwnerApi final : public ApiBackend {
   ApiReply decideTelegramCode(const std::string& code, bool pair) override;
   ApiReply removeTelegramPairing(const std::string& source, const std::string& account) override;
   Feed& feed() override { return p_.feed; }
+  uint64_t hookBodyLimit(const std::string& name) override { return p_.hooks ? p_.hooks->bodyLimit(name) : 0; }
+  kj::Promise<ApiReply> hook(const std::string& name, HookDelivery d) override {
+    if (!p_.hooks) return ApiBackend::hook(name, kj::mv(d));
+    return p_.hooks->deliver(name, kj::mv(d));
+  }
 
  private:
   ApiReply answer(const std::string& id, bool approved, bool always);

@@ -135,7 +135,7 @@ std::vector<SecurityNote> securityNotes(const Home& home, const HomeFacts& facts
   for (std::size_t i = 0; i < home.pine.sources.size(); ++i) {
     const Source& s = home.pine.sources[i];
     const std::string at = "sources[" + std::to_string(i) + "]";
-    if (s.type == "webhook" && s.open)
+    if (s.type == "webhook" && s.hook.open)
       notes.push_back({pineFile, at + ".open",
                        "webhook source '" + s.name + "' has no secret: anyone who reaches the port can post to it",
                        "set secret: NAME (store it with `pinectl secret set NAME`) and remove open"});

@@ -142,11 +142,13 @@ std::map<std::string, std::string> parseEnvFile(const std::string& path, std::ve
   return out;
 }
 
-std::set<std::string> envFileNames(const std::string& path, std::vector<ConfigError>* errors) {
+std::set<std::string> envFileNames(const std::string& path, std::vector<ConfigError>* errors,
+                                   std::set<std::string>* shortOnes, std::size_t minBytes) {
   auto values = parseEnvFile(path, errors);
   std::set<std::string> names;
   for (auto& [k, v] : values) {
     names.insert(k);
+    if (shortOnes && v.size() < minBytes) shortOnes->insert(k);
     wipe(v);
   }
   return names;

@@ -22,7 +22,9 @@ std::map<std::string, std::string> parseEnvText(const std::string& text, const s
 // Reads and parses path. A missing file is an empty map and no error.
 std::map<std::string, std::string> parseEnvFile(const std::string& path, std::vector<ConfigError>* errors = nullptr);
 
-// The names only; values are wiped before the parse result is released.
-std::set<std::string> envFileNames(const std::string& path, std::vector<ConfigError>* errors);
+// The names only; values are wiped before the parse result is released. With `shortOnes`,
+// also the names whose value has fewer than minBytes bytes (webhook secrets must be longer).
+std::set<std::string> envFileNames(const std::string& path, std::vector<ConfigError>* errors,
+                                   std::set<std::string>* shortOnes = nullptr, std::size_t minBytes = 0);
 
 }  // namespace pine::config

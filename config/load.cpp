@@ -173,6 +173,13 @@ void resolve(const Home& home, const HomeView& view, const std::vector<Ref>& ref
                   r.name + "`");
         }
         break;
+      case Ref::HookSecret:
+        // Its presence in .env is the Secret ref's error; here only its length.
+        if (!skipEnv && home.envShortSecrets.count(r.name))
+          err(r, "secret '" + r.name + "' is shorter than " + std::to_string(kMinHookSecretBytes) +
+                     " bytes: a webhook's secret is all that keeps strangers from posting events",
+              "store a long random value: `openssl rand -hex 32 | pinectl secret set " + r.name + "`");
+        break;
       case Ref::HomeFile:
         if (r.name.find("..") != std::string::npos && r.name[0] != '/')
           err(r, "'" + r.name + "' leaves pine's home", "write a path inside the home, or an absolute one");
@@ -265,10 +272,13 @@ LoadResult loadHome(const std::string& homeDirIn, const LoadOptions& opts) {
   } else if (auto it = opts.overlay.find(".env"); it != opts.overlay.end()) {
     if (it->second) {
       auto values = parseEnvText(*it->second, view.full(".env"), &errors);
-      for (auto& [k, v] : values) home.envSecretNames.insert(k);
+      for (auto& [k, v] : values) {
+        home.envSecretNames.insert(k);
+        if (v.size() < kMinHookSecretBytes) home.envShortSecrets.insert(k);
+      }
     }
   } else {
-    home.envSecretNames = envFileNames(view.full(".env"), &errors);
+    home.envSecretNames = envFileNames(view.full(".env"), &errors, &home.envShortSecrets, kMinHookSecretBytes);
   }
 
   // After a file that did not parse, "no such agent/model" would be noise: report the parse error alone.

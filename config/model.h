@@ -61,12 +61,22 @@ struct Limits {
   int subscriptionThrottleSec = 10;
 };
 
-struct Webhook {
-  std::string name;
-  std::string topic;
+// How a hook's caller proves it knows the secret (webhooks[] and `type: webhook` sources alike).
+struct HookAuth {
   std::string secret;  // NAME of a .env entry; empty only when open
   WebhookAuth auth = WebhookAuth::Bearer;
   bool open = false;
+  std::string signatureHeader = "X-Hub-Signature-256";  // hmac: where the signature arrives (GitHub's by default)
+  std::string signaturePrefix = "sha256=";              // hmac: what precedes it there
+  std::string timestampHeader;  // hmac: when set, the MAC is over "<timestamp>.<body>" and the time is checked
+  int toleranceSec = 300;       // how far the timestamp may be from now; also the body replay window
+  int maxBodyKb = 1024;         // larger bodies are refused (413)
+};
+inline constexpr std::size_t kMinHookSecretBytes = 16;  // shorter webhook secrets are refused
+
+struct Webhook : HookAuth {
+  std::string name;
+  std::string topic;
 };
 
 // What a telegram source tells the paired chats besides the answers to them (notify: {KIND: false}
@@ -84,11 +94,9 @@ struct Source {
   Trust trust = Trust::Untrusted;
   SourceStart start = SourceStart::Subscribed;
   std::string agent;  // owning agent; empty: a source for all agents
-  // webhook
+  // webhook (topic is also mqtt's)
   std::string topic;
-  std::string secret;
-  WebhookAuth auth = WebhookAuth::Bearer;
-  bool open = false;
+  HookAuth hook;
   // mqtt
   std::string url;  // also http
   std::vector<std::string> topics;
@@ -265,6 +273,7 @@ struct Home {
   ModelsConfig models;
   std::map<std::string, AgentConfig> agents;
   std::set<std::string> envSecretNames;  // names only; the supervisor alone reads values
+  std::set<std::string> envShortSecrets;  // names whose value is under kMinHookSecretBytes (a hook may not use them)
 
   Mode effectiveMode(const AgentConfig& a) const { return a.mode ? *a.mode : pine.defaults.mode; }
   const std::string& effectiveModel(const AgentConfig& a) const {

@@ -26,7 +26,7 @@ struct Pos {
 // Something named in one place that must exist in another; resolved once the
 // whole home is read.
 struct Ref {
-  enum Kind { Agent, AgentOrAll, Model, Provider, Source, Secret, HomeFile, Pricing };
+  enum Kind { Agent, AgentOrAll, Model, Provider, Source, Secret, HookSecret, HomeFile, Pricing };
   Kind kind;
   std::string name;  // for HomeFile: the path as written; for Pricing: the agent id
   std::string file;

@@ -174,21 +174,38 @@ std::string reservedProblem(const std::string& topic) {
   return {};
 }
 
-void readWebhookFields(Map& m, std::string& topic, std::string& secret, WebhookAuth& auth, bool& open) {
+void readWebhookFields(Map& m, std::string& topic, HookAuth& h) {
   if (m.str("topic", topic)) {
     std::string p = topicPatternProblem(topic, false);
     if (p.empty()) p = reservedProblem(topic);
     if (!p.empty()) m.ctx().error(m.valuePos("topic"), m.pathOf("topic"), p);
   }
-  m.secretName("secret", secret);
-  m.enumeration<WebhookAuth>("auth", auth, {{"bearer", WebhookAuth::Bearer}, {"hmac", WebhookAuth::Hmac}});
-  m.boolean("open", open);
+  // The value must also be long enough, which only a reader of .env can tell (load.cpp's resolve).
+  if (m.secretName("secret", h.secret)) m.ctx().ref(Ref::HookSecret, h.secret, m.valuePos("secret"), m.pathOf("secret"));
+  m.enumeration<WebhookAuth>("auth", h.auth, {{"bearer", WebhookAuth::Bearer}, {"hmac", WebhookAuth::Hmac}});
+  m.boolean("open", h.open);
+  // Header names go into HTTP lookups only; the prefix may be empty (a bare hex signature).
+  auto headerName = [&](const char* key, std::string& out) {
+    if (!m.str(key, out)) return;
+    bool ok = !out.empty() && out.size() <= 64;
+    for (unsigned char ch : out) ok &= std::isalnum(ch) || ch == '-' || ch == '_';
+    if (!ok) m.ctx().error(m.valuePos(key), m.pathOf(key), "not an HTTP header name", "letters, digits, - and _; at most 64");
+  };
+  headerName("signatureHeader", h.signatureHeader);
+  if (m.str("signaturePrefix", h.signaturePrefix) && h.signaturePrefix.size() > 32)
+    m.ctx().error(m.valuePos("signaturePrefix"), m.pathOf("signaturePrefix"), "longer than 32 bytes");
+  headerName("timestampHeader", h.timestampHeader);
+  m.integer("toleranceSec", h.toleranceSec, 10, 86400);
+  m.integer("maxBodyKb", h.maxBodyKb, 1, 16384);
   if (!m.has("topic")) m.require("topic");
-  if (open && m.has("secret"))
+  if (h.open && m.has("secret"))
     m.ctx().error(m.keyPos("secret"), m.pathOf("secret"), "an open hook takes no secret", "remove 'open' or 'secret'");
-  if (!open && !m.has("secret"))
+  if (!h.open && !m.has("secret"))
     m.ctx().error(m.pos(), m.path(), "a webhook needs a secret",
                   "set secret: NAME (a .env entry; `pinectl secret set NAME`), or open: true to accept anyone");
+  if (h.auth != WebhookAuth::Hmac)
+    for (const char* k : {"signatureHeader", "signaturePrefix", "timestampHeader"})
+      if (m.has(k)) m.ctx().error(m.keyPos(k), m.pathOf(k), std::string(k) + " is for auth: hmac", "set auth: hmac or remove it");
 }
 
 bool checkTopicList(Map& m, const std::string& key, std::vector<std::string>& out, bool reservedToo) {
@@ -204,7 +221,7 @@ const std::vector<std::string> kSourceTypes = {"webhook", "mqtt", "folder", "htt
 
 const std::vector<std::string>& typeKeys(const std::string& type) {
   static const std::map<std::string, std::vector<std::string>> keys = {
-      {"webhook", {"topic", "secret", "auth", "open"}},
+      {"webhook", {"topic", "secret", "auth", "open", "signatureHeader", "signaturePrefix", "timestampHeader", "toleranceSec", "maxBodyKb"}},
       {"mqtt", {"url", "topics", "publish", "usernameSecret", "passwordSecret"}},
       {"folder", {"path", "recursive"}},
       {"http", {"url", "intervalSec", "tokenSecret"}},
@@ -236,7 +253,7 @@ void readTelegramIds(Map& m, const std::string& key, const char* what, std::int6
 void readSourceTypeFields(Map& m, const std::string& type, Source& s) {
   Ctx& c = m.ctx();
   if (type == "webhook") {
-    readWebhookFields(m, s.topic, s.secret, s.auth, s.open);
+    readWebhookFields(m, s.topic, s.hook);
   } else if (type == "mqtt") {
     checkUrl(m, "url", s.url, {"mqtt", "mqtts"});
     m.require("url");
@@ -461,7 +478,7 @@ void readPine(Ctx& c, const YAML::Node& root, PineConfig& out) {
     Webhook h;
     if (w.str("name", h.name) && !isName(h.name)) c.error(w.valuePos("name"), w.pathOf("name"), "bad name", kNameRule);
     w.require("name");
-    readWebhookFields(w, h.topic, h.secret, h.auth, h.open);
+    readWebhookFields(w, h.topic, h);
     w.finish();
     uniqueName(h.name, w.valuePos("name"), w.pathOf("name"), "names must be unique");
     out.webhooks.push_back(h);

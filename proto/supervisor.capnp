@@ -51,6 +51,14 @@ interface Supervisor {
   telegramFile @9 (source :Text, filePath :Text, sink :ByteSink) -> (status :UInt16, headers :List(Header), error :Text);
   # The bytes of a file that getFile named (filePath: [A-Za-z0-9_./-], no "..", at most 256 bytes),
   # at most the source's maxFileMb.
+
+  checkHook @10 (hook :Text, body :Data, presented :Text, timestamp :Text) -> (ok :Bool, why :Text);
+  # Whether a POST to /hooks/<hook> proves it knows the hook's secret, which only pined holds. hook: a
+  # configured webhook (or `type: webhook` source) with a secret; body: the raw bytes, at most its
+  # maxBodyKb, MACed, never parsed; presented: the bearer token, or the signature with the configured
+  # prefix taken off (at most 512 bytes); timestamp: the timestampHeader's value when the hook has one
+  # (unix seconds, within toleranceSec of pined's clock; the MAC is then over "<timestamp>.<body>").
+  # why says what failed, never anything of the secret.
 }
 
 struct EgressRequest {

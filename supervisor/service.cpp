@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/names.h"
 #include "supervisor/egress_call.h"
+#include "supervisor/hook_check.h"
 #include "supervisor/telegram_call.h"
 #include "supervisor/secrets/config_writer.h"
 #include "supervisor/socket_carrier.h"
@@ -162,6 +163,22 @@ kj::Promise<void> SupervisorService::telegram(TelegramContext context) {
 kj::Promise<void> SupervisorService::telegramFile(TelegramFileContext context) {
   context.allowCancellation();
   return pine::telegramFile(sup_, egress_, context);
+}
+
+kj::Promise<void> SupervisorService::checkHook(CheckHookContext context) {
+  auto p = context.getParams();
+  KJ_REQUIRE(p.getHook().size() >= 1 && p.getHook().size() <= 64, "checkHook: bad hook name");
+  KJ_REQUIRE(p.getPresented().size() <= 512 && p.getTimestamp().size() <= 32, "checkHook: argument too long");
+  KJ_REQUIRE(p.getBody().size() <= (16u << 20), "checkHook: body too large");
+  auto cfg = sup_.config();
+  KJ_REQUIRE(cfg != nullptr, "checkHook: no configuration is loaded");
+  auto body = p.getBody();
+  auto verdict = checkHookDelivery(*cfg, sup_.secrets(), p.getHook().cStr(),
+                                   std::string_view(reinterpret_cast<const char*>(body.begin()), body.size()),
+                                   p.getPresented().cStr(), p.getTimestamp().cStr(), (long long)time(nullptr));
+  context.getResults().setOk(verdict.ok);
+  context.getResults().setWhy(verdict.why);
+  return kj::READY_NOW;
 }
 
 }  // namespace pine

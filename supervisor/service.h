@@ -25,6 +25,7 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> download(DownloadContext context) override;
   kj::Promise<void> telegram(TelegramContext context) override;
   kj::Promise<void> telegramFile(TelegramFileContext context) override;
+  kj::Promise<void> checkHook(CheckHookContext context) override;
 
  private:
   Supervisor& sup_;

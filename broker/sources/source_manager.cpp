@@ -105,6 +105,7 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
 
   for (const auto& s : wanted) {
     if (clients_.count(s.name)) continue;
+    if (s.type == "webhook") continue;  // served by the control API at /hooks/<name> (hook_intake)
     MqttAddress address;
     if (auto why = whyNotStartable(s, address)) {
       refuse(s, std::move(*why));

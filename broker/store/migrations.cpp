@@ -221,6 +221,19 @@ CREATE TABLE task_files (
 );
 )sql";
 
+// v5: webhook deliveries already turned into events, so that a sender's retry is acknowledged
+// and not delivered twice (issue 15). key: "id:<delivery id>" or "body:<sha-256 of the signed body>".
+constexpr const char* kV5 = R"sql(
+CREATE TABLE hook_deliveries (
+  hook TEXT NOT NULL,
+  key TEXT NOT NULL,
+  event_id TEXT NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  PRIMARY KEY (hook, key)
+);
+CREATE INDEX hook_deliveries_by_expiry ON hook_deliveries (expires_ms);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -229,6 +242,7 @@ const std::vector<Migration>& migrations() {
       {2, "creating the indexes", kV2},
       {3, "adding the task journal, pined's boot and mode switches", kV3},
       {4, "adding the Telegram channel's tables", kV4},
+      {5, "adding webhook deliveries", kV5},
   };
   return list;
 }

@@ -116,6 +116,13 @@ class Store {
   std::optional<long long> lastRun(const std::string& schedule) const;
   void setLastRun(const std::string& schedule, long long ms, const std::string& taskId);
 
+  // ---- webhook deliveries (store_hooks.cpp) ----
+  // The event a delivery (hook, key) became, while its record has not expired.
+  std::optional<std::string> hookDelivery(const std::string& hook, const std::string& key, long long nowMs) const;
+  // Remembers it until expiresMs; drops the records that have expired by nowMs.
+  void rememberHookDelivery(const std::string& hook, const std::string& key, const std::string& eventId,
+                            long long expiresMs, long long nowMs);
+
   // ---- owner channels (store_telegram.cpp) ----
   void putPairing(const PairingRow& p);  // insert or replace
   std::optional<PairingRow> pairing(const std::string& channel, const std::string& account) const;

@@ -33,6 +33,19 @@ kj::Promise<ApiReply> FakeBackend::reload() {
   return ApiReply{200, json{{"ok", true}}};
 }
 
+kj::Promise<ApiReply> FakeBackend::hook(const std::string& name, HookDelivery d) {
+  calls.push_back("hook " + name);
+  if (name != "gh") return apiError(404, "no webhook called '" + name + "'");
+  bool flood = d.body == "flood";
+  hooks.emplace_back(name, std::move(d));
+  if (flood) {
+    ApiReply r = apiError(429, "at most 120 a minute");
+    r.retryAfterSec = 17;
+    return r;
+  }
+  return ApiReply{202, {{"event", "ev-1"}}};
+}
+
 ApiReply FakeBackend::tasks(const ApiQuery&) {
   calls.push_back("tasks");
   return ApiReply{200, json{{"tasks", json::array()}}};

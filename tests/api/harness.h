@@ -53,6 +53,10 @@ class FakeBackend final : public ApiBackend {
   ApiReply getState(const std::string& key) override;
   ApiReply putState(const std::string& key, const json& body) override;
   Feed& feed() override { return feedObj; }
+  // One hook, "gh", capped at 64 bytes: it records what arrived and answers 202, or 429 on "flood".
+  uint64_t hookBodyLimit(const std::string& name) override { return name == "gh" ? 64 : 0; }
+  kj::Promise<ApiReply> hook(const std::string& name, HookDelivery d) override;
+  std::vector<std::pair<std::string, HookDelivery>> hooks;
 
   // Test-side actions (call through ApiServer::run).
   json addEvent(const std::string& topic, const json& payload);  // stored and published

@@ -130,7 +130,7 @@ TEST_CASE("note: webhooks and webhook sources without a secret") {
   CHECK(hook->fix.find("secret: NAME") != std::string::npos);
   CHECK(findNote(notes, h.path("pine.yaml"), "sources[0].open", "webhook source 'form' has no secret"));
 
-  h.write(".env", "CI_HOOK=x\nFORM_HOOK=y\n");
+  h.write(".env", "CI_HOOK=ci-hook-value-0123456789\nFORM_HOOK=form-hook-value-0123456789\n");
   h.replace("pine.yaml", "open: true}\n", "secret: CI_HOOK}\n");
   h.replace("pine.yaml", "open: true}\n", "secret: FORM_HOOK}\n");
   CHECK(notesOf(h).empty());

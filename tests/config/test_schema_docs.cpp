@@ -32,11 +32,12 @@ limits:
   maxSubAgents: 8
   subscriptionThrottleSec: 30
 webhooks:
-  - {name: ci, topic: ci/deploy, secret: CI_HOOK, auth: hmac, open: false}
+  - {name: ci, topic: ci/deploy, secret: CI_HOOK, auth: hmac, open: false, signatureHeader: X-Sig,
+     signaturePrefix: 'v1=', timestampHeader: X-Time, toleranceSec: 60, maxBodyKb: 64}
 sourceTypes:
   - {name: imap, file: source-types/imap.js}
 sources:
-  - {name: hook, type: webhook, topic: web/form, secret: FORM_HOOK, auth: bearer, trust: untrusted, start: always, agent: main}
+  - {name: hook, type: webhook, topic: web/form, secret: FORM_HOOK, auth: bearer, trust: untrusted, start: always, agent: main, toleranceSec: 120, maxBodyKb: 8}
   - name: devices
     type: mqtt
     url: mqtts://broker.lan:8883
@@ -117,7 +118,7 @@ void writeFull(const TempHome& h) {
   h.write("source-types/imap.js", "export default {}\n");
   h.write("source-types/once.js", "export default {}\n");
   h.write(".env",
-          "CI_HOOK=a\nFORM_HOOK=b\nMQTT_USER=c\nMQTT_PASSWORD=d\nSTATUS_TOKEN=e\nTELEGRAM_TOKEN=f\nFTP_PASSWORD=g\n"
+          "CI_HOOK=ci-hook-value-0123456789\nFORM_HOOK=form-hook-value-0123456789\nMQTT_USER=c\nMQTT_PASSWORD=d\nSTATUS_TOKEN=e\nTELEGRAM_TOKEN=f\nFTP_PASSWORD=g\n"
           "OPENAI_KEY=h\nANTHROPIC_KEY=i\nGH_TOKEN=j\nCAL_TOKEN=k\n");
 }
 
@@ -132,6 +133,8 @@ TEST_CASE("a home that sets every key loads cleanly and reads each value") {
   CHECK(home.pine.security.taint == TaintPolicy::Run);
   CHECK(home.pine.limits.subscriptionThrottleSec == 30);
   CHECK(home.pine.webhooks[0].auth == WebhookAuth::Hmac);
+  CHECK(home.pine.webhooks[0].timestampHeader == "X-Time");
+  CHECK(home.pine.sources[0].hook.maxBodyKb == 8);
   REQUIRE(home.pine.sources.size() == 9);
   CHECK(home.pine.sources[0].start == SourceStart::Always);
   CHECK(home.pine.sources[1].passwordSecret == "MQTT_PASSWORD");

@@ -2,6 +2,9 @@
 // key path), what it says was expected, and the hint.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "config/env_file.h"
 #include "config/load.h"
 #include "config/schema.h"
@@ -350,7 +353,7 @@ TEST_CASE("duplicate keys are errors, since one of them would be dropped silentl
 
 TEST_CASE("sources: required keys, per-type rules, webhooks need a secret unless open") {
   TempHome h;
-  h.write(".env", "HOOK=x\n");
+  h.write(".env", "HOOK=0123456789abcdef01\n");
   h.write("pine.yaml",
           "defaults: {model: demo}\n"
           "webhooks:\n  - {name: a, topic: ci/x}\n  - {name: b, topic: ci/y, open: true, secret: HOOK}\n"
@@ -526,4 +529,30 @@ TEST_CASE("what looks like a secret, and what does not") {
                         "zigbee2mqtt/+/contact", "Summarise what changed in the house overnight.", "OPENAI_KEY",
                         "mqtt://127.0.0.1:1883", "0 7 * * mon-fri", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4"})
     CHECK_FALSE_MESSAGE(looksLikeSecret(s), s);
+}
+
+static std::string slurpFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_CASE("a webhook secret shorter than 16 bytes is an error with its file and line; a long one loads") {
+  TempHome h;
+  h.write("pine.yaml", slurpFile(h.path("pine.yaml")) +
+                           "\nwebhooks:\n  - name: gh\n    topic: ci/github\n    secret: GH_HOOK\n    auth: hmac\n");
+  h.write(".env", "GH_HOOK=short\n");
+  auto r = h.load();
+  auto* e = findError(r.errors, "webhooks[0].secret");
+  REQUIRE_MESSAGE(e, dump(r.errors));
+  CHECK(e->message.find("secret 'GH_HOOK' is shorter than 16 bytes") == 0);
+  CHECK(e->hint.find("pinectl secret set GH_HOOK") != std::string::npos);
+  CHECK(e->line > 0);
+  CHECK(e->file == h.path("pine.yaml"));
+  h.write(".env", "GH_HOOK=0123456789abcdef0123\n");
+  r = h.load();
+  CHECK_MESSAGE(r.ok(), dump(r.errors));
+  // Keys for other senders only with auth: hmac.
+  h.write("pine.yaml", slurpFile(h.path("pine.yaml")) + "  - {name: ha, topic: home/ha, secret: GH_HOOK, signatureHeader: X-Sig}\n");
+  r = h.load();
+  CHECK(findError(r.errors, "webhooks[1].signatureHeader", "signatureHeader is for auth: hmac"));
 }

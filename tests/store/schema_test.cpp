@@ -67,7 +67,7 @@ TEST_CASE("open: a missing file is created, migrated to the latest version, WAL,
   mode_t old = umask(022);
   auto s = Store::open(dir.db());
   umask(old);
-  CHECK(Store::latestSchemaVersion() == 4);
+  CHECK(Store::latestSchemaVersion() == 5);
   CHECK(s->schemaVersion() == Store::latestSchemaVersion());
   CHECK(s->path() == dir.db());
   std::vector<Event> b = {ev("e")};
@@ -90,7 +90,7 @@ TEST_CASE("open: an existing empty file is fine; a readable-by-others file is na
   { std::ofstream(dir.db()).flush(); }
   REQUIRE(::chmod(dir.db().c_str(), 0644) == 0);
   auto s = Store::open(dir.db());
-  CHECK(s->schemaVersion() == 4);
+  CHECK(s->schemaVersion() == 5);
   struct stat st {};
   REQUIRE(::stat(dir.db().c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
@@ -104,7 +104,7 @@ TEST_CASE("open: reopening keeps the data and runs no step again") {
   }
   auto s = Store::open(dir.db());
   CHECK(s->state("k")->value == "1");
-  CHECK(s->schemaVersion() == 4);
+  CHECK(s->schemaVersion() == 5);
 }
 
 TEST_CASE("open: a hand-made version 1 database is migrated and keeps its rows") {
@@ -119,9 +119,10 @@ TEST_CASE("open: a hand-made version 1 database is migrated and keeps its rows")
   }
   CHECK(indexes(dir.db()).empty());
   auto s = Store::open(dir.db());
-  CHECK(s->schemaVersion() == 4);
+  CHECK(s->schemaVersion() == 5);
   CHECK(indexes(dir.db()).find("events_by_time") != std::string::npos);
   CHECK(indexes(dir.db()).find("tasks_by_origin") != std::string::npos);  // v4: the Telegram channel
+  CHECK(indexes(dir.db()).find("hook_deliveries_by_expiry") != std::string::npos);  // v5: webhook deliveries
   auto e = s->event("old");
   REQUIRE(e);
   CHECK(e->seq == 1);
@@ -212,7 +213,7 @@ TEST_CASE("open: a symbolic link is refused; the file it points to opens") {
   REQUIRE(::symlink(real.c_str(), dir.db().c_str()) == 0);
   std::string err = errorOf([&] { Store::open(dir.db()); });
   CHECK(err.find("symbolic link") != std::string::npos);
-  CHECK(Store::open(real)->schemaVersion() == 4);
+  CHECK(Store::open(real)->schemaVersion() == 5);
 }
 
 TEST_CASE("open: a missing folder says to create it") {
@@ -220,5 +221,18 @@ TEST_CASE("open: a missing folder says to create it") {
   std::string err = errorOf([&] { Store::open(dir.path + "/data/pine.db"); });
   CHECK(err.find("create the folder " + dir.path + "/data") != std::string::npos);
   std::filesystem::create_directory(dir.path + "/data");
-  CHECK(Store::open(dir.path + "/data/pine.db")->schemaVersion() == 4);
+  CHECK(Store::open(dir.path + "/data/pine.db")->schemaVersion() == 5);
+}
+
+TEST_CASE("webhook deliveries: remembered until they expire, then dropped") {
+  TempDir dir;
+  auto s = Store::open(dir.db());
+  CHECK_FALSE(s->hookDelivery("gh", "id:1", 100).has_value());
+  s->rememberHookDelivery("gh", "id:1", "ev-1", 1000, 100);
+  CHECK(s->hookDelivery("gh", "id:1", 999) == std::optional<std::string>("ev-1"));
+  CHECK_FALSE(s->hookDelivery("other", "id:1", 999).has_value());  // per hook
+  CHECK_FALSE(s->hookDelivery("gh", "id:1", 1000).has_value());    // expired
+  s->rememberHookDelivery("gh", "id:2", "ev-2", 5000, 2000);        // drops id:1's row
+  Raw raw(dir.db());
+  CHECK(raw.text("SELECT count(*) FROM hook_deliveries") == "1");
 }

@@ -1,0 +1,234 @@
+// Webhooks behind the HTTP side: HookIntake over a real store and event bus, with pined's own
+// check (checkHookDelivery over a real .env) standing in for the capnp call to pined.
+#include <doctest/doctest.h>
+#include <kj/async.h>
+#include <openssl/hmac.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "broker/event_bus.h"
+#include "broker/hook_intake.h"
+#include "common/log.h"
+#include "supervisor/hook_check.h"
+#include "tests/broker/fake_services.h"
+
+namespace {
+
+const std::string kSecret = "whsec-0123456789abcdef-XYZ";
+
+std::string hmacHex(const std::string& key, const std::string& text) {
+  unsigned char mac[32];
+  unsigned int n = 0;
+  HMAC(EVP_sha256(), key.data(), (int)key.size(), (const unsigned char*)text.data(), text.size(), mac, &n);
+  std::string out;
+  for (unsigned i = 0; i < n; ++i) out += fmt::format("{:02x}", mac[i]);
+  return out;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct HookBench {
+  std::string root;
+  kj::EventLoop loop;
+  kj::WaitScope ws{loop};
+  std::shared_ptr<const pine::config::Home> config;
+  std::unique_ptr<pine::store::Store> db;
+  std::unique_ptr<pine::secrets::SecretStore> secrets;
+  std::unique_ptr<pine::EventBus> bus;
+  std::unique_ptr<pine::HookIntake> intake;
+  long long now = 1'800'000'000'000;
+  int checks = 0;
+
+  HookBench() {
+    char tmpl[] = "/tmp/pine-hook-test-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    root = tmpl;
+    config = brokertest::loadTestHome(root, {{"main", ""}},
+                                      "webhooks:\n"
+                                      "  - {name: gh, topic: ci/github, secret: GH_HOOK, auth: hmac, maxBodyKb: 1}\n"
+                                      "  - {name: ha, topic: home/ha, secret: GH_HOOK}\n"
+                                      "  - {name: stamp, topic: pay/x, secret: GH_HOOK, auth: hmac, signatureHeader: X-Sig,\n"
+                                      "     signaturePrefix: 'v1=', timestampHeader: X-Time, toleranceSec: 60}\n"
+                                      "  - {name: anyone, topic: open/x, open: true}\n"
+                                      "sources:\n"
+                                      "  - {name: mine, type: webhook, topic: owner/x, secret: GH_HOOK, trust: owner}\n");
+    brokertest::writeFile(root + "/.env", "GH_HOOK=" + kSecret + "\n");
+    secrets = std::make_unique<pine::secrets::SecretStore>(root + "/.env");
+    REQUIRE(secrets->load().empty());
+    std::filesystem::create_directories(root + "/data/logs");
+    pine::setupAudit(root + "/data/logs/audit.jsonl");
+    db = pine::store::Store::open(root + "/data/pine.db");
+    bus = std::make_unique<pine::EventBus>(*db, [](const pine::store::Event&) {});
+    intake = std::make_unique<pine::HookIntake>(pine::HookIntake::Parts{
+        config, *db, *bus,
+        [this](const std::string& hook, const std::string& body, const std::string& presented,
+               const std::string& ts) -> kj::Promise<pine::HookCheckResult> {
+          ++checks;
+          auto v = pine::checkHookDelivery(*config, *secrets, hook, body, presented, ts, now / 1000);
+          return pine::HookCheckResult{v.ok, v.why};
+        },
+        [this] { return now; }});
+  }
+  ~HookBench() {
+    intake.reset();
+    bus.reset();
+    db.reset();
+    pine::setupAudit("");
+    std::error_code ec;
+    std::filesystem::remove_all(root, ec);
+  }
+  pine::ApiReply post(const std::string& hook, const std::string& body, std::map<std::string, std::string> headers) {
+    return intake->deliver(hook, pine::HookDelivery{std::move(headers), body}).wait(ws);
+  }
+  std::vector<pine::store::Event> events() {
+    pine::store::EventQuery q;
+    q.limit = 1000;
+    return db->events(q);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("hooks: a valid HMAC delivery commits one untrusted event with the hook's topic and payload") {
+  HookBench b;
+  std::string body = R"({"action":"opened","n":1})";
+  auto r = b.post("gh", body, {{"x-hub-signature-256", "sha256=" + hmacHex(kSecret, body)}, {"content-type", "application/json"}});
+  CHECK(r.status == 202);
+  auto ev = b.events();
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].id == r.body["event"]);
+  CHECK(ev[0].topic == "ci/github");
+  CHECK(ev[0].trust == "untrusted");
+  CHECK(ev[0].source == "gh");
+  CHECK(nlohmann::json::parse(ev[0].payload) == nlohmann::json::parse(body));
+}
+
+TEST_CASE("hooks: wrong, missing, wrongly prefixed or other-body signatures are 401 and commit nothing") {
+  HookBench b;
+  std::string body = R"({"a":1})";
+  std::string good = hmacHex(kSecret, body);
+  CHECK(b.post("gh", body, {{"x-hub-signature-256", "sha256=" + hmacHex("another-secret-0123456789", body)}}).status == 401);
+  CHECK(b.post("gh", body, {}).status == 401);
+  CHECK(b.post("gh", body, {{"x-hub-signature-256", "sha1=" + good}}).status == 401);
+  CHECK(b.post("gh", body, {{"x-hub-signature-256", "sha256=" + hmacHex(kSecret, R"({"a":2})")}}).status == 401);
+  CHECK(b.post("gh", body, {{"x-hub-signature-256", "sha256=" + good.substr(0, 40)}}).status == 401);
+  CHECK(b.events().empty());
+  CHECK(b.post("gh", body, {{"x-hub-signature-256", "sha256=" + good}}).status == 202);  // the legitimate twin
+}
+
+TEST_CASE("hooks: bearer wrong is 401, bearer right commits; a source marked owner gives owner events") {
+  HookBench b;
+  CHECK(b.post("ha", "{}", {{"authorization", "Bearer " + kSecret + "x"}}).status == 401);
+  CHECK(b.post("ha", "{}", {{"authorization", "Basic abc"}}).status == 401);
+  CHECK(b.events().empty());
+  CHECK(b.post("ha", "{}", {{"authorization", "Bearer " + kSecret}}).status == 202);
+  CHECK(b.post("mine", "{}", {{"authorization", "bearer " + kSecret}}).status == 202);
+  auto ev = b.events();
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[0].trust == "untrusted");
+  CHECK(ev[1].trust == "owner");
+  CHECK(ev[1].topic == "owner/x");
+}
+
+TEST_CASE("hooks: a repeat by delivery id or by the same signed body is acknowledged, delivered once") {
+  HookBench b;
+  std::string body = R"({"x":1})";
+  std::map<std::string, std::string> h = {{"x-hub-signature-256", "sha256=" + hmacHex(kSecret, body)},
+                                          {"x-github-delivery", "d-42"}};
+  auto first = b.post("gh", body, h);
+  CHECK(first.status == 202);
+  auto again = b.post("gh", body, h);
+  CHECK(again.status == 200);
+  CHECK(again.body["repeat"] == true);
+  CHECK(again.body["event"] == first.body["event"]);
+  // The same signed body without a delivery id, twice: one event; after the window, a new one.
+  std::string body2 = R"({"x":2})";
+  std::map<std::string, std::string> h2 = {{"x-hub-signature-256", "sha256=" + hmacHex(kSecret, body2)}};
+  CHECK(b.post("gh", body2, h2).status == 202);
+  CHECK(b.post("gh", body2, h2).status == 200);
+  CHECK(b.events().size() == 2);
+  b.now += 301'000;
+  CHECK(b.post("gh", body2, h2).status == 202);
+  CHECK(b.events().size() == 3);
+}
+
+TEST_CASE("hooks: two copies in flight at once are committed once") {
+  HookBench b;
+  std::string body = R"({"y":1})";
+  std::map<std::string, std::string> h = {{"x-hub-signature-256", "sha256=" + hmacHex(kSecret, body)},
+                                          {"idempotency-key", "k-1"}};
+  auto p1 = b.intake->deliver("gh", pine::HookDelivery{h, body});
+  auto p2 = b.intake->deliver("gh", pine::HookDelivery{h, body});
+  auto r1 = p1.wait(b.ws);
+  auto r2 = p2.wait(b.ws);
+  CHECK(r1.status == 202);
+  CHECK(r2.status == 200);
+  CHECK(b.events().size() == 1);
+}
+
+TEST_CASE("hooks: 120 a minute, then 429 with Retry-After; oversize 413; unknown 404") {
+  HookBench b;
+  for (int i = 0; i < 120; ++i) REQUIRE(b.post("anyone", "{}", {}).status == 202);
+  auto r = b.post("anyone", "{}", {});
+  CHECK(r.status == 429);
+  CHECK(r.retryAfterSec > 0);
+  CHECK(r.retryAfterSec <= 60);
+  CHECK(b.post("gh", "{}", {}).status == 401);  // another hook has its own count
+  b.now += 61'000;
+  CHECK(b.post("anyone", "{}", {}).status == 202);
+  CHECK(b.post("gh", std::string(1025, ' '), {}).status == 413);
+  CHECK(b.post("nope", "{}", {}).status == 404);
+}
+
+TEST_CASE("hooks: a form body becomes a JSON object; an open hook takes anyone; other types 415") {
+  HookBench b;
+  auto r = b.post("anyone", "a=1&b=two+words&b=%21", {{"content-type", "application/x-www-form-urlencoded; charset=utf-8"}});
+  CHECK(r.status == 202);
+  auto ev = b.events();
+  REQUIRE(ev.size() == 1);
+  CHECK(nlohmann::json::parse(ev[0].payload) == nlohmann::json::parse(R"({"a":"1","b":["two words","!"]})"));
+  CHECK(ev[0].topic == "open/x");
+  CHECK(b.post("anyone", "<x/>", {{"content-type", "text/xml"}}).status == 415);
+  CHECK(b.post("anyone", "{not json", {{"content-type", "application/json"}}).status == 400);
+  CHECK(b.checks == 0);  // an open hook never asks pined
+}
+
+TEST_CASE("hooks: a timestamped scheme with its own header and prefix, within the tolerance") {
+  HookBench b;
+  std::string body = R"({"t":1})";
+  std::string ts = std::to_string(b.now / 1000);
+  CHECK(b.post("stamp", body, {{"x-sig", "v1=" + hmacHex(kSecret, ts + "." + body)}, {"x-time", ts}}).status == 202);
+  std::string old = std::to_string(b.now / 1000 - 120);
+  CHECK(b.post("stamp", body, {{"x-sig", "v1=" + hmacHex(kSecret, old + "." + body)}, {"x-time", old}}).status == 401);
+  CHECK(b.post("stamp", body, {{"x-sig", "v1=" + hmacHex(kSecret, ts + "." + body)}}).status == 401);  // no time
+  CHECK(b.post("stamp", body, {{"x-sig", "v1=" + hmacHex(kSecret, body)}, {"x-time", ts}}).status == 401);
+  CHECK(b.events().size() == 1);
+}
+
+TEST_CASE("hooks: the secret never reaches the audit log or the database; refusals say why") {
+  std::string root;
+  {
+    HookBench b;
+    root = b.root;
+    std::string body = R"({"s":1})";
+    b.post("gh", body, {{"x-hub-signature-256", "sha256=" + hmacHex(kSecret, body)}});
+    b.post("gh", body, {{"x-hub-signature-256", "sha256=00"}});
+    b.post("ha", body, {{"authorization", "Bearer " + kSecret}});
+    b.post("ha", body, {{"authorization", "Bearer wrong-" + kSecret}});
+    std::string audit = slurp(root + "/data/logs/audit.jsonl");
+    CHECK(audit.find("hook.received") != std::string::npos);
+    CHECK(audit.find("hook.refused") != std::string::npos);
+    CHECK(audit.find("wrong bearer token") != std::string::npos);
+    CHECK(audit.find(kSecret) == std::string::npos);
+    CHECK(audit.find(hmacHex(kSecret, body)) == std::string::npos);
+    std::string db = slurp(root + "/data/pine.db") + slurp(root + "/data/pine.db-wal");
+    CHECK(db.find(kSecret) == std::string::npos);
+    CHECK(db.find(hmacHex(kSecret, body)) == std::string::npos);
+  }
+}
