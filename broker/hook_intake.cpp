@@ -159,8 +159,9 @@ kj::Promise<ApiReply> HookIntake::deliver(const std::string& name, HookDelivery 
 }
 
 kj::Promise<ApiReply> HookIntake::accept(Hook hook, HookDelivery d, std::string key, long long keepMs) {
-  auto repeat = [&](const std::string& eventId) {
-    audit("hook.received", {{"hook", hook.name}, {"event", eventId}, {"repeat", true}});
+  // By value: it may run after this call has returned (a copy still in flight).
+  auto repeat = [name = hook.name](const std::string& eventId) {
+    audit("hook.received", {{"hook", name}, {"event", eventId}, {"repeat", true}});
     return ApiReply{200, {{"event", eventId}, {"repeat", true}}};
   };
   if (!key.empty()) {
