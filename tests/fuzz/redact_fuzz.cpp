@@ -23,25 +23,8 @@ namespace {
 using pine::redact::Redactor;
 using pine::redact::StreamRedactor;
 
-struct SplitMix {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::size_t below(std::size_t n) { return n ? static_cast<std::size_t>(next() % n) : 0; }
-};
-
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
-
 // Chunk lengths for the split: mostly small (every boundary matters), sometimes large.
-std::vector<std::size_t> schedule(SplitMix& rng, std::size_t size) {
+std::vector<std::size_t> schedule(pine::fuzz::Rng& rng, std::size_t size) {
   static constexpr std::size_t kMax[] = {1, 2, 3, 5, 8, 16, 40, 100, 1000, 1 << 20};
   const std::size_t maxChunk = kMax[rng.below(std::size(kMax))];
   std::vector<std::size_t> lens;
@@ -75,7 +58,7 @@ bool checkable(std::string_view v) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  SplitMix rng{fnv1a(text)};
+  pine::fuzz::Rng rng{pine::fuzz::hashOf(text)};
   std::vector<std::string> known;
   for (std::size_t k = rng.below(4); k > 0 && size > 0; --k) {
     const std::size_t at = rng.below(size);  // one statement each: argument order is unspecified

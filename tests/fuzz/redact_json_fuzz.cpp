@@ -29,24 +29,7 @@ using pine::redact::FormatStreamRedactor;
 using pine::redact::Redactor;
 using pine::redact::detail::FormatTesting;
 
-struct Rng {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::size_t below(std::size_t n) { return n ? static_cast<std::size_t>(next() % n) : 0; }
-};
-
-std::uint64_t hashOf(std::string_view s) {
-  std::uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
-
-std::string fedInPieces(FormatStreamRedactor& s, std::string_view text, Rng& rng) {
+std::string fedInPieces(FormatStreamRedactor& s, std::string_view text, pine::fuzz::Rng& rng) {
   static constexpr std::size_t kMax[] = {1, 2, 3, 7, 16, 64, 1000, 1 << 20};
   const std::size_t maxChunk = kMax[rng.below(std::size(kMax))];
   std::string out;
@@ -136,7 +119,7 @@ bool withinOneToken(std::string_view v) { return v.find_first_of("\"\\{}[],: \t\
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  Rng rng{hashOf(text)};
+  pine::fuzz::Rng rng{pine::fuzz::hashOf(text)};
   const Format format = rng.next() & 1 ? Format::kJson : Format::kEventStream;
 
   // What the input holds as JSON: the whole text, its lines, or its events' data.

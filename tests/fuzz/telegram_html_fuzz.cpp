@@ -26,12 +26,6 @@
 
 namespace {
 
-std::uint64_t tgFuzzHash(std::string_view s) {
-  std::uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
-
 // Strict UTF-8 (no overlong forms, surrogates or values above U+10FFFF); `control` is set
 // when a C0 control other than tab and newline, or DEL, occurs.
 bool tgFuzzValidUtf8(std::string_view s, bool& control) {
@@ -155,7 +149,7 @@ void tgFuzzReport(const char* what, std::string_view where) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace pine::telegram;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const std::uint64_t h = tgFuzzHash(text);
+  const std::uint64_t h = pine::fuzz::hashOf(text);
   static constexpr std::size_t kLimits[] = {4096, 200, 20};
   const std::size_t limit = h % 4 < 3 ? kLimits[h % 4] : 8 + (h >> 8) % 100;
 

@@ -36,23 +36,6 @@ namespace {
 using nlohmann::json;
 using pine::telegram::Incoming;
 
-struct TgFuzzRng {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::size_t below(std::size_t n) { return n ? static_cast<std::size_t>(next() % n) : 0; }
-};
-
-std::uint64_t tgFuzzHash(std::string_view s) {
-  std::uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
-
 // An upper bound of the JSON's nesting (brackets inside strings count too): copying or
 // comparing a json value recurses, so only shallow values are copied into templates.
 std::size_t tgFuzzNesting(std::string_view s) {
@@ -114,7 +97,7 @@ pine::telegram::BotReply tgFuzzReply(int status, const std::string& body, const 
 
 constexpr long long kTgFuzzIds[] = {1, 42, -1, 0, 123456789, -1001234567890LL, LLONG_MAX, LLONG_MIN};
 
-long long tgFuzzId(TgFuzzRng& rng) { return kTgFuzzIds[rng.below(std::size(kTgFuzzIds))]; }
+long long tgFuzzId(pine::fuzz::Rng& rng) { return kTgFuzzIds[rng.below(std::size(kTgFuzzIds))]; }
 
 json tgFuzzUser(long long id, const std::string& name) {
   return {{"id", id}, {"is_bot", false}, {"first_name", name}, {"last_name", "Doe"}, {"username", "jdoe"},
@@ -123,7 +106,7 @@ json tgFuzzUser(long long id, const std::string& name) {
 
 // A valid update of a shape drawn from rng, with `text` in one of its strings; checks that
 // it reads back as built.
-void tgFuzzWrapped(const std::string& text, TgFuzzRng& rng) {
+void tgFuzzWrapped(const std::string& text, pine::fuzz::Rng& rng) {
   const long long from = tgFuzzId(rng), chat = tgFuzzId(rng);
   const bool group = rng.next() & 1;
   json chatJson = group ? json{{"id", chat}, {"type", "supergroup"}, {"title", text}}
@@ -249,7 +232,7 @@ void tgFuzzInjected(const json& value) {
 }
 
 // `value`: whether the bytes are one JSON value that can stand inside another.
-void tgFuzzReplies(const std::string& bytes, bool value, TgFuzzRng& rng) {
+void tgFuzzReplies(const std::string& bytes, bool value, pine::fuzz::Rng& rng) {
   static constexpr int kStatuses[] = {200, 200, 200, 0, 400, 401, 403, 404, 409, 429, 500, 502};
   int status = kStatuses[rng.below(std::size(kStatuses))];
   if (!bytes.empty() && bytes[0] == '!') status = static_cast<int>(static_cast<std::int32_t>(rng.next()));
@@ -271,7 +254,7 @@ void tgFuzzReplies(const std::string& bytes, bool value, TgFuzzRng& rng) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
-  TgFuzzRng rng{tgFuzzHash(bytes)};
+  pine::fuzz::Rng rng{pine::fuzz::hashOf(bytes)};
   json parsed = json::parse(bytes, nullptr, false);
   if (!parsed.is_discarded()) {
     tgFuzzRead(parsed);
