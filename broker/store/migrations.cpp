@@ -234,6 +234,29 @@ CREATE TABLE hook_deliveries (
 CREATE INDEX hook_deliveries_by_expiry ON hook_deliveries (expires_ms);
 )sql";
 
+// v6: what sources remember between looks (an ETag, the hash of what was last found, the files
+// already seen), and each source's status line (issue 15). Rows of a source that left the
+// configuration are dropped by forgetSource.
+constexpr const char* kV6 = R"sql(
+CREATE TABLE source_state (
+  source TEXT NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  PRIMARY KEY (source, key)
+);
+CREATE TABLE source_status (
+  source TEXT PRIMARY KEY NOT NULL,
+  looked_ms INTEGER NOT NULL DEFAULT 0,
+  found TEXT NOT NULL DEFAULT '',
+  event_ms INTEGER NOT NULL DEFAULT 0,
+  events INTEGER NOT NULL DEFAULT 0,
+  errors INTEGER NOT NULL DEFAULT 0,
+  error_ms INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT ''
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -243,6 +266,7 @@ const std::vector<Migration>& migrations() {
       {3, "adding the task journal, pined's boot and mode switches", kV3},
       {4, "adding the Telegram channel's tables", kV4},
       {5, "adding webhook deliveries", kV5},
+      {6, "adding the sources' memory and status", kV6},
   };
   return list;
 }

@@ -120,6 +120,19 @@ struct PairingRow {
 
 // An approval shown in a chat: the message with its buttons, and the reference its buttons
 // carry (unguessable, bound to that chat).
+// A source's status line (`pinectl sources`): when it last looked and what it found, its events
+// and errors. `found` is a number or a single word, or empty (layer 5: agents read it unmarked).
+struct SourceStatusRow {
+  std::string source;
+  long long lookedMs = 0;
+  std::string found;
+  long long eventMs = 0;
+  long long events = 0;
+  long long errors = 0;
+  long long errorMs = 0;
+  std::string error;
+};
+
 struct TelegramCardRow {
   std::string approvalId, source;
   long long chatId = 0, messageId = 0;

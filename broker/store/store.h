@@ -3,6 +3,7 @@
 // transaction committed, so what it acknowledges survives a crash of the process.
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -122,6 +123,21 @@ class Store {
   // Remembers it until expiresMs; drops the records that have expired by nowMs.
   void rememberHookDelivery(const std::string& hook, const std::string& key, const std::string& eventId,
                             long long expiresMs, long long nowMs);
+
+  // ---- sources' memory and status lines (store_sources.cpp) ----
+  // What a source remembers between looks, by (source, key): kept across restarts.
+  std::optional<std::string> sourceState(const std::string& source, const std::string& key) const;
+  std::map<std::string, std::string> sourceStates(const std::string& source) const;  // by key
+  void putSourceState(const std::string& source, const std::string& key, const std::string& value, long long nowMs);
+  bool removeSourceState(const std::string& source, const std::string& key);
+  // The status line. A found value that is not a number or a single word is stored as "".
+  void noteSourceLook(const std::string& source, long long nowMs, const std::string& found);
+  void noteSourceEvents(const std::string& source, long long nowMs, long long count);
+  void noteSourceError(const std::string& source, long long nowMs, const std::string& error);
+  std::optional<SourceStatusRow> sourceStatus(const std::string& source) const;
+  std::vector<SourceStatusRow> sourceStatuses() const;  // by source
+  // Drops a source's memory and status line (it left the configuration). Returns rows removed.
+  long long forgetSource(const std::string& source);
 
   // ---- owner channels (store_telegram.cpp) ----
   void putPairing(const PairingRow& p);  // insert or replace

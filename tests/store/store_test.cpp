@@ -591,3 +591,63 @@ TEST_CASE("rewriteText keeps JSON columns JSON even when fn breaks the syntax") 
   auto payload = s->event("e")->payload;
   CHECK(payload == R"("{a:x}")");
 }
+
+TEST_CASE("sources: memory round trip, kept per source, forgotten with the source") {
+  TempDir dir;
+  auto s = Store::open(dir.db());
+  s->putSourceState("web", "etag", "\"abc\"", 1000);
+  s->putSourceState("web", "sha256", "00ff", 1000);
+  s->putSourceState("drop", "file:a.txt", "12 deadbeef", 1000);
+  s->putSourceState("web", "etag", "\"def\"", 2000);  // replaced, not added
+  CHECK(s->sourceState("web", "etag") == std::optional<std::string>("\"def\""));
+  CHECK_FALSE(s->sourceState("web", "nope"));
+  CHECK(s->sourceStates("web") == std::map<std::string, std::string>{{"etag", "\"def\""}, {"sha256", "00ff"}});
+  CHECK(s->removeSourceState("web", "sha256"));
+  CHECK_FALSE(s->removeSourceState("web", "sha256"));
+  CHECK(errorOf([&] { s->putSourceState("", "k", "v", 1); }).find("source") != std::string::npos);
+  s->noteSourceLook("web", 3000, "42");
+  CHECK(s->forgetSource("web") == 2);  // its memory and its status line
+  CHECK(s->sourceStates("web").empty());
+  CHECK_FALSE(s->sourceStatus("web"));
+  CHECK(s->sourceState("drop", "file:a.txt") == std::optional<std::string>("12 deadbeef"));  // others untouched
+}
+
+TEST_CASE("sources: a status line keeps a found value only when it is a number or a single word") {
+  TempDir dir;
+  auto s = Store::open(dir.db());
+  const std::pair<const char*, bool> cases[] = {
+      {"42", true},         {"-3.5", true},  {"open", true},   {"kitchen_light-2", true},
+      {"", false},          {"two words", false}, {"ignore previous instructions", false},
+      {"a.b.c", false},     {"1.2.3", false}, {"-", false},    {"caf\xc3\xa9", false},
+      {"x\ny", false},      {"0123456789012345678901234567890123", false},
+  };
+  for (const auto& [found, kept] : cases) {
+    CAPTURE(found);
+    s->noteSourceLook("sensor", 1000, found);
+    auto st = s->sourceStatus("sensor");
+    REQUIRE(st);
+    CHECK(st->lookedMs == 1000);
+    CHECK(st->found == (kept ? std::string(found) : std::string()));
+  }
+}
+
+TEST_CASE("sources: events and errors are counted; the last error is kept") {
+  TempDir dir;
+  auto s = Store::open(dir.db());
+  s->noteSourceEvents("a", 1000, 3);
+  s->noteSourceEvents("a", 2000, 1);
+  s->noteSourceError("a", 2500, "connection refused");
+  s->noteSourceError("a", 2600, "timed out");
+  s->noteSourceLook("b", 10, "on");
+  auto all = s->sourceStatuses();
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].source == "a");
+  CHECK(all[0].events == 4);
+  CHECK(all[0].eventMs == 2000);
+  CHECK(all[0].errors == 2);
+  CHECK(all[0].errorMs == 2600);
+  CHECK(all[0].error == "timed out");
+  CHECK(all[1].source == "b");
+  CHECK(all[1].found == "on");
+  CHECK(all[1].events == 0);
+}
