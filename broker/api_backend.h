@@ -57,6 +57,15 @@ class ApiBackend {
   virtual ApiReply getState(const std::string& key) = 0;                                   // GET  /v1/state/{key}
   virtual ApiReply putState(const std::string& key, const nlohmann::json& body) = 0;      // PUT  /v1/state/{key}
 
+  // Sources and subscriptions (pinectl sources, subscriptions, subscribe, unsubscribe).
+  virtual ApiReply sources() { return apiError(404, "this backend has no sources"); }  // GET /v1/sources
+  // GET /v1/subscriptions?agent=
+  virtual ApiReply subscriptions(const ApiQuery&) { return apiError(404, "this backend has no subscriptions"); }
+  // POST /v1/subscriptions {"agent", "session"?, "source", "topic"?, "separate"?}
+  virtual ApiReply subscribe(const nlohmann::json&) { return apiError(404, "this backend has no subscriptions"); }
+  // DELETE /v1/subscriptions/{id}
+  virtual ApiReply unsubscribe(const std::string&) { return apiError(404, "this backend has no subscriptions"); }
+
   // Telegram pairings (pinectl pair, pinectl pairings). A backend without telegram sources
   // answers 404.
   virtual ApiReply telegramPairings() { return apiError(404, "no telegram source is configured"); }  // GET /v1/telegram/pairings

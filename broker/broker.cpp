@@ -102,7 +102,15 @@ Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId, std::strin
       [this](const store::PairingRow& row) {
         if (telegram_) telegram_->accountDecided(row);
       },
-      hooks_.get()});
+      hooks_.get(),
+      [this]() {
+        auto facts = router_->sourceFacts();
+        if (telegram_)
+          for (auto& ch : telegram_->status()) facts.channels[ch.value("source", "")] = ch.value("state", "");
+        return facts;
+      },
+      [this](const store::SubscriptionRow& row) { router_->addSubscription(row); },
+      [this](const std::string& id) { return router_->removeSubscription(id); }});
   telegram_ = std::make_unique<telegram::Channels>(telegram::Channel::Parts{*this, *ownerApi_, feed_, timer, config_});
   auto paf = kj::newPromiseAndFulfiller<void>();
   stopFulfiller_ = kj::mv(paf.fulfiller);

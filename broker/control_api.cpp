@@ -611,6 +611,22 @@ kj::Promise<void> ControlApi::route(kj::HttpMethod method, const std::vector<std
       return sendReply(response, backend_.decideTelegramCode(code, pair));
     });
   }
+  if (is({"v1", "sources"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    return sendReply(response, backend_.sources());
+  }
+  if (is({"v1", "subscriptions"})) {
+    if (method == M::GET) return sendReply(response, backend_.subscriptions(query));
+    if (method != M::POST) return wrongMethod("GET or POST");
+    return withJsonBody(headers, body, limit, false, response,
+                        [this, &response](json j) { return sendReply(response, backend_.subscribe(j)); });
+  }
+  if (is({"v1", "subscriptions", "*"})) {
+    if (!only({M::DELETE})) return wrongMethod("DELETE");
+    if (!isValidApprovalId(seg[2]))
+      return sendError(response, 404, "no subscription '" + seg[2] + "': ids are [A-Za-z0-9_-], 1 to 64 bytes");
+    return sendReply(response, backend_.unsubscribe(seg[2]));
+  }
   if (is({"v1", "schedules"})) {
     if (!only({M::GET})) return wrongMethod("GET");
     return sendReply(response, backend_.schedules());

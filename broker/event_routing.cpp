@@ -1,5 +1,7 @@
 #include "broker/event_routing.h"
 
+#include <algorithm>
+
 #include "broker/event_bus.h"
 #include "broker/policy/routing.h"
 #include "broker/policy/run_limits.h"
@@ -17,6 +19,7 @@ EventRouter::~EventRouter() = default;
 
 void EventRouter::deliver(const store::Event& e) {
   feed_.publish({{"kind", "event"}, {"event", eventJson(e)}});
+  countEvent(e);
   auto cfg = config_;
   config::Trust trust = e.trust == "owner" ? config::Trust::Owner : config::Trust::Untrusted;
   if (policy::checkHops(e.hops, cfg->pine.limits.eventHops)) {
@@ -43,6 +46,57 @@ void EventRouter::addSubscription(const store::SubscriptionRow& row) {
   store_.putSubscription(row);
   subscriptions_.push_back(row);
   updateSources();  // a source nobody wanted until now starts
+}
+
+bool EventRouter::removeSubscription(const std::string& id) {
+  auto it = std::find_if(subscriptions_.begin(), subscriptions_.end(), [&](auto& s) { return s.id == id; });
+  if (it == subscriptions_.end()) return false;
+  store_.removeSubscription(id);
+  subscriptions_.erase(it);
+  updateSources();  // a source nobody wants any more stops
+  return true;
+}
+
+void EventRouter::countEvent(const store::Event& e) {
+  bool configured = false;
+  for (auto& s : config_->pine.sources) configured = configured || s.name == e.source;
+  for (auto& h : config_->pine.webhooks) configured = configured || h.name == e.source;
+  if (!configured) return;
+  auto& c = unsaved_[e.source];
+  c.events++;
+  c.lastMs = std::max(c.lastMs, e.timeMs);
+}
+
+kj::Promise<void> EventRouter::saveCounts(kj::Timer& timer) {
+  return timer.afterDelay(5 * kj::SECONDS).then([this, &timer]() {
+    auto counts = std::move(unsaved_);
+    unsaved_.clear();
+    for (auto& [source, c] : counts) {
+      try {
+        store_.noteSourceEvents(source, c.lastMs, c.events);
+      } catch (std::exception& ex) {
+        spdlog::warn("sources: could not count {}'s events: {}", source, ex.what());
+      }
+    }
+    return saveCounts(timer);
+  });
+}
+
+SourceFacts EventRouter::sourceFacts() const {
+  SourceFacts f;
+  if (sources_) {
+    for (auto& name : sources_->running()) f.running.insert(name);
+    f.notRunning = sources_->notRunning();
+  }
+  f.subscriptions = subscriptions_;
+  for (auto& row : store_.sourceStatuses()) f.status[row.source] = row;
+  for (auto& [source, c] : unsaved_) {
+    auto& row = f.status[source];
+    row.source = source;
+    row.events += c.events;
+    row.eventMs = std::max(row.eventMs, c.lastMs);
+  }
+  return f;
 }
 
 void EventRouter::deliverToSubscriptions(const store::Event& e) {
@@ -95,6 +149,9 @@ void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store:
     e.trust = d.trust;
     e.payload = d.payload;
     publish(std::move(e));
+  });
+  saving_ = saveCounts(io.provider->getTimer()).eagerlyEvaluate([](kj::Exception&& e) {
+    spdlog::error("sources: counting events stopped: {}", e.getDescription().cStr());
   });
   updateSources();
 }

@@ -16,6 +16,7 @@
 #include "broker/feed.h"
 #include "broker/run_services.h"
 #include "broker/sources/source_manager.h"
+#include "broker/sources_report.h"
 
 namespace pine {
 
@@ -29,6 +30,12 @@ class EventRouter {
   void deliver(const store::Event& e);
   // Subscriptions are read on every event: kept in memory, written through to the store.
   void addSubscription(const store::SubscriptionRow& row);
+  // Removes one (the source stops when nobody else wants it). False when there is none.
+  bool removeSubscription(const std::string& id);
+  const std::vector<store::SubscriptionRow>& subscriptions() const { return subscriptions_; }
+  // What pinectl sources shows: running or why not, subscriptions, status lines with the
+  // events counted so far (channels: the owner channels' states, filled in by the caller).
+  SourceFacts sourceFacts() const;
   // Starts the source manager; what a source hears is published through `publish`.
   void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish);
   // Starts the sources someone wants and stops the rest.
@@ -38,12 +45,21 @@ class EventRouter {
 
  private:
   void deliverToSubscriptions(const store::Event& e);
+  void countEvent(const store::Event& e);
+  kj::Promise<void> saveCounts(kj::Timer& timer);
+  struct Count {
+    long long events = 0, lastMs = 0;
+  };
   store::Store& store_;
   const std::shared_ptr<const config::Home>& config_;
   Feed& feed_;
   Submit submit_;
   std::vector<store::SubscriptionRow> subscriptions_;
   std::unique_ptr<sources::SourceManager> sources_;
+  // Events per configured source not yet added to the store's status lines: written every few
+  // seconds, not in the event's own transaction, so counting costs the intake nothing.
+  std::map<std::string, Count> unsaved_;
+  kj::Promise<void> saving_ = nullptr;
 };
 
 }  // namespace pine

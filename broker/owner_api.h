@@ -16,6 +16,7 @@
 #include "broker/hook_intake.h"
 #include "broker/schedule_timers.h"
 #include "broker/sessions.h"
+#include "broker/sources_report.h"
 #include "broker/task_queue.h"
 #include "proto/supervisor.capnp.h"
 
@@ -42,6 +43,11 @@ class OwnerApi final : public ApiBackend {
     std::function<nlohmann::json()> channelStatus;
     std::function<void(const store::PairingRow&)> accountDecided;
     HookIntake* hooks = nullptr;  // POST /hooks/<name>; none: 404
+    // Sources and subscriptions (owner_sources.cpp): the router's facts, and subscriptions the
+    // owner adds or removes (the router starts and stops sources to match).
+    std::function<SourceFacts()> sourceFacts;
+    std::function<void(const store::SubscriptionRow&)> addSubscription;
+    std::function<bool(const std::string& id)> removeSubscription;
   };
   explicit OwnerApi(Parts parts) : p_(std::move(parts)) {}
 
@@ -63,6 +69,11 @@ class OwnerApi final : public ApiBackend {
   ApiReply schedules() override;
   ApiReply getState(const std::string& key) override;
   ApiReply putState(const std::string& key, const nlohmann::json& body) override;
+  // owner_sources.cpp
+  ApiReply sources() override;
+  ApiReply subscriptions(const ApiQuery& query) override;
+  ApiReply subscribe(const nlohmann::json& body) override;
+  ApiReply unsubscribe(const std::string& id) override;
   // owner_pairings.cpp
   ApiReply telegramPairings() override;
   ApiReply telegramCode(const std::string& code) override;

@@ -52,6 +52,17 @@ int cmdPairings(const std::string& home, bool json, std::ostream& out = std::cou
 int cmdUnpair(const std::string& home, const std::string& source, const std::string& userId,
               std::ostream& out = std::cout, std::ostream& err = std::cerr);
 
+// Every source: running or why not, who wants it, last look and event, counts, errors.
+int cmdSources(const std::string& home, bool json, std::ostream& out = std::cout, std::ostream& err = std::cerr);
+int cmdSubscriptions(const std::string& home, const std::string& agent, bool json, std::ostream& out = std::cout,
+                     std::ostream& err = std::cerr);
+// target: AGENT (its main conversation) or AGENT/SESSION.
+int cmdSubscribe(const std::string& home, const std::string& target, const std::string& source,
+                 const std::string& topic, bool separate, bool json, std::ostream& out = std::cout,
+                 std::ostream& err = std::cerr);
+int cmdUnsubscribe(const std::string& home, const std::string& id, std::ostream& out = std::cout,
+                   std::ostream& err = std::cerr);
+
 // One approval as pinectl shows it: id, agent, tool, arguments, reason, and how to answer.
 std::string formatApproval(const nlohmann::json& approval);
 // One event on one line: seq, time, topic, trust, payload.

@@ -59,11 +59,29 @@ int main(int argc, char** argv) {
   auto* stateSet = state->add_subcommand("set", "set a key to a JSON value");
   stateSet->add_option("key", key)->required();
   stateSet->add_option("json", value, "the value, as JSON ('\"text\"', 42, '{\"a\": 1}')")->required();
+  auto* sources = app.add_subcommand("sources", "every source: running or why not, who wants it, last event, errors");
+  sources->add_flag("--json", json, "print JSON");
+  auto* subscriptions = app.add_subcommand("subscriptions", "which conversations hear which sources");
+  subscriptions->add_option("--agent", agent, "only this agent's");
+  subscriptions->add_flag("--json", json, "print JSON");
+  std::string source;
+
+  bool separate = false;
+  auto* subscribe = app.add_subcommand("subscribe", "have a source's events delivered into a conversation");
+  subscribe->add_option("target", target, "AGENT (its main conversation) or AGENT/SESSION")->required();
+  subscribe->add_option("source", source, "the source's name (pinectl sources)")->required();
+  subscribe->add_option("--topic", topic, "only events whose topic matches this filter (+ one level, # the rest)");
+  subscribe->add_flag("--separate", separate, "start a run of its own per event (untrusted) instead");
+  subscribe->add_flag("--json", json, "print JSON");
+  subscribe->footer("Events of a source not marked trust: owner arrive as data and mark the conversation as having "
+                    "read outside content.");
+  auto* unsubscribe = app.add_subcommand("unsubscribe", "stop a subscription (pinectl subscriptions lists them)");
+  unsubscribe->add_option("id", id, "the subscription's id")->required();
   auto* schedules = app.add_subcommand("schedules", "every schedule with its task and next run");
   schedules->add_flag("--json", json, "print JSON");
 
   bool denyCode = false, yes = false;
-  std::string channel, code, source, userId;
+  std::string channel, code, userId;
   auto* pair = app.add_subcommand("pair", "pair the account that got a code from pine's bot (it is named first)");
   pair->add_option("channel", channel, "telegram")->required();
   pair->add_option("code", code, "the code the bot sent")->required();
@@ -126,6 +144,10 @@ int main(int argc, char** argv) {
     if (*stateGet) return pine::cmdStateGet(home, key);
     if (*stateSet) return pine::cmdStateSet(home, key, value);
     if (*schedules) return pine::cmdSchedules(home, json);
+    if (*sources) return pine::cmdSources(home, json);
+    if (*subscriptions) return pine::cmdSubscriptions(home, agent, json);
+    if (*subscribe) return pine::cmdSubscribe(home, target, source, topic, separate, json);
+    if (*unsubscribe) return pine::cmdUnsubscribe(home, id);
     if (*secretSet) return pine::cmdSecret(home, "set", secretName);
     if (*secretUnset) return pine::cmdSecret(home, "unset", secretName);
     if (*secretList) return pine::cmdSecret(home, "list", "");

@@ -1,0 +1,95 @@
+// pinectl sources | subscriptions | subscribe | unsubscribe: what brings events in, whether it
+// runs and why not, and which conversations hear it.
+#include "pinectl/api_call.h"
+#include "pinectl/commands.h"
+#include "pinectl/http_client.h"
+
+namespace pine {
+
+namespace {
+
+std::string str(const nlohmann::json& j, const char* key, const std::string& otherwise = "") {
+  if (!j.contains(key)) return otherwise;
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+std::string wantedLine(const nlohmann::json& w) {
+  if (w.contains("start")) return "start: always";
+  if (w.contains("route")) return "route " + str(w, "route") + " (agent " + str(w, "agent") + ")";
+  return "subscription " + str(w, "subscription") + " (" + str(w, "agent") + "/" + str(w, "session") +
+         (w.value("separate", false) ? ", runs of their own" : "") + ")";
+}
+
+}  // namespace
+
+int cmdSources(const std::string& home, bool json, std::ostream& out, std::ostream& err) {
+  auto a = callApi(home, "GET", "/v1/sources");
+  if (!a.ok()) return reportFailure(a, err);
+  if (json) {
+    out << a.body.dump(2) << "\n";
+    return 0;
+  }
+  auto list = a.body.value("sources", nlohmann::json::array());
+  if (list.empty()) out << "no sources (pine.yaml: sources, webhooks)\n";
+  for (auto& s : list) {
+    out << str(s, "name") << " (" << str(s, "type") << (s.contains("agent") ? ", agent " + str(s, "agent") : "")
+        << ", " << str(s, "trust") << ")  " << str(s, "state") << "\n";
+    if (s.contains("why")) out << "  why: " << str(s, "why") << "\n";
+    std::string wanted;
+    for (auto& w : s.value("wantedBy", nlohmann::json::array())) wanted += (wanted.empty() ? "" : "; ") + wantedLine(w);
+    if (!wanted.empty()) out << "  wanted by: " << wanted << "\n";
+    std::string seen;
+    if (s.contains("lastLookAt"))
+      seen = "last looked " + str(s, "lastLookAt") + (s.contains("found") ? ", found " + str(s, "found") : "") + "; ";
+    seen += "last event " + str(s, "lastEventAt", "never") + "; " + str(s, "events", "0") + " events, " +
+            str(s, "errors", "0") + " errors";
+    out << "  " << seen << "\n";
+    if (s.contains("lastError")) out << "  last error " << str(s, "lastErrorAt") << ": " << str(s, "lastError") << "\n";
+  }
+  return 0;
+}
+
+int cmdSubscriptions(const std::string& home, const std::string& agent, bool json, std::ostream& out,
+                     std::ostream& err) {
+  auto a = callApi(home, "GET", "/v1/subscriptions" + (agent.empty() ? "" : "?agent=" + urlEncode(agent)));
+  if (!a.ok()) return reportFailure(a, err);
+  if (json) {
+    out << a.body.dump(2) << "\n";
+    return 0;
+  }
+  auto list = a.body.value("subscriptions", nlohmann::json::array());
+  if (list.empty()) out << "no subscriptions\n";
+  for (auto& s : list)
+    out << str(s, "id") << "  " << str(s, "agent") << "/" << str(s, "session") << "  hears " << str(s, "source")
+        << (s.contains("topic") ? " (topic " + str(s, "topic") + ")" : "")
+        << (s.value("separate", false) ? ", in runs of their own" : "") << "\n";
+  return 0;
+}
+
+int cmdSubscribe(const std::string& home, const std::string& target, const std::string& source,
+                 const std::string& topic, bool separate, bool json, std::ostream& out, std::ostream& err) {
+  size_t slash = target.find('/');
+  nlohmann::json body = {{"agent", target.substr(0, slash)}, {"source", source}, {"separate", separate}};
+  if (slash != std::string::npos) body["session"] = target.substr(slash + 1);
+  if (!topic.empty()) body["topic"] = topic;
+  auto a = callApi(home, "POST", "/v1/subscriptions", body);
+  if (!a.ok()) return reportFailure(a, err);
+  if (json) {
+    out << a.body.dump(2) << "\n";
+    return 0;
+  }
+  auto s = a.body.value("subscription", nlohmann::json::object());
+  out << (a.body.value("existing", false) ? "already subscribed (" : "subscribed (") << str(s, "id") << "): "
+      << str(s, "agent") << "/" << str(s, "session") << " hears " << str(s, "source")
+      << (separate ? " in runs of their own" : " as data in the conversation") << "\n";
+  return 0;
+}
+
+int cmdUnsubscribe(const std::string& home, const std::string& id, std::ostream& out, std::ostream& err) {
+  auto a = callApi(home, "DELETE", "/v1/subscriptions/" + urlEncode(id));
+  if (!a.ok()) return reportFailure(a, err);
+  out << "unsubscribed " << id << "\n";
+  return 0;
+}
+
+}  // namespace pine
