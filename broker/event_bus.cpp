@@ -47,9 +47,10 @@ kj::Promise<store::Event> EventBus::publish(store::Event draft) {
   if (queue_.size() >= maxBatch_) {
     flush();
   } else if (!flushScheduled_) {
-    // Everything published before the loop turns again goes into the same transaction.
+    // Everything published before the loop next waits for I/O goes into the same transaction:
+    // evalLast runs once every ready continuation (other requests read in the same wake-up) has run.
     flushScheduled_ = true;
-    flushTask_ = kj::evalLater([this]() {
+    flushTask_ = kj::evalLast([this]() {
                    flushScheduled_ = false;
                    flush();
                  }).eagerlyEvaluate([](kj::Exception&& e) { spdlog::error("events: {}", e.getDescription().cStr()); });
