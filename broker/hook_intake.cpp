@@ -1,9 +1,9 @@
 #include "broker/hook_intake.h"
 
-#include <openssl/evp.h>
 
 #include "broker/api_auth.h"
 #include "common/log.h"
+#include "common/sha256_hex.h"
 
 #include <spdlog/spdlog.h>
 
@@ -17,16 +17,6 @@ constexpr const char* kDeliveryIdHeaders[] = {"x-github-delivery", "x-request-id
 std::string hookLower(std::string s) {
   for (auto& c : s) c = (char)std::tolower((unsigned char)c);
   return s;
-}
-
-std::string hookSha256Hex(const std::string& text) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(text.data(), text.size(), md, &n, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < n; ++i) out += {hex[md[i] >> 4], hex[md[i] & 15]};
-  return out;
 }
 
 // name=value&... as a JSON object; a name given twice becomes a list. nullopt on a broken escape.
@@ -143,7 +133,7 @@ kj::Promise<ApiReply> HookIntake::deliver(const std::string& name, HookDelivery 
       break;
     }
   if (key.empty() && !a.open && a.auth == config::WebhookAuth::Hmac) {
-    key = "body:" + hookSha256Hex(timestamp + "." + d.body);
+    key = "body:" + sha256Hex(timestamp + "." + d.body);
     keepMs = (long long)a.toleranceSec * 1000;
   }
   if (a.open) return accept(*hook, kj::mv(d), kj::mv(key), keepMs);
