@@ -1,6 +1,5 @@
 #include "broker/hook_intake.h"
 
-
 #include "broker/api_auth.h"
 #include "common/log.h"
 #include "common/sha256_hex.h"
