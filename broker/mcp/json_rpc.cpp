@@ -1,5 +1,7 @@
 #include "broker/mcp/json_rpc.h"
 
+#include "common/json_depth.h"
+
 namespace pine::mcp {
 
 namespace {
@@ -17,6 +19,7 @@ Message invalid(std::string why) {
 }  // namespace
 
 Message parseMessage(std::string_view text) {
+  if (jsonNestingDepth(text) > kMaxNesting) return invalid("nested deeper than " + std::to_string(kMaxNesting) + " levels");
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) return invalid("not JSON");
   if (j.is_array()) return invalid("a JSON-RPC batch (MCP messages come one at a time)");

@@ -20,6 +20,9 @@ struct Message {
   std::string problem;       // Invalid: why
 };
 
+// Deeper than this is refused unread (MCP results and schemas are far shallower): parsing,
+// copying and dumping JSON recurse.
+inline constexpr int kMaxNesting = 64;
 Message parseMessage(std::string_view text);
 
 std::string requestText(long long id, const std::string& method, const nlohmann::json& params);

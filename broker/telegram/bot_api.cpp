@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/json_depth.h"
+
 namespace pine::telegram {
 namespace {
 
@@ -31,21 +33,7 @@ class Collect final : public proto::ByteSink::Server {
 
 BotReply readReply(int status, const std::string& body, const std::string& transportError) {
   // Depth first: a result nested deeper than any Bot API answer is refused before it is walked.
-  int depth = 0, deepest = 0;
-  bool inString = false;
-  for (size_t i = 0; i < body.size(); ++i) {
-    char c = body[i];
-    if (inString) {
-      if (c == '\\') ++i;
-      else if (c == '"') inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
+  int deepest = jsonNestingDepth(body);
   if (deepest > kMaxDepth) {
     BotReply deep;
     deep.errorCode = status;

@@ -309,6 +309,13 @@ TEST_CASE("parseMessage: each kind, and what is not JSON-RPC says why") {
   CHECK(parseMessage(R"({"jsonrpc":"2.0","id":1,"error":{"message":"x"}})").kind == Message::Kind::Invalid);
   CHECK(parseMessage(R"({"jsonrpc":"2.0","id":1})").kind == Message::Kind::Invalid);
   CHECK(parseMessage(R"({"jsonrpc":"2.0","method":"x","params":3})").kind == Message::Kind::Invalid);
+  // Nested past the limit: refused before it is parsed; at the limit, read; brackets in strings do not count.
+  std::string deep = R"({"jsonrpc":"2.0","id":1,"result":)" + std::string(200000, '[') + std::string(200000, ']') + "}";
+  CHECK(parseMessage(deep).problem == "nested deeper than 64 levels");
+  std::string fits = R"({"jsonrpc":"2.0","id":1,"result":)" + std::string(63, '[') + std::string(63, ']') + "}";
+  CHECK(parseMessage(fits).kind == Message::Kind::Result);
+  std::string quoted = R"({"jsonrpc":"2.0","id":1,"result":")" + std::string(1000, '[') + R"(\""})";
+  CHECK(parseMessage(quoted).kind == Message::Kind::Result);
 }
 
 TEST_CASE("tool pins: a change of description, schema or annotations is named; added and removed too") {
