@@ -207,15 +207,16 @@ kj::Promise<ToolResult> Client::callTool(const std::string& name, const nlohmann
 
 ToolResult resultToText(const nlohmann::json& result, size_t cap) {
   ToolResult out;
-  if (!result.is_object()) {
-    out.text = "(the server's answer is not an object)";
-    out.isError = true;
-    return out;
-  }
-  out.isError = result.value("isError", nlohmann::json(false)) == true;
   std::string text;
+  if (!result.is_object()) {
+    // Capped like any other answer: the cap is the caller's promise, whatever the server sent.
+    text = "(the server's answer is not an object)";
+    out.isError = true;
+  } else {
+    out.isError = result.value("isError", nlohmann::json(false)) == true;
+  }
   auto add = [&](const std::string& part) { text += (text.empty() ? "" : "\n") + part; };
-  if (result.contains("content") && result["content"].is_array()) {
+  if (result.is_object() && result.contains("content") && result["content"].is_array()) {
     for (auto& c : result["content"]) {
       if (!c.is_object()) continue;
       std::string type = c.value("type", nlohmann::json("")).is_string() ? c.value("type", std::string()) : "";
@@ -234,7 +235,7 @@ ToolResult resultToText(const nlohmann::json& result, size_t cap) {
       }
     }
   }
-  if (text.empty() && result.contains("structuredContent"))
+  if (text.empty() && result.is_object() && result.contains("structuredContent"))
     text = result["structuredContent"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (text.size() > cap) {
     size_t more = text.size() - cap;

@@ -296,6 +296,20 @@ TEST_CASE("the server's list_changed notification reaches the client") {
   CHECK(changed == 1);
 }
 
+TEST_CASE("resultToText: the cap holds for every answer, one that is not an object too") {
+  auto notObject = resultToText(nlohmann::json::array({1, 2}), 5);
+  CHECK(notObject.isError);
+  CHECK(notObject.truncated);
+  CHECK(notObject.text.rfind("(the ", 0) == 0);
+  CHECK(notObject.text.find("(cut: ") != std::string::npos);
+  auto whole = resultToText(nlohmann::json(3), 1000);
+  CHECK_FALSE(whole.truncated);
+  CHECK(whole.text == "(the server's answer is not an object)");
+  auto structured = resultToText(nlohmann::json{{"structuredContent", {{"k", std::string(50, 'x')}}}}, 10);
+  CHECK(structured.truncated);
+  CHECK(structured.text.compare(0, 10, R"({"k":"xxxx)") == 0);
+}
+
 TEST_CASE("parseMessage: each kind, and what is not JSON-RPC says why") {
   CHECK(parseMessage(R"({"jsonrpc":"2.0","id":1,"method":"x"})").kind == Message::Kind::Request);
   CHECK(parseMessage(R"({"jsonrpc":"2.0","method":"x"})").kind == Message::Kind::Notification);
