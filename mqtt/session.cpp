@@ -75,7 +75,7 @@ unsigned reconnectDelayMs(unsigned minMs, unsigned maxMs, unsigned failures, uns
 }
 
 std::optional<std::string> publishProblem(const std::vector<std::string>& patterns, const std::string& topic) {
-  if (mosquitto_pub_topic_check(topic.c_str()) != MOSQ_ERR_SUCCESS)
+  if (topic.empty() || mosquitto_pub_topic_check(topic.c_str()) != MOSQ_ERR_SUCCESS)
     return "cannot publish on '" + topic + "': not a topic one can send to (empty, too long, or holding + or #)";
   for (const auto& p : patterns) {
     bool match = false;

@@ -16,7 +16,7 @@ struct MqttJob {
   host @1 :Text;
   port @2 :UInt16;
   tls @3 :Bool;                # mqtts://: the server's certificate and host name are verified, always
-  clientId @4 :Text;           # empty: the MQTT broker picks one
+  clientId @4 :Text;           # empty: a random one
   topics @5 :List(Text);       # subscribed on every connect
   publish @6 :List(Text);      # the only topics (patterns with + and #) the session publishes on
   qos @7 :UInt8;               # 0, 1 or 2, for subscriptions and publishes

@@ -23,7 +23,7 @@ std::optional<std::string> parseMqttUrl(const std::string& url, MqttAddress& out
 struct JobSpec {
   std::string source;
   MqttAddress address;
-  std::string clientId;  // empty: the server picks one
+  std::string clientId;  // empty: a random one (libmosquitto makes it)
   std::vector<std::string> topics;
   std::vector<std::string> publish;
   int qos = 1;

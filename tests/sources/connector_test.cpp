@@ -1,12 +1,13 @@
 // MQTT with a login and TLS, each session in a real pine-mqtt: a login accepted and a wrong
 // one refused with its reason, a secret missing from .env named, a server certificate the
 // source does not trust refused and its own CA accepted, and the publish list enforced by the
-// connector itself when the broker is bypassed.
+// connector itself when the broker is bypassed; the backoff's waits; a connector that dies
+// started again.
 #include <doctest/doctest.h>
-
-#include <sstream>
+#include <signal.h>
 
 #include "common/rpc_link.h"
+#include "mqtt/session.h"
 #include "proto/mqtt.capnp.h"
 #include "tests/sources/mosquitto_fixture.h"
 
@@ -181,4 +182,64 @@ TEST_CASE("connector: refuses a topic off the publish list even when the broker'
     CAPTURE(t);
     CHECK((t == "out/lamp" || p != "direct"));
   }
+}
+
+TEST_CASE("connector: the wait before reconnecting doubles up to its cap, with up to half taken off at random") {
+  using pine::mqtt::reconnectDelayMs;
+  for (unsigned random : {0u, 1u, 777u, 0xffffffffu}) {
+    CAPTURE(random);
+    unsigned first = reconnectDelayMs(1000, 30000, 0, random);
+    CHECK(first >= 500);
+    CHECK(first <= 1000);
+    unsigned third = reconnectDelayMs(1000, 30000, 2, random);
+    CHECK(third >= 2000);
+    CHECK(third <= 4000);
+    for (unsigned failures : {5u, 6u, 40u, 1000u}) {
+      unsigned late = reconnectDelayMs(1000, 30000, failures, random);
+      CHECK(late >= 15000);
+      CHECK(late <= 30000);
+    }
+  }
+  CHECK(reconnectDelayMs(1000, 30000, 3, 0) == 8000);     // no jitter drawn: the full wait
+  CHECK(reconnectDelayMs(1000, 30000, 3, 4000) == 4000);  // the most taken off: half
+}
+
+TEST_CASE("connector: the publish list as the connector reads it (MQTT wildcards), and topics one cannot send to") {
+  using pine::mqtt::publishProblem;
+  const std::vector<std::string> list = {"home/+/set", "out/#"};
+  for (const char* ok : {"home/lamp/set", "out", "out/a/b"}) {
+    CAPTURE(ok);
+    CHECK_FALSE(publishProblem(list, ok).has_value());
+  }
+  for (const char* refused : {"home/lamp/state", "home/a/b/set", "outside", "approval/1"}) {
+    CAPTURE(refused);
+    auto why = publishProblem(list, refused);
+    REQUIRE(why);
+    CHECK(why->find("not on the source's publish list (home/+/set, out/#)") != std::string::npos);
+  }
+  for (const char* wild : {"out/+", "out/#", ""}) {
+    CAPTURE(wild);
+    auto why = publishProblem(list, wild);
+    REQUIRE(why);
+    CHECK(why->find("not a topic one can send to") != std::string::npos);
+  }
+  CHECK(publishProblem({}, "a/b")->find("it has none, so it only receives") != std::string::npos);
+}
+
+TEST_CASE("connector: one that dies is started again by the broker after a wait") {
+  LogCapture log;
+  Mosquitto broker;
+  Loop loop;
+  Connectors conns;
+  SourceManager manager(loop.io, loop.sink(), conns.opener(loop.io), fast());
+  manager.update({mqttSource("house", broker.url(), {"house/#"})});
+  Client client(broker.port());
+  REQUIRE(waitSubscribed(loop, client, "house/first", 10s));
+  REQUIRE(conns.pids().size() == 1);
+  ::kill(conns.pids()[0], SIGKILL);
+  REQUIRE(loop.until([&] { return log.occurrences("its MQTT connector (pine-mqtt) ended; starting it again") == 1; }, 5s));
+  CHECK(manager.notRunning().count("house") == 1);
+  REQUIRE(loop.until([&] { return conns.pids().size() == 2; }, 5s));
+  CHECK(waitSubscribed(loop, client, "house/second", 10s));
+  CHECK(manager.running() == std::vector<std::string>{"house"});
 }
