@@ -243,3 +243,22 @@ TEST_CASE("connector: one that dies is started again by the broker after a wait"
   CHECK(waitSubscribed(loop, client, "house/second", 10s));
   CHECK(manager.running() == std::vector<std::string>{"house"});
 }
+
+TEST_CASE("connector: a TLS session with a login comes back after mosquitto is killed and started again") {
+  Secured f(kPassword, true);
+  auto& [broker, loop, conns, manager] = f;
+  auto s = withLogin(mqttSource("house", broker.tlsUrl(), {"house/#"}));
+  s.caFile = broker.caFile();
+  manager.update({s});
+  {
+    Client client(broker.port(), {}, kUser, kPassword);
+    REQUIRE(waitSubscribed(loop, client, "house/before", 10s));
+  }
+  broker.kill();
+  loop.run(700ms);  // the session notices and backs off
+  CHECK(manager.running() == std::vector<std::string>{"house"});  // away, reconnecting: still its own
+  broker.start();
+  Client client(broker.port(), {}, kUser, kPassword);
+  CHECK(waitSubscribed(loop, client, "house/after", 15s));
+  CHECK(conns.pids().size() == 1);  // the same connector reconnected; none was restarted
+}

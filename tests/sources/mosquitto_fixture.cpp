@@ -136,6 +136,14 @@ void Mosquitto::start() {
   throw std::runtime_error("mosquitto did not start on port " + std::to_string(port_) + "; see " + dir_);
 }
 
+void Mosquitto::kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
 void Mosquitto::stop() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGTERM);

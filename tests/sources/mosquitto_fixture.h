@@ -34,6 +34,7 @@ class Mosquitto {
   explicit Mosquitto(MosquittoOptions options = {});  // picks free ports and starts it
   ~Mosquitto();  // stops it, removes its folder
   void stop();
+  void kill();   // SIGKILL: no goodbye to its clients
   void start();  // again, on the same ports
   int port() const { return port_; }
   int tlsPort() const { return tlsPort_; }
