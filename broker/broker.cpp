@@ -160,7 +160,9 @@ kj::Promise<void> Broker::run() {
   schedules_->armAll();
   telegram_->update();
   if (pinedRestarted && !sandboxNote_.empty()) telegram_->notice("sandboxDegraded", "pine: " + sandboxNote_);
-  router_->startSources(io_, [this](store::Event e) { background_.add(bus_->publish(std::move(e)).ignoreResult()); });
+  router_->startSources(
+      io_, [this](store::Event e) { background_.add(bus_->publish(std::move(e)).ignoreResult()); },
+      [this](const config::Source& s) { return openMqttConnector(s.name); });
   purgeOld();
   background_.add(supervisor_.readyRequest().send().ignoreResult());
   spdlog::info("broker {} ready; control API on unix:{} and http://{}:{}", getpid(), home_.socket(),
@@ -228,7 +230,22 @@ kj::Promise<store::Event> Broker::writeState(const std::string& k, const std::st
   return bus_->publish(std::move(e));
 }
 
-std::optional<std::string> Broker::publishToSource(const std::string& source, const std::string& topic,
+kj::Promise<kj::Own<kj::AsyncCapabilityStream>> Broker::openMqttConnector(const std::string& source) {
+  auto req = supervisor_.openMqttRequest();
+  req.setSource(source);
+  return req.send().then([this](auto r) {
+    auto socket = r.getSession();
+    // `socket` owns the fd until we have our own copy: keep it alive until then.
+    return socket.getFd().then([this, socket](kj::Maybe<int> fd) mutable {
+      int mine = -1;
+      KJ_IF_MAYBE(f, fd) { mine = fcntl(*f, F_DUPFD_CLOEXEC, 3); }
+      KJ_REQUIRE(mine >= 0, "pined sent no socket for the MQTT connector");
+      return wrapSocket(*io_.lowLevelProvider, mine);
+    });
+  });
+}
+
+kj::Promise<std::optional<std::string>> Broker::publishToSource(const std::string& source, const std::string& topic,
                                                    const std::string& payload) {
   return router_->publishToSource(source, topic, payload);
 }

@@ -60,8 +60,8 @@ class Broker final : public RunServices, private kj::TaskSet::ErrorHandler {
   kj::Promise<store::Event> publish(store::Event draft) override { return bus_->publish(std::move(draft)); }
   kj::Promise<store::Event> writeState(const std::string& key, const std::string& valueJson, const std::string& by,
                                        config::Trust trust) override;
-  std::optional<std::string> publishToSource(const std::string& source, const std::string& topic,
-                                             const std::string& payload) override;
+  kj::Promise<std::optional<std::string>> publishToSource(const std::string& source, const std::string& topic,
+                                                          const std::string& payload) override;
   void addSubscription(const store::SubscriptionRow& row) override { router_->addSubscription(row); }
   void reloadConfiguration() override;  // re-read the home's configuration (after pined validated a change)
   Submitted submit(RunRequest request) override { return queue_->submit(std::move(request)); }
@@ -76,6 +76,8 @@ class Broker final : public RunServices, private kj::TaskSet::ErrorHandler {
  private:
   void loadConfig();
   void purgeOld();
+  // A source's MQTT connector, started by pined with the source's login (openMqtt): our end of it.
+  kj::Promise<kj::Own<kj::AsyncCapabilityStream>> openMqttConnector(const std::string& source);
   void taskFailed(kj::Exception&& e) override;
 
   kj::AsyncIoContext& io_;

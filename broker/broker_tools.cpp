@@ -80,9 +80,11 @@ kj::Promise<ToolAnswer> BrokerTools::send(const nlohmann::json& args) {
   if (!known) return toolError("no channel '" + to + "': send reaches the owner (to: \"owner\") or a source of pine.yaml");
   std::string topic = args.value("topic", "");
   if (topic.empty()) return toolError("sending through source '" + to + "' needs a \"topic\" on its publish list");
-  if (auto why = run_.services.publishToSource(to, topic, args["text"].get<std::string>()))
-    return toolError("not sent: " + *why);
-  return ToolAnswer{"sent through " + to + " on " + topic, false};
+  return run_.services.publishToSource(to, topic, args["text"].get<std::string>())
+      .then([to, topic](std::optional<std::string> why) -> ToolAnswer {
+        if (why) return toolError("not sent: " + *why);
+        return ToolAnswer{"sent through " + to + " on " + topic, false};
+      });
 }
 
 ToolAnswer BrokerTools::stateGet(const nlohmann::json& args) {

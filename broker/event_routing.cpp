@@ -139,7 +139,8 @@ void EventRouter::deliverToSubscriptions(const store::Event& e) {
   }
 }
 
-void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish) {
+void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish,
+                               sources::OpenConnector open) {
   // What a source hears is an event like any other: committed, then routed and delivered.
   sources_ = std::make_unique<sources::SourceManager>(io, [publish = std::move(publish)](sources::Draft d) {
     store::Event e;
@@ -149,7 +150,7 @@ void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store:
     e.trust = d.trust;
     e.payload = d.payload;
     publish(std::move(e));
-  });
+  }, std::move(open));
   saving_ = saveCounts(io.provider->getTimer()).eagerlyEvaluate([](kj::Exception&& e) {
     spdlog::error("sources: counting events stopped: {}", e.getDescription().cStr());
   });
@@ -164,9 +165,10 @@ void EventRouter::updateSources() {
   for (auto& [name, why] : sources_->notRunning()) spdlog::warn("source {} is wanted but not running: {}", name, why);
 }
 
-std::optional<std::string> EventRouter::publishToSource(const std::string& source, const std::string& topic,
-                                                        const std::string& payload) {
-  if (!sources_) return std::string("sources are not running");
+kj::Promise<std::optional<std::string>> EventRouter::publishToSource(const std::string& source,
+                                                                     const std::string& topic,
+                                                                     const std::string& payload) {
+  if (!sources_) return std::optional<std::string>("sources are not running");
   return sources_->publish(source, topic, payload);
 }
 

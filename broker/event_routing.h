@@ -37,11 +37,12 @@ class EventRouter {
   // events counted so far (channels: the owner channels' states, filled in by the caller).
   SourceFacts sourceFacts() const;
   // Starts the source manager; what a source hears is published through `publish`.
-  void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish);
+  // `open` starts a source's MQTT connector (pined's openMqtt).
+  void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish, sources::OpenConnector open);
   // Starts the sources someone wants and stops the rest.
   void updateSources();
-  std::optional<std::string> publishToSource(const std::string& source, const std::string& topic,
-                                             const std::string& payload);
+  kj::Promise<std::optional<std::string>> publishToSource(const std::string& source, const std::string& topic,
+                                                          const std::string& payload);
 
  private:
   void deliverToSubscriptions(const store::Event& e);

@@ -70,8 +70,9 @@ class RunServices {
   virtual kj::Promise<store::Event> writeState(const std::string& key, const std::string& valueJson,
                                                const std::string& by, config::Trust trust) = 0;
   // Through a source's own channel (MQTT): an error text when refused.
-  virtual std::optional<std::string> publishToSource(const std::string& source, const std::string& topic,
-                                                     const std::string& payload) = 0;
+  virtual kj::Promise<std::optional<std::string>> publishToSource(const std::string& source,
+                                                                  const std::string& topic,
+                                                                  const std::string& payload) = 0;
   virtual void addSubscription(const store::SubscriptionRow& row) = 0;
   // After pined wrote a configuration change the run asked for.
   virtual void reloadConfiguration() = 0;

@@ -186,6 +186,19 @@ void resolve(const Home& home, const HomeView& view, const std::vector<Ref>& ref
         else if (!view.exists(r.name))
           err(r, "file '" + r.name + "' does not exist (looked for " + view.full(r.name) + ")", "");
         break;
+      case Ref::PinedFile: {
+        // Read by pined at the source's start; the broker (skipEnv) cannot see the owner's files.
+        if (skipEnv) break;
+        std::string why;
+        auto bytes = view.read(r.name, &why);
+        if (!bytes)
+          err(r, "cannot read '" + view.full(r.name) + "': " + why,
+              "make it a file pine's user can read (a PEM certificate), or fix the path");
+        else if (bytes->find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+          err(r, "'" + view.full(r.name) + "' holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+              "name the CA's certificate in PEM form");
+        break;
+      }
       case Ref::Pricing: {
         auto a = home.agents.find(r.name);
         if (a == home.agents.end()) break;

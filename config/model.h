@@ -103,6 +103,7 @@ struct Source {
   std::vector<std::string> publish;
   std::string usernameSecret;
   std::string passwordSecret;  // also ftp
+  std::string caFile;          // mqtts: PEM of the CA that signed the server's certificate (read by pined)
   // folder
   std::string path;
   bool recursive = false;

@@ -26,7 +26,8 @@ struct Pos {
 // Something named in one place that must exist in another; resolved once the
 // whole home is read.
 struct Ref {
-  enum Kind { Agent, AgentOrAll, Model, Provider, Source, Secret, HookSecret, HomeFile, Pricing };
+  // PinedFile: a file only pined reads (an MQTT source's caFile): checked where .env is.
+  enum Kind { Agent, AgentOrAll, Model, Provider, Source, Secret, HookSecret, HomeFile, PinedFile, Pricing };
   Kind kind;
   std::string name;  // for HomeFile: the path as written; for Pricing: the agent id
   std::string file;

@@ -222,7 +222,7 @@ const std::vector<std::string> kSourceTypes = {"webhook", "mqtt", "folder", "htt
 const std::vector<std::string>& typeKeys(const std::string& type) {
   static const std::map<std::string, std::vector<std::string>> keys = {
       {"webhook", {"topic", "secret", "auth", "open", "signatureHeader", "signaturePrefix", "timestampHeader", "toleranceSec", "maxBodyKb"}},
-      {"mqtt", {"url", "topics", "publish", "usernameSecret", "passwordSecret"}},
+      {"mqtt", {"url", "topics", "publish", "usernameSecret", "passwordSecret", "caFile"}},
       {"folder", {"path", "recursive"}},
       {"http", {"url", "intervalSec", "tokenSecret"}},
       {"command", {"command", "intervalSec"}},
@@ -263,6 +263,16 @@ void readSourceTypeFields(Map& m, const std::string& type, Source& s) {
     checkTopicList(m, "publish", s.publish, false);
     m.secretName("usernameSecret", s.usernameSecret);
     m.secretName("passwordSecret", s.passwordSecret);
+    if (m.str("caFile", s.caFile)) {
+      if (s.url.rfind("mqtts://", 0) != 0)
+        c.error(m.keyPos("caFile"), m.pathOf("caFile"), "caFile is for a TLS connection",
+                "write the url as mqtts://host:port, or remove caFile");
+      else if (s.caFile[0] == '~')
+        c.error(m.valuePos("caFile"), m.pathOf("caFile"), "'~' is not expanded here",
+                "write an absolute path, or one relative to pine's home");
+      else
+        c.ref(Ref::PinedFile, s.caFile, m.valuePos("caFile"), m.pathOf("caFile"));
+    }
   } else if (type == "folder") {
     if (m.str("path", s.path) && s.path[0] != '/' && s.path.rfind("~/", 0) != 0)
       c.error(m.valuePos("path"), m.pathOf("path"), "expected an absolute path (or ~/...)");

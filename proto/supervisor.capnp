@@ -59,6 +59,13 @@ interface Supervisor {
   # prefix taken off (at most 512 bytes); timestamp: the timestampHeader's value when the hook has one
   # (unix seconds, within toleranceSec of pined's clock; the MAC is then over "<timestamp>.<body>").
   # why says what failed, never anything of the secret.
+
+  openMqtt @11 (source :Text) -> (session :Socket);
+  # A pine-mqtt process (exec'd, sandboxed: network, no home, no .env) keeping the MQTT session of
+  # the mqtt source named, and the broker's end of its socket (proto/mqtt.capnp): pined looks the
+  # source up in its own configuration and sends the process its job with the values of the
+  # source's usernameSecret and passwordSecret and its caFile's bytes; the broker names only the
+  # source. The process exits when the broker closes its end.
 }
 
 struct EgressRequest {

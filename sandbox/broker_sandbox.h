@@ -14,7 +14,7 @@ struct BrokerSandboxRequest {
   std::string home;                        // pine's home
   std::string program;                     // the broker program pined runs
   std::vector<int> listenPorts;            // the control API's TCP port
-  std::vector<int> connectPorts;           // the MQTT sources' ports
+  std::vector<int> connectPorts;           // none today: MQTT sessions run in pine-mqtt (openMqtt)
   std::vector<std::string> otherReadable;  // files the configuration names outside the home
 };
 

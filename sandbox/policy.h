@@ -132,7 +132,7 @@ struct BrokerPaths {
   std::vector<std::string> otherReadable;  // files the configuration names outside the home (a script)
   std::vector<std::string> workspaces;   // agents' workspaces inside the home: not the broker's to read
   std::vector<int> listenPorts;          // TCP: the control API (http.port)
-  std::vector<int> connectPorts;         // TCP: the MQTT brokers of sources (until they move to a connector)
+  std::vector<int> connectPorts;         // TCP dialled out; pined passes none (MQTT runs in pine-mqtt)
   std::vector<std::string> systemReadable;  // empty: brokerSystemReadable()
   std::vector<std::string> systemDenyRead;  // empty: defaultSystemDenyRead()
 };

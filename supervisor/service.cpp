@@ -8,6 +8,7 @@
 #include "common/names.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/hook_check.h"
+#include "supervisor/mqtt_call.h"
 #include "supervisor/telegram_call.h"
 #include "supervisor/secrets/config_writer.h"
 #include "supervisor/socket_carrier.h"
@@ -179,6 +180,10 @@ kj::Promise<void> SupervisorService::checkHook(CheckHookContext context) {
   context.getResults().setOk(verdict.ok);
   context.getResults().setWhy(verdict.why);
   return kj::READY_NOW;
+}
+
+kj::Promise<void> SupervisorService::openMqtt(OpenMqttContext context) {
+  return pine::openMqtt(sup_, io_, mqttSessions_, context);
 }
 
 }  // namespace pine

@@ -2,6 +2,10 @@
 // Every argument is re-validated here: the broker is less trusted than pined.
 #pragma once
 #include <kj/async-io.h>
+#include <sys/types.h>
+
+#include <map>
+#include <string>
 
 #include "proto/supervisor.capnp.h"
 #include "supervisor/egress_call.h"
@@ -26,11 +30,13 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> telegram(TelegramContext context) override;
   kj::Promise<void> telegramFile(TelegramFileContext context) override;
   kj::Promise<void> checkHook(CheckHookContext context) override;
+  kj::Promise<void> openMqtt(OpenMqttContext context) override;
 
  private:
   Supervisor& sup_;
   kj::AsyncIoContext& io_;
   EgressProcesses egress_;  // this broker connection's egress processes
+  std::map<std::string, pid_t> mqttSessions_;  // the pine-mqtt of each mqtt source, by name
 };
 
 }  // namespace pine

@@ -47,20 +47,6 @@ void undoTaintedRun(const sandbox::TaintedRun& trees, const std::string& taskId,
   }
 }
 
-// The TCP port of an MQTT source's address (validated by the configuration's checks).
-int mqttPort(const std::string& url) {
-  int port = url.rfind("mqtts://", 0) == 0 ? 8883 : 1883;
-  size_t start = url.find("://");
-  std::string rest = start == std::string::npos ? url : url.substr(start + 3);
-  while (!rest.empty() && rest.back() == '/') rest.pop_back();
-  size_t colon = rest.rfind(':'), bracket = rest.rfind(']');
-  if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
-    int n = atoi(rest.c_str() + colon + 1);
-    if (n > 0 && n <= 65535) port = n;
-  }
-  return port;
-}
-
 std::pair<dev_t, ino_t> fileIdentity(const std::string& path) {
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) return {0, 0};
@@ -209,8 +195,7 @@ sandbox::PreparedSandbox Supervisor::prepareBroker() {
   req.program = options_.brokerProgram;
   if (auto cfg = config_.current()) {
     if (cfg->pine.http.port > 0) req.listenPorts.push_back(cfg->pine.http.port);
-    for (auto& source : cfg->pine.sources)
-      if (source.type == "mqtt" && !source.url.empty()) req.connectPorts.push_back(mqttPort(source.url));
+    // No connectPorts: MQTT sessions run in pine-mqtt (openMqtt), so the broker connects nowhere.
   }
   return sandbox::prepareBrokerSandbox(req, sandboxes_.host(), options_.brokerIds.value_or(sandbox::SandboxIds{0, 0}));
 }

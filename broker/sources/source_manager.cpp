@@ -1,18 +1,20 @@
 #include "broker/sources/source_manager.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <tuple>
 
 #include "broker/policy/topics.h"
+#include "broker/sources/payload.h"
 
 namespace pine::sources {
 namespace {
 
 // What a running connection depends on: a change to any of these restarts it.
 bool sameConnection(const config::Source& a, const config::Source& b) {
-  return std::tie(a.type, a.url, a.topics, a.publish, a.usernameSecret, a.passwordSecret, a.trust) ==
-         std::tie(b.type, b.url, b.topics, b.publish, b.usernameSecret, b.passwordSecret, b.trust);
+  return std::tie(a.type, a.url, a.topics, a.publish, a.usernameSecret, a.passwordSecret, a.caFile, a.trust) ==
+         std::tie(b.type, b.url, b.topics, b.publish, b.usernameSecret, b.passwordSecret, b.caFile, b.trust);
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -21,48 +23,16 @@ std::string joined(const std::vector<std::string>& v) {
   return out;
 }
 
+kj::Promise<std::optional<std::string>> answer(std::string why) {
+  return std::optional<std::string>(std::move(why));
+}
+
 }  // namespace
 
-SourceManager::SourceManager(kj::AsyncIoContext& io, Sink sink) : SourceManager(io, std::move(sink), Options{}) {}
+SourceManager::SourceManager(kj::AsyncIoContext& io, Sink sink, OpenConnector open, Options options)
+    : io_(io), sink_(std::move(sink)), open_(std::move(open)), options_(options) {}
 
-SourceManager::SourceManager(kj::AsyncIoContext& io, Sink sink, Options options)
-    : io_(io), sink_(std::move(sink)), options_(options) {
-  pump_ = pump().eagerlyEvaluate([](kj::Exception&& e) {
-    spdlog::error("sources: stopped handing on messages: {}", e.getDescription().cStr());
-  });
-}
-
-SourceManager::~SourceManager() {
-  // Join every client thread before the inbox they write to goes away.
-  clients_.clear();
-}
-
-kj::Promise<void> SourceManager::pump() {
-  return inbox_.next().then([this](std::vector<InboxItem> items) {
-    deliver(std::move(items));
-    return pump();
-  });
-}
-
-void SourceManager::deliver(std::vector<InboxItem> items) {
-  for (auto& item : items) {
-    if (item.isLog) {
-      spdlog::log(item.level, "{}", item.text);
-      continue;
-    }
-    // A message that a since-stopped (or restarted) source heard is not handed on:
-    // its trust or topics may have changed in between.
-    auto it = clients_.find(item.draft.source);
-    if (it == clients_.end() || it->second->id() != item.client) continue;
-    try {
-      sink_(std::move(item.draft));
-    } catch (const std::exception& e) {
-      spdlog::error("source '{}': the broker did not take a message: {}", it->first, e.what());
-    } catch (const kj::Exception& e) {
-      spdlog::error("source '{}': the broker did not take a message: {}", it->first, e.getDescription().cStr());
-    }
-  }
-}
+SourceManager::~SourceManager() { links_.clear(); }
 
 void SourceManager::refuse(const config::Source& s, std::string reason) {
   auto it = refused_.find(s.name);
@@ -71,16 +41,15 @@ void SourceManager::refuse(const config::Source& s, std::string reason) {
   refused_[s.name] = Refused{s, std::move(reason)};
 }
 
-std::optional<std::string> SourceManager::whyNotStartable(const config::Source& s, MqttAddress& address) const {
+std::optional<std::string> SourceManager::whyNotStartable(const config::Source& s) const {
   if (s.type != "mqtt")
     return fmt::format("source '{}': type '{}' is not implemented yet; it is not started", s.name, s.type);
-  // The broker holds no secrets (only pined reads .env), so it has nothing to log in with.
-  if (!s.usernameSecret.empty() || !s.passwordSecret.empty())
+  // The address is parsed again where the session runs; the broker only turns away what never runs.
+  if (s.url.find('@') != std::string::npos)
     return fmt::format(
-        "source '{}': authenticated MQTT is not supported yet (it names usernameSecret/passwordSecret); it is not "
-        "started. Remove them to connect anonymously, or use a broker that allows anonymous clients",
+        "source '{}': the MQTT address holds credentials; it is not started. Remove them and name .env entries in "
+        "usernameSecret/passwordSecret",
         s.name);
-  if (auto why = parseMqttUrl(s.url, address)) return fmt::format("source '{}': {}; it is not started", s.name, *why);
   return std::nullopt;
 }
 
@@ -88,14 +57,14 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
   std::map<std::string, const config::Source*> byName;
   for (const auto& s : wanted) byName[s.name] = &s;
 
-  for (auto it = clients_.begin(); it != clients_.end();) {
+  for (auto it = links_.begin(); it != links_.end();) {
     auto w = byName.find(it->first);
     if (w == byName.end()) {
       spdlog::info("source '{}': stopped, nobody wants it any more", it->first);
-      it = clients_.erase(it);
+      it = links_.erase(it);
     } else if (!sameConnection(it->second->source(), *w->second)) {
       spdlog::info("source '{}': configuration changed, restarting it", it->first);
-      it = clients_.erase(it);
+      it = links_.erase(it);
     } else {
       ++it;
     }
@@ -104,60 +73,59 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
     it = byName.count(it->first) ? std::next(it) : refused_.erase(it);
 
   for (const auto& s : wanted) {
-    if (clients_.count(s.name)) continue;
+    if (links_.count(s.name)) continue;
     if (s.type == "webhook") continue;  // served by the control API at /hooks/<name> (hook_intake)
-    MqttAddress address;
-    if (auto why = whyNotStartable(s, address)) {
-      refuse(s, std::move(*why));
-      continue;
-    }
-    auto client = std::make_unique<MqttClient>(s, address, nextId_++, inbox_, options_.reconnect);
-    if (auto why = client->start()) {
+    if (auto why = whyNotStartable(s)) {
       refuse(s, std::move(*why));
       continue;
     }
     refused_.erase(s.name);
-    spdlog::info("source '{}': started (mqtt {}:{}, topics {})", s.name, address.host, address.port,
-                 joined(s.topics));
-    clients_[s.name] = std::move(client);
+    spdlog::info("source '{}': starting its MQTT connector ({}, topics {})", s.name, s.url, joined(s.topics));
+    links_[s.name] = std::make_unique<MqttLink>(io_, s, sink_, open_, options_.restart);
   }
 }
 
 std::vector<std::string> SourceManager::running() const {
   std::vector<std::string> out;
-  for (const auto& [name, client] : clients_) out.push_back(name);
+  for (const auto& [name, link] : links_)
+    if (link->running()) out.push_back(name);
   return out;
 }
 
 std::map<std::string, std::string> SourceManager::notRunning() const {
   std::map<std::string, std::string> out;
   for (const auto& [name, r] : refused_) out[name] = r.reason;
+  for (const auto& [name, link] : links_)
+    if (!link->running()) out[name] = link->reason();
   return out;
 }
 
-std::optional<std::string> SourceManager::publish(const std::string& source, const std::string& topic,
-                                                  const std::string& payload) {
-  auto it = clients_.find(source);
-  if (it == clients_.end()) {
+kj::Promise<std::optional<std::string>> SourceManager::publish(const std::string& source, const std::string& topic,
+                                                               const std::string& payload) {
+  auto it = links_.find(source);
+  if (it == links_.end()) {
     auto r = refused_.find(source);
-    if (r != refused_.end()) return "cannot publish through " + r->second.reason;
-    return fmt::format(
+    if (r != refused_.end()) return answer("cannot publish through " + r->second.reason);
+    return answer(fmt::format(
         "no running source named '{}': a source runs only while a subscription or a route names it, or with "
         "start: always",
-        source);
+        source));
   }
   const config::Source& s = it->second->source();
   if (auto why = policy::validateTopic(topic))
-    return fmt::format("source '{}' cannot publish on '{}': {}", source, topic, *why);
+    return answer(fmt::format("source '{}' cannot publish on '{}': {}", source, topic, *why));
   if (s.publish.empty())
-    return fmt::format(
+    return answer(fmt::format(
         "source '{}' only receives: it has no publish list. Add '{}' (or a pattern with + or #) to its publish "
         "list to send there",
-        source, topic);
+        source, topic));
+  if (payload.size() > kMaxPayloadBytes)
+    return answer(fmt::format("source '{}': the message is {} bytes, more than the {} a source carries", source,
+                              payload.size(), kMaxPayloadBytes));
   for (const auto& pattern : s.publish)
     if (policy::topicMatches(pattern, topic)) return it->second->publish(topic, payload);
-  return fmt::format("source '{}' may not publish on '{}': it is not on the source's publish list ({})", source, topic,
-                     joined(s.publish));
+  return answer(fmt::format("source '{}' may not publish on '{}': it is not on the source's publish list ({})", source,
+                            topic, joined(s.publish)));
 }
 
 }  // namespace pine::sources

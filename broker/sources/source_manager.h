@@ -13,29 +13,29 @@
 #include <vector>
 
 #include "broker/sources/draft.h"
-#include "broker/sources/inbox.h"
-#include "broker/sources/mqtt_client.h"
+#include "broker/sources/mqtt_link.h"
 #include "broker/sources/wanted.h"
 #include "config/model.h"
 
 namespace pine::sources {
 
 struct Options {
-  Backoff reconnect;  // waits between attempts when a broker goes away
+  Backoff restart;  // waits before starting a source's connector again (it could not start, or ended)
 };
 
 class SourceManager {
  public:
-  SourceManager(kj::AsyncIoContext& io, Sink sink);
-  SourceManager(kj::AsyncIoContext& io, Sink sink, Options options);
+  // `open` starts a source's MQTT connector (pine-mqtt, which holds its login; the broker never does).
+  SourceManager(kj::AsyncIoContext& io, Sink sink, OpenConnector open, Options options = {});
   ~SourceManager();  // stops every source
   SourceManager(const SourceManager&) = delete;
   SourceManager& operator=(const SourceManager&) = delete;
 
   // Starts the wanted sources that are not running, stops those no longer wanted
   // or whose configuration changed. A wanted source that cannot run (a type not
-  // implemented yet, MQTT with credentials, a bad address) is logged once per
-  // configuration and listed by notRunning().
+  // implemented yet, a bad address) is logged once per configuration and listed
+  // by notRunning(); so is one whose connector could not start or whose MQTT
+  // server refused its login (a wrong password), while it is tried again with backoff.
   void update(const std::vector<config::Source>& wanted);
 
   // Names of the running sources, sorted.
@@ -45,28 +45,25 @@ class SourceManager {
   std::map<std::string, std::string> notRunning() const;
 
   // Publishes through a running source, only on a topic its `publish` list
-  // matches (MQTT wildcards). Error text saying why not, or nullopt when sent.
-  std::optional<std::string> publish(const std::string& source, const std::string& topic,
-                                     const std::string& payload);
+  // matches (MQTT wildcards; its connector checks again). Error text saying why
+  // not, or nullopt once its connector handed it to the MQTT server.
+  kj::Promise<std::optional<std::string>> publish(const std::string& source, const std::string& topic,
+                                                  const std::string& payload);
 
  private:
   struct Refused {
     config::Source source;
     std::string reason;
   };
-  kj::Promise<void> pump();
-  void deliver(std::vector<InboxItem> items);
   void refuse(const config::Source& s, std::string reason);
-  std::optional<std::string> whyNotStartable(const config::Source& s, MqttAddress& address) const;
+  std::optional<std::string> whyNotStartable(const config::Source& s) const;
 
   kj::AsyncIoContext& io_;
   Sink sink_;
+  OpenConnector open_;
   Options options_;
-  Inbox inbox_;
-  kj::Promise<void> pump_ = nullptr;
-  uint64_t nextId_ = 1;
-  std::map<std::string, std::unique_ptr<MqttClient>> clients_;  // by source name
-  std::map<std::string, Refused> refused_;                      // wanted but not running
+  std::map<std::string, std::unique_ptr<MqttLink>> links_;  // by source name
+  std::map<std::string, Refused> refused_;                  // wanted but not running
 };
 
 }  // namespace pine::sources

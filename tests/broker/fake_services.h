@@ -140,8 +140,9 @@ class FakeServices final : public pine::RunServices {
     e.topic = "state/" + key;
     return e;
   }
-  std::optional<std::string> publishToSource(const std::string&, const std::string&, const std::string&) override {
-    return std::string("no sources in this test");
+  kj::Promise<std::optional<std::string>> publishToSource(const std::string&, const std::string&,
+                                                          const std::string&) override {
+    return std::optional<std::string>("no sources in this test");
   }
   void addSubscription(const pine::store::SubscriptionRow& row) override { db->putSubscription(row); }
   void reloadConfiguration() override {}

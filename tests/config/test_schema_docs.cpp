@@ -45,6 +45,7 @@ sources:
     publish: [lights/+/set]
     usernameSecret: MQTT_USER
     passwordSecret: MQTT_PASSWORD
+    caFile: certs/mqtt-ca.pem
   - {name: inbox, type: folder, path: /srv/inbox, recursive: true}
   - {name: status, type: http, url: "https://status.example/api", intervalSec: 300, tokenSecret: STATUS_TOKEN}
   - {name: disk, type: command, command: [df, -h], intervalSec: 3600}
@@ -117,6 +118,7 @@ void writeFull(const TempHome& h) {
   h.write("agents/everything/agent.yaml", kFullAgent);
   h.write("source-types/imap.js", "export default {}\n");
   h.write("source-types/once.js", "export default {}\n");
+  h.write("certs/mqtt-ca.pem", "-----BEGIN CERTIFICATE-----\nnot checked by the loader\n-----END CERTIFICATE-----\n");
   h.write(".env",
           "CI_HOOK=ci-hook-value-0123456789\nFORM_HOOK=form-hook-value-0123456789\nMQTT_USER=c\nMQTT_PASSWORD=d\nSTATUS_TOKEN=e\nTELEGRAM_TOKEN=f\nFTP_PASSWORD=g\n"
           "OPENAI_KEY=h\nANTHROPIC_KEY=i\nGH_TOKEN=j\nCAL_TOKEN=k\n");

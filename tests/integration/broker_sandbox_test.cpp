@@ -6,6 +6,9 @@
 // configuration, writing data/, making a socket in the home and binding the
 // control API's port work.
 #include <doctest/doctest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -74,6 +77,34 @@ TEST_CASE("from inside the broker's sandbox: no .env, no configuration writes, n
   for (auto& s : starts)
     if (s.value("process", "") == "broker") audited = s.value("sandbox", "").rfind("linux:", 0) == 0;
   CHECK(audited);
+}
+
+TEST_CASE("from inside the broker's sandbox: no connection to an MQTT server its sources name; pine-mqtt keeps those") {
+  LINUX_BACKEND_ONLY();
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeMinimalConfig(home, {"main"});
+  // A server that would accept: the refusal is the sandbox's, not a closed port.
+  int server = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(server, (sockaddr*)&a, sizeof a) == 0);
+  REQUIRE(listen(server, 4) == 0);
+  socklen_t len = sizeof a;
+  getsockname(server, (sockaddr*)&a, &len);
+  int port = ntohs(a.sin_port);
+  std::ofstream(home + "/pine.yaml", std::ios::app)
+      << "sources:\n  - {name: house, type: mqtt, url: \"mqtt://127.0.0.1:" << port << "\", topics: [\"house/#\"]}\n";
+  Pined pined(home, {"--broker-program", testBinDir() + "/fixtures/probe-broker"}, {}, /*waitForApi=*/false);
+  auto r = probeResult(pined);
+  INFO(r.dump(2));
+  if (pine::sandbox::landlock::kernelAbi() >= 4)
+    CHECK(r["tcp_connect_mqtt"] == EACCES);
+  else
+    MESSAGE("Landlock ABI < 4: TCP connect is not restricted by this kernel");
+  CHECK(r["tcp_bind_api"] == 0);  // what it needs still works
+  close(server);
 }
 
 TEST_CASE("as root the broker runs as its own uid, which owns data/, and pinectl still reads data/") {

@@ -1,6 +1,9 @@
 #include "tests/sources/mosquitto_fixture.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
 #include <mosquitto.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -13,6 +16,13 @@
 #include <fstream>
 #include <stdexcept>
 #include <thread>
+
+#include "common/cloexec.h"
+#include "common/rpc_link.h"
+#include "mqtt/job/mqtt_job.h"
+#include "supervisor/mqtt_call.h"
+
+extern char** environ;
 
 namespace sources_test {
 namespace {
@@ -40,18 +50,69 @@ bool accepts(int port) {
   return ok;
 }
 
+// Runs a program to its end (no shell); throws when it fails.
+void runOrThrow(const std::vector<std::string>& argv) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int devnull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("failed: " + argv[0] + " " + argv[1]);
+}
+
+// A CA, a server certificate it signed for 127.0.0.1 and localhost, and a second CA that signed nothing.
+void makeCertificates(const std::string& d) {
+  const std::string openssl = "/usr/bin/openssl";
+  for (const char* ca : {"ca", "other-ca"})
+    runOrThrow({openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", d + "/" + ca + ".key", "-out", d + "/" + ca + ".crt", "-days", "2", "-subj",
+                std::string("/CN=pine test ") + ca});
+  runOrThrow({openssl, "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+              d + "/server.key", "-out", d + "/server.csr", "-subj", "/CN=localhost"});
+  std::ofstream(d + "/san.ext") << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
+  runOrThrow({openssl, "x509", "-req", "-in", d + "/server.csr", "-CA", d + "/ca.crt", "-CAkey", d + "/ca.key",
+              "-CAcreateserial", "-out", d + "/server.crt", "-days", "2", "-extfile", d + "/san.ext"});
+}
+
 }  // namespace
 
-Mosquitto::Mosquitto() {
+Mosquitto::Mosquitto(MosquittoOptions options) : options_(std::move(options)) {
   mosquitto_lib_init();
   char tmpl[] = "/tmp/pine-mosquitto-XXXXXX";
   dir_ = ::mkdtemp(tmpl);
+  // Started as root, mosquitto drops to its own user: it must still read its files.
+  ::chmod(dir_.c_str(), 0755);
   port_ = freePort();
-  std::ofstream(dir_ + "/mosquitto.conf") << "listener " << port_ << " 127.0.0.1\n"
-                                          << "allow_anonymous true\n"
-                                          << "sys_interval 1\n"
-                                          << "persistence false\n"
-                                          << "log_dest none\n";
+  std::ofstream conf(dir_ + "/mosquitto.conf");
+  conf << "per_listener_settings false\n"
+       << "sys_interval 1\n"
+       << "persistence false\n"
+       << "log_dest none\n";
+  if (!options_.user.empty()) {
+    std::ofstream(dir_ + "/passwd").close();
+    runOrThrow({"/usr/bin/mosquitto_passwd", "-b", dir_ + "/passwd", options_.user, options_.password});
+    ::chmod((dir_ + "/passwd").c_str(), 0644);
+    conf << "allow_anonymous false\npassword_file " << dir_ << "/passwd\n";
+  } else {
+    conf << "allow_anonymous true\n";
+  }
+  conf << "listener " << port_ << " 127.0.0.1\n";
+  if (options_.tls) {
+    makeCertificates(dir_);
+    ::chmod((dir_ + "/server.key").c_str(), 0644);
+    tlsPort_ = freePort();
+    conf << "listener " << tlsPort_ << " 127.0.0.1\n"
+         << "cafile " << dir_ << "/ca.crt\ncertfile " << dir_ << "/server.crt\nkeyfile " << dir_ << "/server.key\n";
+  }
+  conf.close();
   start();
 }
 
@@ -69,10 +130,18 @@ void Mosquitto::start() {
     ::_exit(127);
   }
   for (int i = 0; i < 100; ++i) {
-    if (accepts(port_)) return;
+    if (accepts(port_) && (!options_.tls || accepts(tlsPort_))) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   throw std::runtime_error("mosquitto did not start on port " + std::to_string(port_) + "; see " + dir_);
+}
+
+void Mosquitto::kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
 }
 
 void Mosquitto::stop() {
@@ -83,8 +152,10 @@ void Mosquitto::stop() {
   pid_ = -1;
 }
 
-Client::Client(int port, std::vector<std::string> subscribe) : topics_(std::move(subscribe)) {
+Client::Client(int port, std::vector<std::string> subscribe, const std::string& user, const std::string& password)
+    : topics_(std::move(subscribe)) {
   mosq_ = mosquitto_new(nullptr, true, this);
+  if (!user.empty()) mosquitto_username_pw_set(mosq_, user.c_str(), password.c_str());
   mosquitto_message_callback_set(mosq_, &Client::onMessage);
   mosquitto_connect_callback_set(mosq_, &Client::onConnect);
   mosquitto_publish_callback_set(mosq_, &Client::onPublish);
@@ -164,6 +235,65 @@ bool Loop::until(const std::function<bool()>& done, std::chrono::milliseconds ti
     run(std::chrono::milliseconds(20));
   }
   return true;
+}
+
+Connectors::Connectors() {
+  char tmpl[] = "/tmp/pine-connectors-XXXXXX";
+  dir_ = ::mkdtemp(tmpl);
+  std::ofstream(dir_ + "/.env").close();
+  ::chmod((dir_ + "/.env").c_str(), 0600);
+  store_ = std::make_unique<pine::secrets::SecretStore>(dir_ + "/.env");
+}
+
+Connectors::~Connectors() {
+  // Each ends by itself once its socket is closed; one that does not within 3 s is killed.
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  for (pid_t pid : pids_) {
+    int status = 0;
+    while (::waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > end) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void Connectors::setSecret(const std::string& name, const std::string& value) { store_->set(name, value); }
+
+pine::sources::OpenConnector Connectors::opener(kj::AsyncIoContext& io) {
+  return [this, &io](const pine::config::Source& s) -> kj::Promise<kj::Own<kj::AsyncCapabilityStream>> {
+    pine::mqtt::JobSpec spec;
+    if (auto why = pine::mqttJobFor(s, *store_, dir_, spec)) throw std::runtime_error(*why);
+    spec.reconnectMinMs = 200;
+    spec.reconnectMaxMs = 1000;
+    auto job = pine::mqtt::encodeJob(spec);
+    int sv[2];
+    if (pine::socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) != 0) throw std::runtime_error("socketpair");
+    const char* bin = std::getenv("PINE_BIN_DIR");
+    std::string program = std::string(bin ? bin : "build/bin") + "/pine-mqtt";
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, sv[1], 3);
+    char* argv[] = {const_cast<char*>(program.c_str()), nullptr};
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(sv[1]);
+    if (rc != 0) {
+      ::close(sv[0]);
+      throw std::runtime_error("cannot start " + program);
+    }
+    pids_.push_back(pid);
+    auto bytes = job.asBytes();
+    if (::write(sv[0], bytes.begin(), bytes.size()) != static_cast<ssize_t>(bytes.size()))
+      throw std::runtime_error("cannot write the job");
+    return pine::wrapSocket(*io.lowLevelProvider, sv[0]);
+  };
 }
 
 pine::config::Source mqttSource(const std::string& name, const std::string& url, std::vector<std::string> topics,

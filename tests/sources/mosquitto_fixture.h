@@ -1,41 +1,63 @@
-// A real mosquitto per test, a plain client to publish and listen with, and a
-// KJ loop that collects the drafts a SourceManager hands on.
+// A real mosquitto per test (optionally with a password file and a TLS listener whose
+// certificate is made at test time with OpenSSL), a plain client to publish and listen
+// with, pine-mqtt connectors started as pined starts them (the job from the supervisor's
+// own mqttJobFor), and a KJ loop that collects the drafts a SourceManager hands on.
 #pragma once
 #include <kj/async-io.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/types.h>
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "broker/sources/source_manager.h"
+#include "supervisor/secrets/secret_store.h"
 
 struct mosquitto;
 struct mosquitto_message;
 
 namespace sources_test {
 
+struct MosquittoOptions {
+  std::string user, password;  // both set: allow_anonymous false and a password file with this login
+  bool tls = false;            // also a TLS listener (tlsPort()), its certificate signed by caFile()
+};
+
 class Mosquitto {
  public:
-  Mosquitto();   // picks a free port and starts it
+  explicit Mosquitto(MosquittoOptions options = {});  // picks free ports and starts it
   ~Mosquitto();  // stops it, removes its folder
   void stop();
-  void start();  // again, on the same port
+  void kill();   // SIGKILL: no goodbye to its clients
+  void start();  // again, on the same ports
   int port() const { return port_; }
+  int tlsPort() const { return tlsPort_; }
   std::string url() const { return "mqtt://127.0.0.1:" + std::to_string(port_); }
+  std::string tlsUrl(const std::string& host = "127.0.0.1") const {
+    return "mqtts://" + host + ":" + std::to_string(tlsPort_);
+  }
+  std::string caFile() const { return dir_ + "/ca.crt"; }          // signed the server's certificate
+  std::string otherCaFile() const { return dir_ + "/other-ca.crt"; }  // signed nothing of this server's
+  const std::string& dir() const { return dir_; }
 
  private:
+  MosquittoOptions options_;
   std::string dir_;
-  int port_ = 0;
+  int port_ = 0, tlsPort_ = 0;
   pid_t pid_ = -1;
 };
 
 // A plain libmosquitto client on its own thread: publishes, and records what it hears.
 class Client {
  public:
-  explicit Client(int port, std::vector<std::string> subscribe = {});
+  explicit Client(int port, std::vector<std::string> subscribe = {}, const std::string& user = "",
+                  const std::string& password = "");
   ~Client();
   void publish(const std::string& topic, const std::string& payload, bool retain = false);
   // Publishes and returns once mosquitto acknowledged it, so it has been routed to whoever
@@ -66,6 +88,46 @@ struct Loop {
   void run(std::chrono::milliseconds ms);  // turns the loop for this long
   // Turns the loop until `done` or the timeout; true when done.
   bool until(const std::function<bool()>& done, std::chrono::milliseconds timeout);
+};
+
+// Starts pine-mqtt (PINE_BIN_DIR) as pined does, without pined's sandbox: the job from
+// pine::mqttJobFor with the values of a .env of the test's own, fast reconnects.
+class Connectors {
+ public:
+  Connectors();
+  ~Connectors();  // waits for (or ends) every connector it started
+  void setSecret(const std::string& name, const std::string& value);
+  pine::sources::OpenConnector opener(kj::AsyncIoContext& io);
+  std::vector<pid_t> pids() const { return pids_; }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<pine::secrets::SecretStore> store_;
+  std::vector<pid_t> pids_;
+};
+
+// Fast restarts of a connector that ended (200 ms doubling to 1 s).
+inline pine::sources::Options fast() {
+  pine::sources::Options o;
+  o.restart = {200, 1000};
+  return o;
+}
+
+// The default logger writes into a string for the test's life.
+struct LogCapture {
+  std::ostringstream out;
+  std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
+  LogCapture() {
+    spdlog::set_default_logger(
+        std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out)));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous); }
+  size_t occurrences(const std::string& needle) const {
+    std::string s = out.str();
+    size_t n = 0;
+    for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
+    return n;
+  }
 };
 
 // A source of type mqtt on `url`.

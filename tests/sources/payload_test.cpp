@@ -1,7 +1,7 @@
 // A message's bytes as event payload JSON: parsed when JSON, else a string; capped.
 #include <doctest/doctest.h>
 
-#include "broker/sources/mqtt_client.h"
+#include "mqtt/job/mqtt_job.h"
 #include "broker/sources/payload.h"
 
 using pine::sources::kMaxPayloadBytes;
@@ -49,8 +49,8 @@ TEST_CASE("payload: larger than 256 KiB is dropped, exactly 256 KiB is kept") {
 }
 
 TEST_CASE("mqtt address: host and port, defaults, and what is refused") {
-  using pine::sources::MqttAddress;
-  using pine::sources::parseMqttUrl;
+  using pine::mqtt::MqttAddress;
+  using pine::mqtt::parseMqttUrl;
   struct Row { const char* url; bool ok; const char* host; int port; bool tls; const char* why; };
   const Row rows[] = {
       {"mqtt://127.0.0.1:1884", true, "127.0.0.1", 1884, false, ""},

@@ -1,0 +1,166 @@
+#include "broker/sources/mqtt_link.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+#include "broker/policy/topics.h"
+#include "broker/sources/payload.h"
+
+namespace pine::sources {
+namespace {
+
+constexpr int64_t kStableMs = 60 * 1000;
+
+// A topic from outside, printable in a log line whatever bytes it holds.
+std::string printable(std::string_view s) {
+  return nlohmann::json(std::string(s.substr(0, 300))).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
+
+class Events final : public proto::mqtt::MqttEvents::Server {
+ public:
+  explicit Events(MqttLink& link) : link_(link) {}
+
+ protected:
+  kj::Promise<void> message(MessageContext context) override {
+    auto p = context.getParams();
+    auto payload = p.getPayload();
+    link_.heard(text(p.getTopic()), std::string(reinterpret_cast<const char*>(payload.begin()), payload.size()));
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> status(StatusContext context) override {
+    auto p = context.getParams();
+    link_.status(p.getConnected(), p.getRefused(), text(p.getText()).substr(0, 2000));
+    return kj::READY_NOW;
+  }
+
+ private:
+  MqttLink& link_;
+};
+
+}  // namespace
+
+MqttLink::MqttLink(kj::AsyncIoContext& io, config::Source source, Sink& sink, OpenConnector& open, Backoff backoff)
+    : io_(io), source_(std::move(source)), sink_(sink), open_(open), backoff_(backoff) {
+  running_ = start().eagerlyEvaluate([this](kj::Exception&& e) {
+    spdlog::error("source '{}': stopped: {}", source_.name, describeRemote(e));
+  });
+}
+
+MqttLink::~MqttLink() {
+  // The connector ends when its socket closes: cancel first, then drop the link.
+  running_ = nullptr;
+  session_ = nullptr;
+  link_ = nullptr;
+}
+
+kj::Promise<void> MqttLink::start() {
+  state_ = State::Starting;
+  auto began = io_.provider->getTimer().now();
+  return kj::evalNow([this]() { return open_(source_); })
+      .then(
+          [this, began](kj::Own<kj::AsyncCapabilityStream> stream) -> kj::Promise<void> {
+            // The broker is the more privileged end; messages carry at most 256 KiB of payload.
+            auto link = kj::heap<RpcLink>(kj::mv(stream), capnp::rpc::twoparty::Side::SERVER, kj::heap<Events>(*this),
+                                          LinkLimits{0, (1u << 20) / sizeof(capnp::word)});
+            session_ = link->peer().castAs<proto::mqtt::MqttSession>();
+            auto ended = link->onDisconnect();
+            link_ = kj::mv(link);
+            return ended.then([this, began]() {
+              if ((io_.provider->getTimer().now() - began) / kj::MILLISECONDS >= kStableMs) failures_ = 0;
+              return again(state_ == State::Refused ? reason_ : "its MQTT connector (pine-mqtt) ended");
+            });
+          },
+          [this](kj::Exception&& e) { return again(describeRemote(e)); });
+}
+
+kj::Promise<void> MqttLink::again(std::string why) {
+  session_ = nullptr;
+  link_ = nullptr;
+  unsigned long long wait = backoff_.minMs;
+  for (unsigned i = 0; i < failures_ && wait < backoff_.maxMs; ++i) wait *= 2;
+  wait = std::min<unsigned long long>(wait, backoff_.maxMs);
+  ++failures_;
+  if (state_ != State::Refused) state_ = State::Down;
+  reason_ = why;
+  std::string line = fmt::format("source '{}': {}; starting it again in {:.1f} s", source_.name, why, wait / 1000.0);
+  // The same reason again and again (a secret not set, say) is said once, not on every try.
+  if (why != lastLogged_) spdlog::warn("{}", line);
+  lastLogged_ = why;
+  return io_.provider->getTimer().afterDelay(wait * kj::MILLISECONDS).then([this]() { return start(); });
+}
+
+bool MqttLink::running() const {
+  return state_ == State::Starting || state_ == State::Connected || (state_ == State::Away && everConnected_);
+}
+
+void MqttLink::status(bool connected, bool refused, std::string text) {
+  if (refused) {
+    state_ = State::Refused;
+    reason_ = text;
+    spdlog::warn("{}", text);
+    return;
+  }
+  if (connected) {
+    if (state_ != State::Connected) spdlog::info("{}", text);
+    else spdlog::warn("{}", text);  // a note while connected: a subscription refused, messages dropped
+    state_ = State::Connected;
+    everConnected_ = true;
+    reason_.clear();
+    lastLogged_.clear();
+    return;
+  }
+  state_ = State::Away;
+  reason_ = text;
+  spdlog::warn("{}", text);
+}
+
+void MqttLink::heard(std::string topic, std::string payload) {
+  const std::string where = "source '" + source_.name + "'";
+  // A stranger's topic must not land in pine's own topic space (approval/, agent/, ...).
+  if (auto why = policy::validateTopic(topic)) {
+    spdlog::warn("{}: dropped a message on {}: {}", where, printable(topic), *why);
+    return;
+  }
+  if (policy::isReservedTopic(topic)) {
+    spdlog::warn("{}: dropped a message on {}: that is pine's own topic space (agent/, approval/, pine/, state/, timer/)",
+                 where, printable(topic));
+    return;
+  }
+  auto json = payloadToJson(payload);
+  if (!json) {
+    spdlog::warn("{}: dropped a message of {} bytes on {}: more than the {} bytes an event may carry", where,
+                 payload.size(), printable(topic), kMaxPayloadBytes);
+    return;
+  }
+  try {
+    sink_(Draft{source_.name, std::move(topic), config::enumName(source_.trust), std::move(*json)});
+  } catch (const std::exception& e) {
+    spdlog::error("{}: the broker did not take a message: {}", where, e.what());
+  } catch (const kj::Exception& e) {
+    spdlog::error("{}: the broker did not take a message: {}", where, e.getDescription().cStr());
+  }
+}
+
+kj::Promise<std::optional<std::string>> MqttLink::publish(const std::string& topic, const std::string& payload) {
+  KJ_IF_MAYBE(session, session_) {
+    auto req = session->publishRequest();
+    req.setTopic(topic);
+    req.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(payload.data()), payload.size()));
+    return req.send().then(
+        [](auto r) -> std::optional<std::string> {
+          if (r.getError().size() == 0) return std::nullopt;
+          return text(r.getError());
+        },
+        [this](kj::Exception&& e) -> std::optional<std::string> {
+          return "source '" + source_.name + "': its MQTT connector did not answer: " + describeRemote(e);
+        });
+  }
+  return std::optional<std::string>("source '" + source_.name + "': its MQTT connector is not running right now (" +
+                                    (reason_.empty() ? "starting" : reason_) + "); nothing was sent, try again later");
+}
+
+}  // namespace pine::sources

@@ -1,0 +1,73 @@
+// The broker's side of one mqtt source: its pine-mqtt connector (which pined starts with the
+// source's login and CA; the broker holds neither) and the Cap'n Proto link to it. Turns what
+// the connector heard into Drafts exactly as the broker always has (topic checked, payload as
+// JSON, the source's trust and name), keeps the session's state for `pinectl sources`, and
+// starts a connector again, with backoff, when one could not start or ended.
+#pragma once
+#include <kj/async-io.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "broker/sources/draft.h"
+#include "common/rpc_link.h"
+#include "config/model.h"
+#include "proto/mqtt.capnp.h"
+
+namespace pine::sources {
+
+// The broker's end of a new connector's socket for source `s` (pined's openMqtt; tests start
+// pine-mqtt themselves), or an exception saying why there is none.
+using OpenConnector = std::function<kj::Promise<kj::Own<kj::AsyncCapabilityStream>>(const config::Source& s)>;
+
+struct Backoff {
+  unsigned minMs = 1000;   // the first wait before starting a connector again
+  unsigned maxMs = 60000;  // it doubles up to this; a connector that ran a minute is forgiven
+};
+
+class MqttLink {
+ public:
+  enum class State { Starting, Connected, Away, Refused, Down };
+
+  MqttLink(kj::AsyncIoContext& io, config::Source source, Sink& sink, OpenConnector& open, Backoff backoff);
+  ~MqttLink();
+  MqttLink(const MqttLink&) = delete;
+  MqttLink& operator=(const MqttLink&) = delete;
+
+  const config::Source& source() const { return source_; }
+  State state() const { return state_; }
+  const std::string& reason() const { return reason_; }  // why it is not running
+  // Starting, connected, or away after it had connected (reconnecting with backoff). Not: its
+  // connector could not start or ended, the server refused its login, or it never got through
+  // (a TLS certificate it does not trust, say).
+  bool running() const;
+  // Through the connector, which checks the publish list again. Error text or nullopt once the
+  // connector handed it to the MQTT server.
+  kj::Promise<std::optional<std::string>> publish(const std::string& topic, const std::string& payload);
+
+  // From the connector (MqttEvents).
+  void heard(std::string topic, std::string payload);
+  void status(bool connected, bool refused, std::string text);
+
+ private:
+  kj::Promise<void> start();
+  kj::Promise<void> again(std::string why);
+
+  kj::AsyncIoContext& io_;
+  config::Source source_;
+  Sink& sink_;
+  OpenConnector& open_;
+  Backoff backoff_;
+  unsigned failures_ = 0;
+  State state_ = State::Starting;
+  std::string reason_;
+  std::string lastLogged_;
+  bool everConnected_ = false;
+  kj::Maybe<kj::Own<RpcLink>> link_;
+  kj::Maybe<proto::mqtt::MqttSession::Client> session_;
+  kj::Promise<void> running_ = nullptr;
+};
+
+}  // namespace pine::sources

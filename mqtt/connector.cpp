@@ -1,0 +1,142 @@
+#include "mqtt/connector.h"
+
+#include <capnp/serialize-async.h>
+#include <kj/async-io.h>
+#include <kj/debug.h>
+#include <openssl/crypto.h>
+
+#include <cstdio>
+#include <string>
+
+#include "common/rpc_link.h"
+#include "mqtt/session.h"
+#include "proto/mqtt.capnp.h"
+
+namespace pine::mqtt {
+namespace {
+
+constexpr uint64_t kMaxJobWords = (8u << 20) / sizeof(capnp::word);  // a CA bundle of a few MiB at most
+
+std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
+
+JobSpec readJob(proto::mqtt::MqttJob::Reader r) {
+  JobSpec j;
+  j.source = text(r.getSource());
+  j.address.host = text(r.getHost());
+  j.address.port = r.getPort();
+  j.address.tls = r.getTls();
+  j.clientId = text(r.getClientId());
+  for (auto t : r.getTopics()) j.topics.push_back(text(t));
+  for (auto t : r.getPublish()) j.publish.push_back(text(t));
+  j.qos = r.getQos() > 2 ? 1 : r.getQos();
+  j.keepaliveSec = r.getKeepaliveSec() < 5 ? 60 : r.getKeepaliveSec();
+  j.username = text(r.getUsername());
+  j.password = text(r.getPassword());
+  auto ca = r.getCaBundle();
+  j.caPem.assign(reinterpret_cast<const char*>(ca.begin()), ca.size());
+  j.reconnectMinMs = r.getReconnectMinMs() ? r.getReconnectMinMs() : 1000;
+  j.reconnectMaxMs = std::max(r.getReconnectMaxMs(), j.reconnectMinMs);
+  return j;
+}
+
+// What the broker may ask of the session: publish, on the job's list only.
+class SessionServer final : public proto::mqtt::MqttSession::Server {
+ public:
+  explicit SessionServer(Session& s) : session_(s) {}
+
+ protected:
+  kj::Promise<void> publish(PublishContext context) override {
+    auto p = context.getParams();
+    auto payload = p.getPayload();
+    auto why = session_.publish(text(p.getTopic()),
+                                std::string(reinterpret_cast<const char*>(payload.begin()), payload.size()));
+    context.getResults().setError(why.value_or(""));
+    return kj::READY_NOW;
+  }
+
+ private:
+  Session& session_;
+};
+
+// Hands what the session heard to the broker, one message after another under the stream's
+// flow control, so that a slow broker slows the queue instead of growing it without bound.
+kj::Promise<void> pump(Handoff& handoff, proto::mqtt::MqttEvents::Client& events) {
+  return handoff.next().then([&handoff, &events](std::vector<Heard> items) {
+    kj::Promise<void> chain = kj::READY_NOW;
+    if (size_t dropped = handoff.takeDropped()) {
+      Heard h;
+      h.isStatus = true;
+      h.connected = true;
+      h.text = std::to_string(dropped) + " message(s) dropped: they came faster than the broker took them";
+      items.insert(items.begin(), std::move(h));
+    }
+    for (auto& item : items) {
+      chain = chain.then([&events, item = std::move(item)]() mutable -> kj::Promise<void> {
+        if (item.isStatus) {
+          auto req = events.statusRequest();
+          req.setConnected(item.connected);
+          req.setRefused(item.refused);
+          req.setText(item.text);
+          return req.send().ignoreResult();
+        }
+        auto req = events.messageRequest();
+        req.setTopic(item.topic);
+        req.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(item.payload.data()), item.payload.size()));
+        return req.send();
+      });
+    }
+    return chain.then([&handoff, &events]() { return pump(handoff, events); });
+  });
+}
+
+}  // namespace
+
+int runConnector(int fd) {
+  auto io = kj::setupAsyncIo();
+  auto stream = wrapSocket(*io.lowLevelProvider, fd);
+  JobSpec job;
+  {
+    capnp::ReaderOptions options;
+    options.traversalLimitInWords = kMaxJobWords;
+    kj::Maybe<kj::Own<capnp::MessageReader>> message;
+    try {
+      message = capnp::tryReadMessage(*stream, options).wait(io.waitScope);
+    } catch (kj::Exception& e) {
+      std::fprintf(stderr, "pine-mqtt: cannot read the job: %s\n", e.getDescription().cStr());
+      return kConnectorNoJob;
+    }
+    KJ_IF_MAYBE(m, message) {
+      try {
+        job = readJob((*m)->getRoot<proto::mqtt::MqttJob>());
+      } catch (kj::Exception& e) {
+        std::fprintf(stderr, "pine-mqtt: the job is not an MqttJob: %s\n", e.getDescription().cStr());
+        return kConnectorNoJob;
+      }
+    } else {
+      std::fprintf(stderr, "pine-mqtt: the socket closed before a job came\n");
+      return kConnectorNoJob;
+    }
+  }
+  Handoff handoff;
+  Session session(job, handoff);
+  OPENSSL_cleanse(job.password.data(), job.password.size());
+  auto cannot = session.start();
+  RpcLink link(kj::mv(stream), capnp::rpc::twoparty::Side::CLIENT, kj::heap<SessionServer>(session),
+               LinkLimits{0, (1u << 20) / sizeof(capnp::word)});
+  auto events = link.peer().castAs<proto::mqtt::MqttEvents>();
+  if (cannot) {
+    // Said to the broker (it lists the source as not running, with this), then done.
+    auto req = events.statusRequest();
+    req.setRefused(true);
+    req.setText(*cannot);
+    req.send().ignoreResult().catch_([](kj::Exception&&) {}).wait(io.waitScope);
+    return kConnectorCannotRun;
+  }
+  auto pumping = pump(handoff, events).catch_([](kj::Exception&& e) {
+    std::fprintf(stderr, "pine-mqtt: the broker did not take a message: %s\n", e.getDescription().cStr());
+  });
+  link.onDisconnect().exclusiveJoin(kj::mv(pumping)).wait(io.waitScope);
+  return kConnectorDone;
+}
+
+}  // namespace pine::mqtt

@@ -1,0 +1,24 @@
+// pine-mqtt: keeps one MQTT session for one source, for the broker. pined starts it by exec,
+// already inside its sandbox (network; no home, no .env; seccomp; an unprivileged uid when
+// pined is root), writes its job (with the login's values) on fd 3, and hands the other end of
+// that socket to the broker. It exits when the broker closes it.
+#include <fcntl.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <string_view>
+
+#include "common/sanitizer_no_proc.h"  // no /proc in its sandbox
+#include "mqtt/connector.h"
+
+int main(int argc, char** argv) {
+  if (argc > 1 || fcntl(3, F_GETFD) == -1) {
+    const bool help = argc > 1 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h");
+    std::fputs("usage: pine-mqtt   (no arguments: reads one MqttJob, proto/mqtt.capnp, on fd 3, then serves\n"
+               "                    MqttSession to the broker on the same socket; started by pined)\n",
+               help ? stdout : stderr);
+    return help ? 0 : 2;
+  }
+  signal(SIGPIPE, SIG_IGN);  // a vanished broker is a failed write, which ends the session
+  return pine::mqtt::runConnector(3);
+}

@@ -1,0 +1,243 @@
+#include "mqtt/session.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <mosquitto.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace pine::mqtt {
+namespace {
+
+std::string mosqError(int rc) {
+  return rc == MOSQ_ERR_ERRNO ? std::string(strerror(errno)) : std::string(mosquitto_strerror(rc));
+}
+
+std::string sslError() {
+  unsigned long e = ERR_get_error();
+  char buf[256] = "";
+  if (e) ERR_error_string_n(e, buf, sizeof buf);
+  return buf[0] ? buf : "unknown OpenSSL error";
+}
+
+bool isIpAddress(const std::string& host) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+// TLS 1.2 at least, the peer's chain checked against the job's CAs (else the system's) and
+// its name against the host: there is no setting that turns either off.
+SSL_CTX* makeTls(const JobSpec& job, std::string& why) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  if (!ctx) return why = "cannot create a TLS context: " + sslError(), nullptr;
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  if (job.caPem.empty()) {
+    if (SSL_CTX_set_default_verify_paths(ctx) != 1) why = "cannot load the system's CA certificates: " + sslError();
+  } else {
+    X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+    BIO* bio = BIO_new_mem_buf(job.caPem.data(), static_cast<int>(job.caPem.size()));
+    int added = 0;
+    while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+      added += X509_STORE_add_cert(store, cert) == 1;
+      X509_free(cert);
+    }
+    ERR_clear_error();  // the end of the PEM text reads as an error
+    BIO_free(bio);
+    if (added == 0) why = "the source's caFile holds no PEM certificate";
+  }
+  X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
+  X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  int ok = isIpAddress(job.address.host) ? X509_VERIFY_PARAM_set1_ip_asc(param, job.address.host.c_str())
+                                         : X509_VERIFY_PARAM_set1_host(param, job.address.host.c_str(), 0);
+  if (ok != 1 && why.empty()) why = "cannot check the server's name '" + job.address.host + "'";
+  if (!why.empty()) {
+    SSL_CTX_free(ctx);
+    return nullptr;
+  }
+  return ctx;
+}
+
+}  // namespace
+
+unsigned reconnectDelayMs(unsigned minMs, unsigned maxMs, unsigned failures, unsigned random) {
+  unsigned long long delay = std::max(minMs, 1u);
+  for (unsigned i = 0; i < failures && delay < maxMs; ++i) delay *= 2;
+  delay = std::min<unsigned long long>(delay, std::max(maxMs, minMs));
+  unsigned long long jitter = delay / 2 ? random % (delay / 2 + 1) : 0;
+  return static_cast<unsigned>(delay - jitter);
+}
+
+std::optional<std::string> publishProblem(const std::vector<std::string>& patterns, const std::string& topic) {
+  if (topic.empty() || mosquitto_pub_topic_check(topic.c_str()) != MOSQ_ERR_SUCCESS)
+    return "cannot publish on '" + topic + "': not a topic one can send to (empty, too long, or holding + or #)";
+  for (const auto& p : patterns) {
+    bool match = false;
+    if (mosquitto_topic_matches_sub(p.c_str(), topic.c_str(), &match) == MOSQ_ERR_SUCCESS && match)
+      return std::nullopt;
+  }
+  std::string list;
+  for (const auto& p : patterns) list += (list.empty() ? "" : ", ") + p;
+  if (patterns.empty()) return "'" + topic + "' is not on the source's publish list: it has none, so it only receives";
+  return "'" + topic + "' is not on the source's publish list (" + list + ")";
+}
+
+Session::Session(JobSpec job, Handoff& out) : job_(std::move(job)), out_(out) {}
+
+Session::~Session() {
+  stopping_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_.notify_all();
+  }
+  if (mosq_) mosquitto_disconnect(mosq_);  // wakes a loop that waits on the socket
+  if (thread_.joinable()) thread_.join();
+  if (mosq_) mosquitto_destroy(mosq_);
+  if (tls_) SSL_CTX_free(tls_);
+  OPENSSL_cleanse(job_.password.data(), job_.password.size());
+}
+
+std::string Session::where() const {
+  return fmt::format("source '{}' ({}{}:{})", job_.source, job_.address.tls ? "mqtts://" : "mqtt://",
+                     job_.address.host, job_.address.port);
+}
+
+void Session::status(bool connected, bool refused, std::string text) {
+  Heard h;
+  h.isStatus = true;
+  h.connected = connected;
+  h.refused = refused;
+  h.text = std::move(text);
+  out_.push(std::move(h));
+}
+
+std::optional<std::string> Session::start() {
+  mosquitto_lib_init();
+  const char* id = job_.clientId.empty() ? nullptr : job_.clientId.c_str();
+  mosq_ = mosquitto_new(id, /*clean_session=*/true, this);
+  if (!mosq_) return where() + ": cannot create an MQTT client: " + std::string(strerror(errno));
+  mosquitto_threaded_set(mosq_, true);  // publish() comes from another thread
+  mosquitto_int_option(mosq_, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311);
+  mosquitto_connect_callback_set(mosq_, &Session::onConnect);
+  mosquitto_disconnect_callback_set(mosq_, &Session::onDisconnect);
+  mosquitto_message_callback_set(mosq_, &Session::onMessage);
+  if (!job_.username.empty() || !job_.password.empty()) {
+    int rc = mosquitto_username_pw_set(mosq_, job_.username.c_str(), job_.password.empty() ? nullptr : job_.password.c_str());
+    if (rc != MOSQ_ERR_SUCCESS) return where() + ": cannot set the login: " + mosqError(rc);
+  }
+  if (job_.address.tls) {
+    std::string why;
+    tls_ = makeTls(job_, why);
+    if (!tls_) return where() + ": " + why;
+    // Our context as it is: libmosquitto's defaults would want a CA file on disk, which this
+    // process cannot have (the job carries the bytes).
+    mosquitto_int_option(mosq_, MOSQ_OPT_SSL_CTX_WITH_DEFAULTS, 0);
+    int rc = mosquitto_opts_set(mosq_, MOSQ_OPT_SSL_CTX, tls_);
+    if (rc != MOSQ_ERR_SUCCESS) return where() + ": cannot set up TLS: " + mosqError(rc);
+  }
+  thread_ = std::thread([this] { run(); });
+  return std::nullopt;
+}
+
+bool Session::waitOrStop(unsigned ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return wake_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping_.load(); });
+}
+
+void Session::run() {
+  unsigned failures = 0;
+  bool first = true;
+  while (!stopping_) {
+    refusedLast_ = false;
+    int rc = first ? mosquitto_connect(mosq_, job_.address.host.c_str(), job_.address.port, job_.keepaliveSec)
+                   : mosquitto_reconnect(mosq_);
+    bool wasConnected = false;
+    if (rc == MOSQ_ERR_SUCCESS) {
+      first = false;
+      while (!stopping_) {
+        rc = mosquitto_loop(mosq_, 500, 1);
+        wasConnected = wasConnected || connected_;
+        if (rc != MOSQ_ERR_SUCCESS) break;
+      }
+    }
+    if (stopping_) break;
+    connected_ = false;
+    if (wasConnected && !refusedLast_) failures = 0;  // it worked: start again from the shortest wait
+    unsigned random = 0;
+    RAND_bytes(reinterpret_cast<unsigned char*>(&random), sizeof random);
+    unsigned wait = reconnectDelayMs(job_.reconnectMinMs, job_.reconnectMaxMs, failures++, random);
+    std::string why = rc == MOSQ_ERR_SUCCESS ? "" : mosqError(rc);
+    if (rc == MOSQ_ERR_TLS || rc == MOSQ_ERR_TLS_HANDSHAKE)
+      why = "the TLS handshake failed (is the server's certificate signed by a CA the source trusts, and made out to " +
+            job_.address.host + "?)";
+    if (!refusedLast_)
+      status(false, false,
+             fmt::format("{}: {} ({}); trying again in {:.1f} s", where(),
+                         wasConnected ? "lost the MQTT server" : "cannot reach the MQTT server", why, wait / 1000.0));
+    if (waitOrStop(wait)) break;
+  }
+}
+
+std::optional<std::string> Session::publish(const std::string& topic, const std::string& payload) {
+  if (auto why = publishProblem(job_.publish, topic)) return where() + ": " + *why;
+  if (payload.size() > kMaxPayloadBytes)
+    return fmt::format("{}: the message is {} bytes, more than the {} a source carries", where(), payload.size(),
+                       kMaxPayloadBytes);
+  if (!connected_) return where() + ": not connected to its MQTT server right now; nothing was sent, try again later";
+  int rc = mosquitto_publish(mosq_, nullptr, topic.c_str(), static_cast<int>(payload.size()), payload.data(), job_.qos,
+                             /*retain=*/false);
+  if (rc == MOSQ_ERR_NO_CONN)
+    return where() + ": not connected to its MQTT server right now; nothing was sent, try again later";
+  if (rc != MOSQ_ERR_SUCCESS) return where() + ": publishing on '" + topic + "' failed: " + mosqError(rc);
+  return std::nullopt;
+}
+
+void Session::onConnect(struct mosquitto* mosq, void* selfp, int rc) {
+  auto* self = static_cast<Session*>(selfp);
+  if (rc != 0) {
+    self->refusedLast_ = true;
+    std::string hint = rc == 4 || rc == 5 ? ": check the values of the source's usernameSecret and passwordSecret" : "";
+    self->status(false, true,
+                 fmt::format("{}: the MQTT server refused the login ({}){}; trying again with backoff", self->where(),
+                             mosquitto_connack_string(rc), hint));
+    return;
+  }
+  for (const auto& t : self->job_.topics) {
+    int s = mosquitto_subscribe(mosq, nullptr, t.c_str(), self->job_.qos);
+    if (s != MOSQ_ERR_SUCCESS)
+      self->status(true, false, self->where() + ": cannot subscribe to '" + t + "': " + mosqError(s));
+  }
+  self->connected_ = true;
+  self->status(true, false, self->where() + ": connected");
+}
+
+void Session::onDisconnect(struct mosquitto*, void* selfp, int) {
+  static_cast<Session*>(selfp)->connected_ = false;  // run() reports it, with the wait
+}
+
+void Session::onMessage(struct mosquitto*, void* selfp, const struct mosquitto_message* msg) {
+  auto* self = static_cast<Session*>(selfp);
+  Heard h;
+  h.topic = msg->topic ? msg->topic : "";
+  size_t len = msg->payloadlen > 0 ? static_cast<size_t>(msg->payloadlen) : 0;
+  if (len > kMaxPayloadBytes) {
+    // Dropped here (the broker would drop it too) but said, so that the owner can see it.
+    std::string shown = h.topic.substr(0, 200);
+    for (char& c : shown)
+      if (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\') c = '?';
+    self->status(true, false,
+                 fmt::format("{}: dropped a message of {} bytes on \"{}\": more than the {} bytes an event may carry",
+                             self->where(), len, shown, kMaxPayloadBytes));
+    return;
+  }
+  h.payload.assign(static_cast<const char*>(msg->payload), len);
+  self->out_.push(std::move(h));
+}
+
+}  // namespace pine::mqtt

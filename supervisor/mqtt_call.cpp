@@ -1,0 +1,144 @@
+#include "supervisor/mqtt_call.h"
+
+#include <kj/debug.h>
+#include <openssl/crypto.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "common/cloexec.h"
+#include "common/fd.h"
+#include "common/log.h"
+#include "common/sanitizer_env.h"
+#include "supervisor/egress_call.h"
+#include "supervisor/socket_carrier.h"
+#include "supervisor/spawn.h"
+#include "supervisor/supervisor.h"
+
+namespace pine {
+namespace {
+
+constexpr size_t kMaxCaBytes = 1 << 20;
+
+[[noreturn]] void refuse(const std::string& why) {
+  kj::throwFatalException(kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::str(why)));
+}
+
+std::string folderOf(const std::string& path) { return path.substr(0, path.find_last_of('/')); }
+
+std::optional<std::string> secretValue(const config::Source& s, const secrets::SecretStore& store, const char* key,
+                                       const std::string& name, std::string& out) {
+  if (name.empty()) return std::nullopt;
+  auto v = store.get(name);
+  if (!v)
+    return "source '" + s.name + "': its " + key + " names " + name +
+           ", which is not in .env: store it with `pinectl secret set " + name + "`";
+  out = std::move(*v);
+  return std::nullopt;
+}
+
+// The broker's end once the job is written: what pined keeps of it is wiped.
+struct PendingJob {
+  kj::Array<capnp::word> job;
+  kj::AutoCloseFd ours;
+  kj::Own<kj::AsyncIoStream> writer;
+  ~PendingJob() {
+    if (job.size() > 0) OPENSSL_cleanse(job.begin(), job.asBytes().size());
+  }
+};
+
+}  // namespace
+
+std::optional<std::string> mqttJobFor(const config::Source& s, const secrets::SecretStore& store,
+                                      const std::string& pineHome, mqtt::JobSpec& job) {
+  job.source = s.name;
+  if (auto why = mqtt::parseMqttUrl(s.url, job.address)) return "source '" + s.name + "': " + *why;
+  job.topics = s.topics;
+  job.publish = s.publish;
+  if (auto why = secretValue(s, store, "usernameSecret", s.usernameSecret, job.username)) return why;
+  if (auto why = secretValue(s, store, "passwordSecret", s.passwordSecret, job.password)) return why;
+  if (!s.caFile.empty()) {
+    if (!job.address.tls)
+      return "source '" + s.name + "': caFile is for an mqtts:// address; " + s.url + " is not encrypted";
+    std::string path = s.caFile[0] == '/' ? s.caFile : pineHome + "/" + s.caFile;
+    try {
+      job.caPem = readFile(path);
+    } catch (std::exception& e) {
+      return "source '" + s.name + "': cannot read its caFile " + path + ": " + e.what();
+    }
+    if (job.caPem.empty() || job.caPem.size() > kMaxCaBytes)
+      return "source '" + s.name + "': its caFile " + path + " is empty or over 1 MiB";
+  }
+  return std::nullopt;
+}
+
+kj::Promise<void> openMqtt(
+    Supervisor& sup, kj::AsyncIoContext& io, std::map<std::string, pid_t>& sessions,
+    capnp::CallContext<proto::Supervisor::OpenMqttParams, proto::Supervisor::OpenMqttResults> context) {
+  const std::string name = context.getParams().getSource();
+  KJ_REQUIRE(!name.empty() && name.size() <= 64, "openMqtt: bad source name");
+  auto cfg = sup.config();
+  KJ_REQUIRE(cfg != nullptr, "openMqtt: no configuration is loaded");
+  const config::Source* source = nullptr;
+  for (const auto& s : cfg->pine.sources)
+    if (s.name == name && s.type == "mqtt") source = &s;
+  if (!source) refuse("no mqtt source named '" + name + "' in pine.yaml");
+
+  mqtt::JobSpec spec;
+  auto pending = kj::heap<PendingJob>();
+  {
+    auto why = mqttJobFor(*source, sup.secrets(), sup.home().root, spec);
+    if (!why) pending->job = mqtt::encodeJob(spec);
+    OPENSSL_cleanse(spec.password.data(), spec.password.size());
+    OPENSSL_cleanse(spec.username.data(), spec.username.size());
+    if (why) refuse(*why);
+  }
+
+  const std::string program = folderOf(sup.options().workerProgram) + "/pine-mqtt";
+  sandbox::PreparedSandbox box;
+  pid_t pid = 0;
+  int sv[2];
+  if (socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) != 0) refuse(std::string("socketpair: ") + strerror(errno));
+  kj::AutoCloseFd ours(sv[0]), theirs(sv[1]);
+  try {
+    // The egress process's sandbox fits the session as well: network, libraries, the CA folders.
+    box = egressSandbox(program, sup.home().root, sup.sandboxHost());
+    SpawnSpec spawn;
+    spawn.program = program;
+    spawn.args = {program};
+    spawn.env = {"LANG=C.UTF-8"};
+    for (auto& e : sanitizerEnvironment(true)) spawn.env.push_back(std::move(e));
+    spawn.fd3 = theirs.get();
+    sup.useSandbox(spawn, box);
+    spawn.launcher = sup.options().launcherProgram.empty() ? folderOf(program) + "/pine-launch"
+                                                           : sup.options().launcherProgram;
+    spawn.label = "mqtt " + name;
+    pid = spawnChild(spawn);
+  } catch (std::exception& e) {
+    // Fail closed: without its sandbox no session runs.
+    audit("sandbox.refused", {{"process", "mqtt"}, {"source", name}, {"reason", e.what()}});
+    spdlog::error("mqtt source '{}': pine-mqtt not started: {}", name, e.what());
+    refuse("source '" + name + "': its MQTT connector could not be started: " + e.what());
+  }
+  theirs = nullptr;
+  sup.adoptChild(pid, "mqtt");
+  if (auto old = sessions.find(name); old != sessions.end()) sup.killChild(old->second, "mqtt");
+  sessions[name] = pid;
+  audit("mqtt.start", {{"source", name}, {"process_pid", pid}, {"url", source->url},
+                       {"login", !source->usernameSecret.empty() || !source->passwordSecret.empty()}});
+  // The job goes first; only then is the socket the broker's (the bytes travel to pine-mqtt, which
+  // the broker's end cannot read back).
+  auto& p = *pending;
+  p.ours = kj::mv(ours);
+  p.writer = io.lowLevelProvider->wrapSocketFd(p.ours.get(), kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC);
+  auto bytes = p.job.asBytes();
+  return p.writer->write(bytes.begin(), bytes.size()).then([context, pending = kj::mv(pending)]() mutable {
+    pending->writer = nullptr;
+    context.getResults().setSession(kj::heap<SocketCarrier>(pending->ours.release()));
+  });
+}
+
+}  // namespace pine

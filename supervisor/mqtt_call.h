@@ -1,0 +1,37 @@
+// The openMqtt method of the Supervisor capability: a pine-mqtt process for one mqtt source.
+// The broker names the source; pined looks it up in its own configuration, reads the values
+// of its usernameSecret and passwordSecret from .env and its caFile, starts pine-mqtt by exec
+// inside the egress sandbox (network, no home, no .env, nothing written), writes the job on
+// the socketpair and hands the other end to the broker. pined never reads MQTT bytes: after
+// the job the socket is the broker's and the process's alone.
+#pragma once
+#include <kj/async-io.h>
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "config/model.h"
+#include "mqtt/job/mqtt_job.h"
+#include "proto/supervisor.capnp.h"
+#include "supervisor/secrets/secret_store.h"
+
+namespace pine {
+
+class Supervisor;
+
+// `sessions`: the pine-mqtt of each source this broker connection opened; one asked for again
+// replaces it (the old one is killed), so the broker cannot pile up sessions of a source.
+kj::Promise<void> openMqtt(
+    Supervisor& sup, kj::AsyncIoContext& io, std::map<std::string, pid_t>& sessions,
+    capnp::CallContext<proto::Supervisor::OpenMqttParams, proto::Supervisor::OpenMqttResults> context);
+
+// The job for source `s`: its address and lists, the values of its secrets, its CA file's bytes
+// (a relative caFile is in pine's home). Error text that names what is missing and how to fix
+// it, never a value; `job` is then incomplete.
+std::optional<std::string> mqttJobFor(const config::Source& s, const secrets::SecretStore& store,
+                                      const std::string& pineHome, mqtt::JobSpec& job);
+
+}  // namespace pine
