@@ -85,17 +85,23 @@ void EventRouter::deliverToSubscriptions(const store::Event& e) {
   }
 }
 
-void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish) {
+store::Event sourceEvent(sources::Draft d) {
+  store::Event e;
+  e.topic = std::move(d.topic);
+  e.source = d.source;
+  e.origin = "source:" + d.source;
+  e.trust = std::move(d.trust);
+  e.payload = std::move(d.payload);
+  return e;
+}
+
+void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish,
+                               sources::HttpServices http) {
   // What a source hears is an event like any other: committed, then routed and delivered.
-  sources_ = std::make_unique<sources::SourceManager>(io, [publish = std::move(publish)](sources::Draft d) {
-    store::Event e;
-    e.topic = d.topic;
-    e.source = d.source;
-    e.origin = "source:" + d.source;
-    e.trust = d.trust;
-    e.payload = d.payload;
-    publish(std::move(e));
-  });
+  sources::Options options;
+  options.http = std::move(http);
+  sources_ = std::make_unique<sources::SourceManager>(
+      io, [publish = std::move(publish)](sources::Draft d) { publish(sourceEvent(std::move(d))); }, options);
   updateSources();
 }
 

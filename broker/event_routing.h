@@ -19,6 +19,9 @@
 
 namespace pine {
 
+// The event for what a source heard: outside content unless the source is trust: owner.
+store::Event sourceEvent(sources::Draft d);
+
 class EventRouter {
  public:
   using Submit = std::function<Submitted(RunRequest)>;
@@ -29,8 +32,10 @@ class EventRouter {
   void deliver(const store::Event& e);
   // Subscriptions are read on every event: kept in memory, written through to the store.
   void addSubscription(const store::SubscriptionRow& row);
-  // Starts the source manager; what a source hears is published through `publish`.
-  void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish);
+  // Starts the source manager; what a source hears is published through `publish`; `http`
+  // sources poll through `http` (broker/source_polls.h).
+  void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish,
+                    sources::HttpServices http = {});
   // Starts the sources someone wants and stops the rest.
   void updateSources();
   std::optional<std::string> publishToSource(const std::string& source, const std::string& topic,

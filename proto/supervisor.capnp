@@ -59,6 +59,19 @@ interface Supervisor {
   # prefix taken off (at most 512 bytes); timestamp: the timestampHeader's value when the hook has one
   # (unix seconds, within toleranceSec of pined's clock; the MAC is then over "<timestamp>.<body>").
   # why says what failed, never anything of the secret.
+
+  heldForAnotherBranch @11 () -> ();
+  # Only so that this branch compiles: capnp ordinals may have no holes, and @11 is another issue-15
+  # branch's method. pined does not implement it (a call is "unimplemented"). Dropped at the merge.
+
+  pollSource @12 (source :Text, url :Text, etag :Text, lastModified :Text, sink :ByteSink) -> (status :UInt16, headers :List(Header), error :Text);
+  # One GET of the http source named, made by a pine-egress process: pined builds the request from the
+  # source's configuration (its url, the token of its tokenSecret, sent to that address only). url:
+  # empty for the configured address, else where a redirect led, which must keep the configured scheme,
+  # host and port (at most 8 KiB, no placeholders). etag, lastModified (at most 1 KiB each, no line
+  # breaks): sent as If-None-Match and If-Modified-Since when not empty. Only the configured host;
+  # loopback and private addresses only for `network: local`; plain http only for an http:// url;
+  # redirects returned, not followed. The body, redacted, streams to sink.
 }
 
 struct EgressRequest {

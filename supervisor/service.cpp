@@ -8,6 +8,7 @@
 #include "common/names.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/hook_check.h"
+#include "supervisor/source_fetch.h"
 #include "supervisor/telegram_call.h"
 #include "supervisor/secrets/config_writer.h"
 #include "supervisor/socket_carrier.h"
@@ -163,6 +164,11 @@ kj::Promise<void> SupervisorService::telegram(TelegramContext context) {
 kj::Promise<void> SupervisorService::telegramFile(TelegramFileContext context) {
   context.allowCancellation();
   return pine::telegramFile(sup_, egress_, context);
+}
+
+kj::Promise<void> SupervisorService::pollSource(PollSourceContext context) {
+  context.allowCancellation();
+  return pine::pollSource(sup_, egress_, context);
 }
 
 kj::Promise<void> SupervisorService::checkHook(CheckHookContext context) {

@@ -26,6 +26,7 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> telegram(TelegramContext context) override;
   kj::Promise<void> telegramFile(TelegramFileContext context) override;
   kj::Promise<void> checkHook(CheckHookContext context) override;
+  kj::Promise<void> pollSource(PollSourceContext context) override;
 
  private:
   Supervisor& sup_;

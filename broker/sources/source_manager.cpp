@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <tuple>
 
 #include "broker/policy/topics.h"
@@ -26,7 +27,7 @@ std::string joined(const std::vector<std::string>& v) {
 SourceManager::SourceManager(kj::AsyncIoContext& io, Sink sink) : SourceManager(io, std::move(sink), Options{}) {}
 
 SourceManager::SourceManager(kj::AsyncIoContext& io, Sink sink, Options options)
-    : io_(io), sink_(std::move(sink)), options_(options) {
+    : io_(io), sink_(std::move(sink)), options_(options), polls_(io.provider->getTimer(), options_.http) {
   pump_ = pump().eagerlyEvaluate([](kj::Exception&& e) {
     spdlog::error("sources: stopped handing on messages: {}", e.getDescription().cStr());
   });
@@ -102,10 +103,12 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
   }
   for (auto it = refused_.begin(); it != refused_.end();)
     it = byName.count(it->first) ? std::next(it) : refused_.erase(it);
+  polls_.update(wanted);
 
   for (const auto& s : wanted) {
     if (clients_.count(s.name)) continue;
     if (s.type == "webhook") continue;  // served by the control API at /hooks/<name> (hook_intake)
+    if (s.type == "http" && options_.http) continue;  // polled by polls_ (http_poller.h)
     MqttAddress address;
     if (auto why = whyNotStartable(s, address)) {
       refuse(s, std::move(*why));
@@ -126,6 +129,8 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
 std::vector<std::string> SourceManager::running() const {
   std::vector<std::string> out;
   for (const auto& [name, client] : clients_) out.push_back(name);
+  for (auto& name : polls_.names()) out.push_back(name);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -138,6 +143,7 @@ std::map<std::string, std::string> SourceManager::notRunning() const {
 std::optional<std::string> SourceManager::publish(const std::string& source, const std::string& topic,
                                                   const std::string& payload) {
   auto it = clients_.find(source);
+  if (polls_.has(source)) return fmt::format("source '{}' is an http source: it only receives", source);
   if (it == clients_.end()) {
     auto r = refused_.find(source);
     if (r != refused_.end()) return "cannot publish through " + r->second.reason;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "broker/sources/draft.h"
+#include "broker/sources/http_poller.h"
 #include "broker/sources/inbox.h"
 #include "broker/sources/mqtt_client.h"
 #include "broker/sources/wanted.h"
@@ -22,6 +23,7 @@ namespace pine::sources {
 
 struct Options {
   Backoff reconnect;  // waits between attempts when a broker goes away
+  HttpServices http;  // what `http` sources poll through; unset: they do not run
 };
 
 class SourceManager {
@@ -67,6 +69,7 @@ class SourceManager {
   uint64_t nextId_ = 1;
   std::map<std::string, std::unique_ptr<MqttClient>> clients_;  // by source name
   std::map<std::string, Refused> refused_;                      // wanted but not running
+  HttpPolls polls_;                                             // the `http` sources
 };
 
 }  // namespace pine::sources
