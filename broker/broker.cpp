@@ -7,6 +7,7 @@
 
 #include "broker/control_api.h"
 #include "broker/owner_api.h"
+#include "broker/source_polls.h"
 #include "broker/telegram/channels.h"
 #include "broker/task_recovery.h"
 #include "common/fd.h"
@@ -162,7 +163,8 @@ kj::Promise<void> Broker::run() {
   if (pinedRestarted && !sandboxNote_.empty()) telegram_->notice("sandboxDegraded", "pine: " + sandboxNote_);
   router_->startSources(
       io_, [this](store::Event e) { background_.add(bus_->publish(std::move(e)).ignoreResult()); },
-      [this](const config::Source& s) { return openMqttConnector(s.name); });
+      [this](const config::Source& s) { return openMqttConnector(s.name); },
+      httpSourceServices([this]() { return supervisor_; }, *store_, *bus_));
   purgeOld();
   background_.add(supervisor_.readyRequest().send().ignoreResult());
   spdlog::info("broker {} ready; control API on unix:{} and http://{}:{}", getpid(), home_.socket(),

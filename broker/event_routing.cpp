@@ -139,18 +139,24 @@ void EventRouter::deliverToSubscriptions(const store::Event& e) {
   }
 }
 
+store::Event sourceEvent(sources::Draft d) {
+  store::Event e;
+  e.topic = std::move(d.topic);
+  e.source = d.source;
+  e.origin = "source:" + d.source;
+  e.trust = std::move(d.trust);
+  e.payload = std::move(d.payload);
+  return e;
+}
+
 void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish,
-                               sources::OpenConnector open) {
+                               sources::OpenConnector open, sources::HttpServices http) {
   // What a source hears is an event like any other: committed, then routed and delivered.
-  sources_ = std::make_unique<sources::SourceManager>(io, [publish = std::move(publish)](sources::Draft d) {
-    store::Event e;
-    e.topic = d.topic;
-    e.source = d.source;
-    e.origin = "source:" + d.source;
-    e.trust = d.trust;
-    e.payload = d.payload;
-    publish(std::move(e));
-  }, std::move(open));
+  sources::Options options;
+  options.http = std::move(http);
+  sources_ = std::make_unique<sources::SourceManager>(
+      io, [publish = std::move(publish)](sources::Draft d) { publish(sourceEvent(std::move(d))); }, std::move(open),
+      std::move(options));
   saving_ = saveCounts(io.provider->getTimer()).eagerlyEvaluate([](kj::Exception&& e) {
     spdlog::error("sources: counting events stopped: {}", e.getDescription().cStr());
   });

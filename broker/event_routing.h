@@ -20,6 +20,9 @@
 
 namespace pine {
 
+// The event for what a source heard: outside content unless the source is trust: owner.
+store::Event sourceEvent(sources::Draft d);
+
 class EventRouter {
  public:
   using Submit = std::function<Submitted(RunRequest)>;
@@ -37,8 +40,10 @@ class EventRouter {
   // events counted so far (channels: the owner channels' states, filled in by the caller).
   SourceFacts sourceFacts() const;
   // Starts the source manager; what a source hears is published through `publish`.
-  // `open` starts a source's MQTT connector (pined's openMqtt).
-  void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish, sources::OpenConnector open);
+  // `open` starts a source's MQTT connector (pined's openMqtt); `http` sources poll through
+  // `http` (broker/source_polls.h).
+  void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish, sources::OpenConnector open,
+                    sources::HttpServices http = {});
   // Starts the sources someone wants and stops the rest.
   void updateSources();
   kj::Promise<std::optional<std::string>> publishToSource(const std::string& source, const std::string& topic,

@@ -11,6 +11,7 @@
 #include "common/fd.h"
 #include "common/log.h"
 #include "common/names.h"
+#include "common/web_address.h"
 
 namespace pine {
 namespace {
@@ -150,6 +151,9 @@ std::optional<std::string> checkSetupArgs(const RunContext& run, const std::stri
         return std::string("add_source cannot set up secrets (\"") + key +
                "\"): the owner stores it with `pinectl secret set NAME` and adds the source";
     if (args.contains("forAllAgents") && !args["forAllAgents"].is_boolean()) return "\"forAllAgents\" is true or false";
+    // Public or local is what the owner confirms in the question, written from the address itself.
+    if (type == "http" && src.contains("network"))
+      return "\"network\" is written by pine: the owner's question says whether the address is on the local network";
     return std::nullopt;
   }
   return std::nullopt;
@@ -163,6 +167,10 @@ policy::AddSourceRequest addSourceRequest(const RunContext& run, const nlohmann:
   r.withOwner = run.req.trust == config::Trust::Owner && (run.req.origin == "owner" || run.req.origin.rfind("subagent:", 0) == 0);
   r.forAllAgents = args.value("forAllAgents", false);
   r.trustOwner = src.value("trust", "untrusted") != "untrusted";
+  if (src.value("type", "") == "http" && src.contains("url") && src["url"].is_string()) {
+    r.httpUrl = src["url"].get<std::string>();
+    r.localReason = localNetworkReason(r.httpUrl);
+  }
   if (src.value("type", "") == "folder" && src.contains("path") && src["path"].is_string()) {
     std::string path = src["path"].get<std::string>();
     std::string ws = run.services.home().agents() + "/" + run.req.agent + "/workspace/";
@@ -177,6 +185,9 @@ kj::Promise<ToolAnswer> BrokerTools::addSource(const nlohmann::json& args) {
   const std::string name = entry.value("name", "");
   const bool forAll = args.value("forAllAgents", false);
   if (!forAll) entry["agent"] = run_.req.agent;
+  // What the owner confirmed: the question named the address as local or public.
+  if (entry.value("type", "") == "http" && entry.contains("url") && entry["url"].is_string())
+    entry["network"] = localNetworkReason(entry["url"].get<std::string>()).empty() ? "public" : "local";
   return addToPineYaml("sources", entry, "source '" + name + "'").then([this, name, forAll](std::optional<std::string> e) {
     if (e) return toolError("the source was not added:\n" + *e);
     run_.services.reloadConfiguration();

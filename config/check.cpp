@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <ostream>
 
+#include "common/web_address.h"
 #include "config/load.h"
 
 namespace pine::config {
@@ -40,6 +41,22 @@ std::string joinNames(const std::vector<std::string>& names) {
   std::string out;
   for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
   return out;
+}
+
+// An http source that may reach the local network says so; one confirmed as public whose address
+// is plainly local would only ever be refused by egress.
+void httpSourceNotes(const std::string& pineFile, const std::string& at, const Source& s,
+                     std::vector<SecurityNote>& notes) {
+  std::string local = localNetworkReason(s.url);
+  if (s.localNetwork)
+    notes.push_back({pineFile, at + ".network",
+                     "http source '" + s.name + "' may reach your local network (this machine, private addresses): " +
+                         s.url,
+                     "remove network: local unless that address is yours"});
+  else if (!local.empty())
+    notes.push_back({pineFile, at + ".url",
+                     "http source '" + s.name + "' is public, but " + local + ": every look will be refused",
+                     "write network: local if the address is on your own network"});
 }
 
 }  // namespace
@@ -149,6 +166,7 @@ std::vector<SecurityNote> securityNotes(const Home& home, const HomeFacts& facts
                        "telegram source '" + s.name + "' talks to " + s.baseUrl +
                            ", not Telegram's own server: that server sees the bot token and every message",
                        "remove baseUrl unless you run that Bot API server yourself"});
+    if (s.type == "http") httpSourceNotes(pineFile, at, s, notes);
     if (!s.use.empty())
       notes.push_back({pineFile, at + ".use",
                        "source '" + s.name + "' runs the program " + s.use +

@@ -110,6 +110,8 @@ struct Source {
   // http, command
   int intervalSec = 900;
   std::string tokenSecret;  // also telegram
+  bool localNetwork = false;  // http: `network: local`, the owner confirmed an address on the local network
+  std::string tokenHeader;    // http: the token's header, sent bare; empty: "Authorization: Bearer <token>"
   std::vector<std::string> command;
   // telegram
   std::vector<std::int64_t> allow;

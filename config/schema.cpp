@@ -174,27 +174,34 @@ std::string reservedProblem(const std::string& topic) {
   return {};
 }
 
-void readWebhookFields(Map& m, std::string& topic, HookAuth& h) {
+// A fixed topic (no wildcards) outside pine's own: a webhook's, an http source's.
+void readEventTopic(Map& m, std::string& topic) {
   if (m.str("topic", topic)) {
     std::string p = topicPatternProblem(topic, false);
     if (p.empty()) p = reservedProblem(topic);
     if (!p.empty()) m.ctx().error(m.valuePos("topic"), m.pathOf("topic"), p);
   }
+}
+
+// Header names go into HTTP lookups or requests only.
+void readHeaderName(Map& m, const char* key, std::string& out) {
+  if (!m.str(key, out)) return;
+  bool ok = !out.empty() && out.size() <= 64;
+  for (unsigned char ch : out) ok &= std::isalnum(ch) || ch == '-' || ch == '_';
+  if (!ok) m.ctx().error(m.valuePos(key), m.pathOf(key), "not an HTTP header name", "letters, digits, - and _; at most 64");
+}
+
+void readWebhookFields(Map& m, std::string& topic, HookAuth& h) {
+  readEventTopic(m, topic);
   // The value must also be long enough, which only a reader of .env can tell (load.cpp's resolve).
   if (m.secretName("secret", h.secret)) m.ctx().ref(Ref::HookSecret, h.secret, m.valuePos("secret"), m.pathOf("secret"));
   m.enumeration<WebhookAuth>("auth", h.auth, {{"bearer", WebhookAuth::Bearer}, {"hmac", WebhookAuth::Hmac}});
   m.boolean("open", h.open);
-  // Header names go into HTTP lookups only; the prefix may be empty (a bare hex signature).
-  auto headerName = [&](const char* key, std::string& out) {
-    if (!m.str(key, out)) return;
-    bool ok = !out.empty() && out.size() <= 64;
-    for (unsigned char ch : out) ok &= std::isalnum(ch) || ch == '-' || ch == '_';
-    if (!ok) m.ctx().error(m.valuePos(key), m.pathOf(key), "not an HTTP header name", "letters, digits, - and _; at most 64");
-  };
-  headerName("signatureHeader", h.signatureHeader);
+  // The prefix may be empty (a bare hex signature).
+  readHeaderName(m, "signatureHeader", h.signatureHeader);
   if (m.str("signaturePrefix", h.signaturePrefix) && h.signaturePrefix.size() > 32)
     m.ctx().error(m.valuePos("signaturePrefix"), m.pathOf("signaturePrefix"), "longer than 32 bytes");
-  headerName("timestampHeader", h.timestampHeader);
+  readHeaderName(m, "timestampHeader", h.timestampHeader);
   m.integer("toleranceSec", h.toleranceSec, 10, 86400);
   m.integer("maxBodyKb", h.maxBodyKb, 1, 16384);
   if (!m.has("topic")) m.require("topic");
@@ -224,7 +231,7 @@ const std::vector<std::string>& typeKeys(const std::string& type) {
       {"webhook", {"topic", "secret", "auth", "open", "signatureHeader", "signaturePrefix", "timestampHeader", "toleranceSec", "maxBodyKb"}},
       {"mqtt", {"url", "topics", "publish", "usernameSecret", "passwordSecret", "caFile"}},
       {"folder", {"path", "recursive"}},
-      {"http", {"url", "intervalSec", "tokenSecret"}},
+      {"http", {"url", "intervalSec", "tokenSecret", "tokenHeader", "network", "topic"}},
       {"command", {"command", "intervalSec"}},
       {"telegram", {"tokenSecret", "allow", "baseUrl", "groups", "maxFileMb", "notify"}},
       {"ftp", {"port", "passwordSecret", "allowFrom"}},
@@ -248,6 +255,28 @@ void readTelegramIds(Map& m, const std::string& key, const char* what, std::int6
     if (auto v = readInt(c, *it, m.valuePos(key), m.pathOf(key) + "[" + std::to_string(i) + "]", min,
                          (std::int64_t{1} << 53)))
       out.push_back(*v);
+}
+
+// An http source's own keys besides url, intervalSec and tokenSecret (docs/sources.md, "http").
+void readHttpSourceFields(Map& m, Source& s) {
+  readEventTopic(m, s.topic);
+  std::string network;
+  if (m.str("network", network)) {
+    if (network == "local") s.localNetwork = true;
+    else if (network != "public")
+      m.ctx().error(m.valuePos("network"), m.pathOf("network"), "expected 'public' or 'local', got '" + network + "'",
+                    "local confirms an address on your own network (this machine, the LAN); public is the default");
+  }
+  readHeaderName(m, "tokenHeader", s.tokenHeader);
+  std::string lower;
+  for (unsigned char ch : s.tokenHeader) lower += (char)std::tolower(ch);
+  if (lower == "host" || lower == "content-length" || lower == "transfer-encoding" || lower == "if-none-match" ||
+      lower == "if-modified-since")
+    m.ctx().error(m.valuePos("tokenHeader"), m.pathOf("tokenHeader"), "'" + s.tokenHeader + "' is set by pine itself",
+                  "name the header the server reads the token from, e.g. X-Api-Key");
+  if (m.has("tokenHeader") && !m.has("tokenSecret"))
+    m.ctx().error(m.keyPos("tokenHeader"), m.pathOf("tokenHeader"), "tokenHeader without tokenSecret",
+                  "set tokenSecret: NAME (a .env entry) or remove tokenHeader");
 }
 
 void readSourceTypeFields(Map& m, const std::string& type, Source& s) {
@@ -283,6 +312,7 @@ void readSourceTypeFields(Map& m, const std::string& type, Source& s) {
     m.require("url");
     m.integer("intervalSec", s.intervalSec, 60, 7 * 86400);
     m.secretName("tokenSecret", s.tokenSecret);
+    readHttpSourceFields(m, s);
   } else if (type == "command") {
     m.strList("command", s.command);
     if (!m.has("command")) m.require("command");

@@ -66,6 +66,15 @@ interface Supervisor {
   # source up in its own configuration and sends the process its job with the values of the
   # source's usernameSecret and passwordSecret and its caFile's bytes; the broker names only the
   # source. The process exits when the broker closes its end.
+
+  pollSource @12 (source :Text, url :Text, etag :Text, lastModified :Text, sink :ByteSink) -> (status :UInt16, headers :List(Header), error :Text);
+  # One GET of the http source named, made by a pine-egress process: pined builds the request from the
+  # source's configuration (its url, the token of its tokenSecret, sent to that address only). url:
+  # empty for the configured address, else where a redirect led, which must keep the configured scheme,
+  # host and port (at most 8 KiB, no placeholders). etag, lastModified (at most 1 KiB each, no line
+  # breaks): sent as If-None-Match and If-Modified-Since when not empty. Only the configured host;
+  # loopback and private addresses only for `network: local`; plain http only for an http:// url;
+  # redirects returned, not followed. The body, redacted, streams to sink.
 }
 
 struct EgressRequest {

@@ -9,6 +9,7 @@
 #include "supervisor/egress_call.h"
 #include "supervisor/hook_check.h"
 #include "supervisor/mqtt_call.h"
+#include "supervisor/source_fetch.h"
 #include "supervisor/telegram_call.h"
 #include "supervisor/secrets/config_writer.h"
 #include "supervisor/socket_carrier.h"
@@ -164,6 +165,11 @@ kj::Promise<void> SupervisorService::telegram(TelegramContext context) {
 kj::Promise<void> SupervisorService::telegramFile(TelegramFileContext context) {
   context.allowCancellation();
   return pine::telegramFile(sup_, egress_, context);
+}
+
+kj::Promise<void> SupervisorService::pollSource(PollSourceContext context) {
+  context.allowCancellation();
+  return pine::pollSource(sup_, egress_, context);
 }
 
 kj::Promise<void> SupervisorService::checkHook(CheckHookContext context) {

@@ -31,6 +31,7 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> telegramFile(TelegramFileContext context) override;
   kj::Promise<void> checkHook(CheckHookContext context) override;
   kj::Promise<void> openMqtt(OpenMqttContext context) override;
+  kj::Promise<void> pollSource(PollSourceContext context) override;
 
  private:
   Supervisor& sup_;

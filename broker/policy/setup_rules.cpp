@@ -59,6 +59,10 @@ Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& fa
   std::string why;
   auto add = [&](const std::string& w) { why += (why.empty() ? "" : "; ") + w; };
   if (!req.folderInsideWorkspace) add("it opens something new (a folder outside the workspace, a connection or a port)");
+  if (!req.httpUrl.empty())
+    add(req.localReason.empty()
+            ? "it fetches " + req.httpUrl + ", a public address (never followed into your local network)"
+            : "it fetches " + req.httpUrl + " on your LOCAL NETWORK (" + req.localReason + ")");
   if (req.forAllAgents) add("it is a source for all agents");
   if (req.trustOwner) add("its reports would count as yours (trust: owner)");
   if (tainted) add(taintWords(facts));

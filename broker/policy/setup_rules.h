@@ -28,6 +28,8 @@ struct AddSourceRequest {
   bool forAllAgents = false;
   bool folderInsideWorkspace = false; // a folder source whose folder lies in the agent's own workspace
   bool trustOwner = false;            // asks for "trust": "owner"
+  std::string httpUrl = {};           // an http source's address: the question names it
+  std::string localReason = {};       // why that address is on the local network ("": public)
 };
 // Reduced runs and conversations without the owner: refused. For all agents:
 // the main agent only. A folder inside its workspace, untrusted, for this agent

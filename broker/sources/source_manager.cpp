@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <tuple>
 
 #include "broker/policy/topics.h"
@@ -30,7 +31,11 @@ kj::Promise<std::optional<std::string>> answer(std::string why) {
 }  // namespace
 
 SourceManager::SourceManager(kj::AsyncIoContext& io, Sink sink, OpenConnector open, Options options)
-    : io_(io), sink_(std::move(sink)), open_(std::move(open)), options_(options) {}
+    : io_(io),
+      sink_(std::move(sink)),
+      open_(std::move(open)),
+      options_(options),
+      polls_(io.provider->getTimer(), options_.http) {}
 
 SourceManager::~SourceManager() { links_.clear(); }
 
@@ -71,10 +76,12 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
   }
   for (auto it = refused_.begin(); it != refused_.end();)
     it = byName.count(it->first) ? std::next(it) : refused_.erase(it);
+  polls_.update(wanted);
 
   for (const auto& s : wanted) {
     if (links_.count(s.name)) continue;
     if (s.type == "webhook") continue;  // served by the control API at /hooks/<name> (hook_intake)
+    if (s.type == "http" && options_.http) continue;  // polled by polls_ (http_poller.h)
     if (auto why = whyNotStartable(s)) {
       refuse(s, std::move(*why));
       continue;
@@ -89,6 +96,8 @@ std::vector<std::string> SourceManager::running() const {
   std::vector<std::string> out;
   for (const auto& [name, link] : links_)
     if (link->running()) out.push_back(name);
+  for (auto& name : polls_.names()) out.push_back(name);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -103,6 +112,7 @@ std::map<std::string, std::string> SourceManager::notRunning() const {
 kj::Promise<std::optional<std::string>> SourceManager::publish(const std::string& source, const std::string& topic,
                                                                const std::string& payload) {
   auto it = links_.find(source);
+  if (polls_.has(source)) return answer(fmt::format("source '{}' is an http source: it only receives", source));
   if (it == links_.end()) {
     auto r = refused_.find(source);
     if (r != refused_.end()) return answer("cannot publish through " + r->second.reason);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "broker/sources/draft.h"
+#include "broker/sources/http_poller.h"
 #include "broker/sources/mqtt_link.h"
 #include "broker/sources/wanted.h"
 #include "config/model.h"
@@ -21,6 +22,7 @@ namespace pine::sources {
 
 struct Options {
   Backoff restart;  // waits before starting a source's connector again (it could not start, or ended)
+  HttpServices http;  // what `http` sources poll through; unset: they do not run
 };
 
 class SourceManager {
@@ -64,6 +66,7 @@ class SourceManager {
   Options options_;
   std::map<std::string, std::unique_ptr<MqttLink>> links_;  // by source name
   std::map<std::string, Refused> refused_;                  // wanted but not running
+  HttpPolls polls_;                                         // the `http` sources
 };
 
 }  // namespace pine::sources

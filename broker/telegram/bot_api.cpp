@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "broker/collect_sink.h"
 #include "common/json_depth.h"
 
 namespace pine::telegram {
@@ -11,23 +12,6 @@ namespace {
 
 constexpr size_t kMaxAnswer = 64 << 20;  // pined caps files at maxFileMb (50 MiB at most)
 constexpr int kMaxDepth = 64;            // Telegram's objects nest a few levels
-
-// The body pined relays, kept whole (Bot API answers are small; files are capped by pined).
-class Collect final : public proto::ByteSink::Server {
- public:
-  explicit Collect(std::shared_ptr<std::string> out) : out_(kj::mv(out)) {}
-
- protected:
-  kj::Promise<void> write(WriteContext context) override {
-    auto chunk = context.getParams().getChunk();
-    KJ_REQUIRE(out_->size() + chunk.size() <= kMaxAnswer, "a Telegram answer over 64 MiB");
-    out_->append(reinterpret_cast<const char*>(chunk.begin()), chunk.size());
-    return kj::READY_NOW;
-  }
-
- private:
-  std::shared_ptr<std::string> out_;
-};
 
 }  // namespace
 
@@ -75,7 +59,7 @@ kj::Promise<BotReply> BotApi::call(const std::string& method, const nlohmann::js
   // body, so every '$' goes as its JSON escape, which Telegram reads back as '$'.
   for (size_t at; (at = p.find('$')) != std::string::npos;) p.replace(at, 1, "\\u0024");
   req.setParams(kj::arrayPtr(reinterpret_cast<const kj::byte*>(p.data()), p.size()));
-  req.setSink(kj::heap<Collect>(body));
+  req.setSink(kj::heap<CollectSink>(body, kMaxAnswer, "a Telegram answer over 64 MiB"));
   return req.send().then(
       [body](auto&& resp) { return readReply(resp.getStatus(), *body, resp.getError().cStr()); },
       [](kj::Exception&& e) { return readReply(0, "", std::string("pined refused the call: ") + e.getDescription().cStr()); });
@@ -86,7 +70,7 @@ kj::Promise<std::pair<BotReply, std::string>> BotApi::file(const std::string& fi
   auto req = supervisor_.telegramFileRequest();
   req.setSource(source_);
   req.setFilePath(filePath);
-  req.setSink(kj::heap<Collect>(body));
+  req.setSink(kj::heap<CollectSink>(body, kMaxAnswer, "a Telegram answer over 64 MiB"));
   return req.send().then(
       [body](auto&& resp) {
         BotReply r;

@@ -816,3 +816,41 @@ TEST_CASE("add_source: a folder in the workspace goes through, a connection is a
   CHECK_MESSAGE(has(t, "answer", "add_source: error: not approved"), t.dump());
   CHECK(readText(home + "/pine.yaml").find(R"("name":"etc")") == std::string::npos);
 }
+
+TEST_CASE("add_source: an http source is asked, naming the address and the local network; network is pine's") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, {{"relay-http", "description: src\ntools: [read, add_source]\n"}}, "");
+  Pined pined(home, fixtureWorker(), {});
+  auto add = [](const std::string& source) { return "CALL add_source {\"source\": " + source + "}\n"; };
+
+  // The agent cannot say public or local itself.
+  auto t = message(pined, "relay-http",
+                   add(R"({"name": "ha", "type": "http", "url": "http://192.168.1.20:8123/api", "network": "public"})"));
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: \"network\" is written by pine"), t.dump());
+  CHECK(pined.api("GET", "/v1/approvals").json()["approvals"].empty());
+
+  // Its twin without it: asked (in bypass too), the question names the address as local; approved, written local.
+  REQUIRE(pined.api("PUT", "/v1/agents/relay-http/mode", R"({"mode": "bypass"})").status == 200);
+  auto started = message(pined, "relay-http", add(R"({"name": "ha", "type": "http", "url": "http://192.168.1.20:8123/api"})"),
+                         false);
+  auto a = pendingFor(pined, "relay-http");
+  REQUIRE(a.is_object());
+  CHECK_MESSAGE(a["reason"].get<std::string>().find("http://192.168.1.20:8123/api on your LOCAL NETWORK") !=
+                    std::string::npos,
+                a.dump());
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
+  t = waitTask(pined, "relay-http", started["task"]);
+  CHECK_MESSAGE(has(t, "answer", "add_source: ok: source 'ha' added"), t.dump());
+  CHECK(readText(home + "/pine.yaml").find(R"("network":"local")") != std::string::npos);
+
+  // A public address: asked, named as public, written public.
+  started = message(pined, "relay-http", add(R"({"name": "feed", "type": "http", "url": "https://example.com/feed"})"), false);
+  a = pendingFor(pined, "relay-http");
+  REQUIRE(a.is_object());
+  CHECK(a["reason"].get<std::string>().find("https://example.com/feed, a public address") != std::string::npos);
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
+  t = waitTask(pined, "relay-http", started["task"]);
+  CHECK_MESSAGE(has(t, "answer", "add_source: ok: source 'feed' added"), t.dump());
+  CHECK(readText(home + "/pine.yaml").find(R"("network":"public")") != std::string::npos);
+}

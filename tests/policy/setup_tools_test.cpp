@@ -91,6 +91,22 @@ TEST_CASE("setup: add_source") {
   CHECK(v.reason.find("web page") != std::string::npos);
 }
 
+TEST_CASE("setup: add_source of an http source asks in every mode, naming the address and the local network") {
+  auto gonzo = agent("gonzo");
+  AddSourceRequest local{"ha", true, false, false, false, "http://192.168.1.20:8123/api", "192.168.1.20 is a private address"};
+  for (auto mode : {Mode::Auto, Mode::Bypass, Mode::Manual}) {
+    auto v = decideAddSource(gonzo, setupFacts(mode), local);
+    check("http asks", v, Decision::Ask);
+    CHECK(v.reason.find("http://192.168.1.20:8123/api on your LOCAL NETWORK (192.168.1.20 is a private address)") !=
+          std::string::npos);
+  }
+  AddSourceRequest pub{"feed", true, false, false, false, "https://example.com/feed", ""};
+  auto v = decideAddSource(gonzo, setupFacts(Mode::Bypass), pub);
+  check("public http asks too", v, Decision::Ask);
+  CHECK(v.reason.find("https://example.com/feed, a public address") != std::string::npos);
+  CHECK(v.reason.find("LOCAL") == std::string::npos);
+}
+
 TEST_CASE("setup: create_agent and request_access") {
   auto main = agent("main");
   check("main, asked", decideCreateAgent(main, setupFacts()), Decision::Ask);
