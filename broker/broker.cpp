@@ -1,4 +1,5 @@
 #include "broker/broker.h"
+#include "broker/command_start.h"
 
 #include <fcntl.h>
 
@@ -152,7 +153,8 @@ kj::Promise<void> Broker::run() {
   schedules_->armAll();
   telegram_->update();
   if (pinedRestarted && !sandboxNote_.empty()) telegram_->notice("sandboxDegraded", "pine: " + sandboxNote_);
-  router_->startSources(io_, [this](store::Event e) { background_.add(bus_->publish(std::move(e)).ignoreResult()); });
+  router_->startSources(io_, [this](store::Event e) { background_.add(bus_->publish(std::move(e)).ignoreResult()); },
+                        commandStarter(io_, supervisor_));
   purgeOld();
   background_.add(supervisor_.readyRequest().send().ignoreResult());
   spdlog::info("broker {} ready; control API on unix:{} and http://{}:{}", getpid(), home_.socket(),

@@ -8,6 +8,22 @@
 #include "common/outside_text.h"
 
 namespace pine {
+namespace {
+
+// A source's status line and memory, in the store (schema v6).
+sources::SourceStatus sourceStatus(store::Store& store) {
+  sources::SourceStatus s;
+  s.look = [&store](const std::string& source, const std::string& found) { store.noteSourceLook(source, nowMs(), found); };
+  s.events = [&store](const std::string& source, long long n) { store.noteSourceEvents(source, nowMs(), n); };
+  s.error = [&store](const std::string& source, const std::string& error) { store.noteSourceError(source, nowMs(), error); };
+  s.recall = [&store](const std::string& source, const std::string& key) { return store.sourceState(source, key); };
+  s.remember = [&store](const std::string& source, const std::string& key, const std::string& value) {
+    store.putSourceState(source, key, value, nowMs());
+  };
+  return s;
+}
+
+}  // namespace
 
 EventRouter::EventRouter(store::Store& store, const std::shared_ptr<const config::Home>& config, Feed& feed,
                          Submit submit)
@@ -85,7 +101,11 @@ void EventRouter::deliverToSubscriptions(const store::Event& e) {
   }
 }
 
-void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish) {
+void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish,
+                               sources::CommandStarter startCommand) {
+  sources::Options options;
+  options.startCommand = std::move(startCommand);
+  options.status = sourceStatus(store_);
   // What a source hears is an event like any other: committed, then routed and delivered.
   sources_ = std::make_unique<sources::SourceManager>(io, [publish = std::move(publish)](sources::Draft d) {
     store::Event e;
@@ -95,7 +115,7 @@ void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store:
     e.trust = d.trust;
     e.payload = d.payload;
     publish(std::move(e));
-  });
+  }, std::move(options));
   updateSources();
 }
 

@@ -30,7 +30,9 @@ class EventRouter {
   // Subscriptions are read on every event: kept in memory, written through to the store.
   void addSubscription(const store::SubscriptionRow& row);
   // Starts the source manager; what a source hears is published through `publish`.
-  void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish);
+  // Command sources run through startCommand (pined's runSourceCommand; empty: they do not run).
+  void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish,
+                    sources::CommandStarter startCommand = {});
   // Starts the sources someone wants and stops the rest.
   void updateSources();
   std::optional<std::string> publishToSource(const std::string& source, const std::string& topic,

@@ -59,6 +59,18 @@ interface Supervisor {
   # prefix taken off (at most 512 bytes); timestamp: the timestampHeader's value when the hook has one
   # (unix seconds, within toleranceSec of pined's clock; the MAC is then over "<timestamp>.<body>").
   # why says what failed, never anything of the secret.
+
+  reservedFor11 @11 () -> ();
+  reservedFor12 @12 () -> ();
+  # Placeholders: ordinals 11 and 12 belong to other sources' methods on other branches (capnp allows
+  # no gap); not served, so a call fails as unimplemented. Replaced by those methods when merged.
+
+  runSourceCommand @13 (source :Text) -> (process :WorkerProcess, stdout :Socket, stderr :Socket, pid :Int32, sandbox :Text);
+  # Start the command of the `type: command` source named, in the sandbox of the agent it belongs to
+  # (main's for a source of all agents), as that agent's shell runs: pined takes the command line, the
+  # agent and the time limit from its own configuration, never from the broker. stdout and stderr: the
+  # read ends of the command's pipes, by fd passing. process: wait for it, or kill it and all it started;
+  # dropping it kills it too. Fails, saying why, where the sandbox cannot be built: nothing runs unconfined.
 }
 
 struct EgressRequest {

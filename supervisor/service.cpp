@@ -2,18 +2,28 @@
 
 #include "supervisor/service.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/names.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/hook_check.h"
+#include "supervisor/source_command.h"
 #include "supervisor/telegram_call.h"
 #include "supervisor/secrets/config_writer.h"
 #include "supervisor/socket_carrier.h"
 #include "supervisor/supervisor.h"
 
 namespace pine {
+
+void setExitStatus(proto::ExitStatus::Builder out, int status) {
+  if (WIFSIGNALED(status))
+    out.setSignal(WTERMSIG(status));
+  else
+    out.setCode(WEXITSTATUS(status));
+}
+
 namespace {
 
 class WorkerProcessImpl final : public proto::WorkerProcess::Server {
@@ -25,13 +35,8 @@ class WorkerProcessImpl final : public proto::WorkerProcess::Server {
 
  protected:
   kj::Promise<void> wait(WaitContext context) override {
-    return exit_.addBranch().then([context](int status) mutable {
-      auto exit = context.getResults().initExit();
-      if (WIFSIGNALED(status))
-        exit.setSignal(WTERMSIG(status));
-      else
-        exit.setCode(WEXITSTATUS(status));
-    });
+    return exit_.addBranch().then(
+        [context](int status) mutable { setExitStatus(context.getResults().initExit(), status); });
   }
   kj::Promise<void> kill(KillContext) override {
     sup_.killWorker(pid_);
@@ -179,6 +184,10 @@ kj::Promise<void> SupervisorService::checkHook(CheckHookContext context) {
   context.getResults().setOk(verdict.ok);
   context.getResults().setWhy(verdict.why);
   return kj::READY_NOW;
+}
+
+kj::Promise<void> SupervisorService::runSourceCommand(RunSourceCommandContext context) {
+  return pine::runSourceCommand(sup_, io_, context);
 }
 
 }  // namespace pine

@@ -10,6 +10,9 @@ namespace pine {
 
 class Supervisor;
 
+// A wait status as proto::ExitStatus says it: the exit code, or the signal that ended it.
+void setExitStatus(proto::ExitStatus::Builder out, int status);
+
 class SupervisorService final : public proto::Supervisor::Server {
  public:
   SupervisorService(Supervisor& sup, kj::AsyncIoContext& io) : sup_(sup), io_(io), egress_(sup, io) {}
@@ -26,6 +29,7 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> telegram(TelegramContext context) override;
   kj::Promise<void> telegramFile(TelegramFileContext context) override;
   kj::Promise<void> checkHook(CheckHookContext context) override;
+  kj::Promise<void> runSourceCommand(RunSourceCommandContext context) override;
 
  private:
   Supervisor& sup_;

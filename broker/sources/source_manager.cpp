@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <tuple>
 
 #include "broker/policy/topics.h"
@@ -13,6 +14,12 @@ namespace {
 bool sameConnection(const config::Source& a, const config::Source& b) {
   return std::tie(a.type, a.url, a.topics, a.publish, a.usernameSecret, a.passwordSecret, a.trust) ==
          std::tie(b.type, b.url, b.topics, b.publish, b.usernameSecret, b.passwordSecret, b.trust);
+}
+
+// What a running command source depends on: a change restarts it.
+bool sameCommand(const config::Source& a, const config::Source& b) {
+  return std::tie(a.type, a.command, a.commandMode, a.intervalSec, a.timeoutSec, a.agent, a.trust) ==
+         std::tie(b.type, b.command, b.commandMode, b.intervalSec, b.timeoutSec, b.agent, b.trust);
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -35,6 +42,7 @@ SourceManager::SourceManager(kj::AsyncIoContext& io, Sink sink, Options options)
 SourceManager::~SourceManager() {
   // Join every client thread before the inbox they write to goes away.
   clients_.clear();
+  commands_.clear();
 }
 
 kj::Promise<void> SourceManager::pump() {
@@ -100,12 +108,29 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
       ++it;
     }
   }
+  for (auto it = commands_.begin(); it != commands_.end();) {
+    auto w = byName.find(it->first);
+    bool same = w != byName.end() && sameCommand(it->second->source(), *w->second);
+    if (!same) spdlog::info("source '{}': {}, its command stopped", it->first, w == byName.end() ? "nobody wants it any more" : "configuration changed");
+    it = same ? std::next(it) : commands_.erase(it);
+  }
   for (auto it = refused_.begin(); it != refused_.end();)
     it = byName.count(it->first) ? std::next(it) : refused_.erase(it);
 
   for (const auto& s : wanted) {
     if (clients_.count(s.name)) continue;
     if (s.type == "webhook") continue;  // served by the control API at /hooks/<name> (hook_intake)
+    if (s.type == "command") {
+      if (commands_.count(s.name)) continue;
+      if (!options_.startCommand) {
+        refuse(s, fmt::format("source '{}': commands cannot be run here (no supervisor); it is not started", s.name));
+        continue;
+      }
+      refused_.erase(s.name);
+      commands_[s.name] = std::make_unique<CommandSource>(io_, s, options_.startCommand, sink_, options_.status,
+                                                          options_.commandLimits);
+      continue;
+    }
     MqttAddress address;
     if (auto why = whyNotStartable(s, address)) {
       refuse(s, std::move(*why));
@@ -126,12 +151,17 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
 std::vector<std::string> SourceManager::running() const {
   std::vector<std::string> out;
   for (const auto& [name, client] : clients_) out.push_back(name);
+  for (const auto& [name, command] : commands_)
+    if (!command->notRunning()) out.push_back(name);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
 std::map<std::string, std::string> SourceManager::notRunning() const {
   std::map<std::string, std::string> out;
   for (const auto& [name, r] : refused_) out[name] = r.reason;
+  for (const auto& [name, command] : commands_)
+    if (command->notRunning()) out[name] = *command->notRunning();
   return out;
 }
 

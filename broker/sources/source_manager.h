@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/sources/command_source.h"
 #include "broker/sources/draft.h"
 #include "broker/sources/inbox.h"
 #include "broker/sources/mqtt_client.h"
@@ -22,6 +23,9 @@ namespace pine::sources {
 
 struct Options {
   Backoff reconnect;  // waits between attempts when a broker goes away
+  CommandStarter startCommand;  // command sources: asks pined to run one (empty: they do not run)
+  SourceStatus status;          // command sources: their status lines and memory in the store
+  CommandLimits commandLimits;
 };
 
 class SourceManager {
@@ -67,6 +71,7 @@ class SourceManager {
   uint64_t nextId_ = 1;
   std::map<std::string, std::unique_ptr<MqttClient>> clients_;  // by source name
   std::map<std::string, Refused> refused_;                      // wanted but not running
+  std::map<std::string, std::unique_ptr<CommandSource>> commands_;  // by source name (command_source.h)
 };
 
 }  // namespace pine::sources
