@@ -3,6 +3,8 @@
 #include <kj/debug.h>
 #include <unistd.h>
 
+#include <set>
+
 #include "common/cloexec.h"
 #include "common/log.h"
 #include "common/names.h"
@@ -23,6 +25,13 @@ constexpr int kBackstopGraceSec = 5;
   audit("sandbox.refused", {{"source", source}, {"agent", agent}, {"reason", why}});
   spdlog::error("command source '{}' (agent {}): not started: {}", source, agent, why);
   kj::throwFatalException(kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::str(why)));
+}
+
+// The command sources with a process pined has not reaped yet: one each, whatever the broker
+// asks (a broker that is misled must not multiply a command). pined is one process with one loop.
+std::set<std::string>& runningSources() {
+  static std::set<std::string> running;
+  return running;
 }
 
 std::string envValue(const std::vector<std::string>& env, const std::string& name) {
@@ -78,6 +87,8 @@ kj::Promise<void> runSourceCommand(
     if (s.name == name && s.type == "command") source = &s;
   if (!source) refuse(name, "", "no command source named '" + name + "' in pine.yaml");
   const std::string& agent = config::commandAgent(*source);
+  if (runningSources().count(name))
+    refuse(name, agent, "the command of source '" + name + "' is still running: one at a time");
   auto it = cfg->agents.find(agent);
   if (it == cfg->agents.end())
     refuse(name, agent, "the source belongs to agent '" + agent + "', which is not configured: create " +
@@ -130,6 +141,7 @@ kj::Promise<void> runSourceCommand(
   }
   outWrite = nullptr;
   errWrite = nullptr;
+  runningSources().insert(name);
 
   std::shared_ptr<const sandbox::TaintedRun> trees = sup.sandboxHost().watchTaintedRun(box.policy.writable, box.runAs);
   const std::string sandbox = std::string(sandbox::backendName(sup.backend())) + ":" + box.mode;
@@ -141,6 +153,7 @@ kj::Promise<void> runSourceCommand(
   spdlog::info("command source '{}': started `{}` (pid {}) in agent {}'s sandbox ({})", name, line, pid, agent, sandbox);
   auto exit = sup.watchChild(pid, {"command", started, 0, "source:" + name, agent})
                   .then([pid, name, agent, started, trees](int status) {
+                    runningSources().erase(name);
                     if (trees) try {
                       auto moved = trees->undo("source-" + name);
                       if (!moved.empty())

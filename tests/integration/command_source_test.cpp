@@ -190,3 +190,35 @@ TEST_CASE("command sources: a bad mode or a timeout past the interval is refused
   CHECK(contains(text, "pine.yaml:19:"));
   CHECK(contains(text, "'intervalSec' is for mode: interval"));
 }
+
+TEST_CASE("command sources: a broker names only configured command sources, and gets one process of each") {
+  TempDir dir;
+  const std::string home = dir.path() + "/home";
+  writeMinimalConfig(home, {"main"});
+  std::ofstream(home + "/pine.yaml", std::ios::app)
+      << "sources:\n  - {name: waiter, type: command, mode: lines, command: [sleep, '4242']}\n"
+      << "  - {name: hook, type: webhook, topic: in/hook, open: true}\n";
+  Pined pined(home, {"--broker-program", testBinDir() + "/fixtures/test-broker"}, {}, false);
+  auto ask = [&](const std::string& source) {
+    const std::string result = home + "/data/command-result.json";
+    unlink(result.c_str());
+    writeText(home + "/data/egress-trigger.json.tmp", nlohmann::json{{"kind", "command"}, {"source", source}}.dump());
+    std::filesystem::rename(home + "/data/egress-trigger.json.tmp", home + "/data/egress-trigger.json");
+    REQUIRE_MESSAGE(waitUntil([&] { return access(result.c_str(), F_OK) == 0; }, 15s), tailOf(pined.stderrText(), 2000));
+    return nlohmann::json::parse(readText(result));
+  };
+  // The legitimate use: a configured command source starts; a second start while it runs does not.
+  auto r = ask("waiter");
+  INFO(r.dump());
+  CHECK(r["first"].is_number());
+  CHECK(contains(r["second"].get<std::string>(), "still running: one at a time"));
+  // Dropped by the broker: killed.
+  CHECK(waitUntil([&] { return processesMentioning("sleep 4242").empty(); }, 5s));
+  // A name that is no command source, or none at all, runs nothing.
+  for (const char* other : {"hook", "nosuch"}) {
+    auto o = ask(other);
+    CHECK(contains(o["first"].get<std::string>(), std::string("no command source named '") + other + "'"));
+  }
+  auto bad = ask("../../bin/sh");
+  CHECK(contains(bad["first"].get<std::string>(), "bad source name"));
+}
