@@ -121,6 +121,7 @@ kj::Promise<CommandExit> CommandSource::runOnce(bool interval) {
       .then([this, interval](StartedCommand cmd) -> kj::Promise<CommandExit> {
         if (refused_) spdlog::info("source '{}': the command runs again", source_.name);
         refused_.reset();
+        if (!interval) status_.look(source_.name, "running");
         auto run = kj::heap<Run>();
         Run& r = *run;
         r.cmd = kj::mv(cmd);

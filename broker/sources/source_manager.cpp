@@ -168,6 +168,8 @@ std::map<std::string, std::string> SourceManager::notRunning() const {
 std::optional<std::string> SourceManager::publish(const std::string& source, const std::string& topic,
                                                   const std::string& payload) {
   auto it = clients_.find(source);
+  if (commands_.count(source))
+    return fmt::format("source '{}' is a command: it only brings events in, nothing is published through it", source);
   if (it == clients_.end()) {
     auto r = refused_.find(source);
     if (r != refused_.end()) return "cannot publish through " + r->second.reason;

@@ -225,6 +225,7 @@ TEST_CASE("command source, lines: each line is an event; a long line is cut and 
   CHECK(cut["line"] == std::string(100, 'y'));
   CHECK(cut["cut"] == true);
   CHECK(cut["bytes"] == 5000);
+  CHECK(h.looks.back() == "running");
   h.loop.run(300ms);
   CHECK(h.loop.drafts.size() == 3);  // "tail" has no newline yet: not a line while the command runs
 }
@@ -273,4 +274,7 @@ TEST_CASE("command source: a start pined refuses is listed as not running, with 
   REQUIRE(h.loop.until([&] { return h.loop.drafts.size() == 1; }, 5s));
   CHECK(manager.running() == std::vector<std::string>{"cmd"});
   CHECK(manager.notRunning().empty());
+  auto published = manager.publish("cmd", "x/y", "{}");
+  REQUIRE(published);
+  CHECK(published->find("is a command") != std::string::npos);
 }
