@@ -1,4 +1,5 @@
 #include "broker/broker.h"
+#include "broker/command_start.h"
 
 #include <fcntl.h>
 
@@ -161,10 +162,12 @@ kj::Promise<void> Broker::run() {
   schedules_->armAll();
   telegram_->update();
   if (pinedRestarted && !sandboxNote_.empty()) telegram_->notice("sandboxDegraded", "pine: " + sandboxNote_);
+  sources::Options sourceOptions;
+  sourceOptions.http = httpSourceServices([this]() { return supervisor_; }, *store_, *bus_);
+  sourceOptions.startCommand = commandStarter(io_, supervisor_);
   router_->startSources(
       io_, [this](store::Event e) { background_.add(bus_->publish(std::move(e)).ignoreResult()); },
-      [this](const config::Source& s) { return openMqttConnector(s.name); },
-      httpSourceServices([this]() { return supervisor_; }, *store_, *bus_));
+      [this](const config::Source& s) { return openMqttConnector(s.name); }, std::move(sourceOptions));
   purgeOld();
   background_.add(supervisor_.readyRequest().send().ignoreResult());
   spdlog::info("broker {} ready; control API on unix:{} and http://{}:{}", getpid(), home_.socket(),

@@ -10,6 +10,22 @@
 #include "common/outside_text.h"
 
 namespace pine {
+namespace {
+
+// A source's status line and memory, in the store (schema v6).
+sources::SourceStatus sourceStatus(store::Store& store) {
+  sources::SourceStatus s;
+  s.look = [&store](const std::string& source, const std::string& found) { store.noteSourceLook(source, nowMs(), found); };
+  // events stays unset: the router counts every event a source brings (countEvent), once.
+  s.error = [&store](const std::string& source, const std::string& error) { store.noteSourceError(source, nowMs(), error); };
+  s.recall = [&store](const std::string& source, const std::string& key) { return store.sourceState(source, key); };
+  s.remember = [&store](const std::string& source, const std::string& key, const std::string& value) {
+    store.putSourceState(source, key, value, nowMs());
+  };
+  return s;
+}
+
+}  // namespace
 
 EventRouter::EventRouter(store::Store& store, const std::shared_ptr<const config::Home>& config, Feed& feed,
                          Submit submit)
@@ -150,10 +166,9 @@ store::Event sourceEvent(sources::Draft d) {
 }
 
 void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish,
-                               sources::OpenConnector open, sources::HttpServices http) {
+                               sources::OpenConnector open, sources::Options options) {
+  options.status = sourceStatus(store_);
   // What a source hears is an event like any other: committed, then routed and delivered.
-  sources::Options options;
-  options.http = std::move(http);
   sources_ = std::make_unique<sources::SourceManager>(
       io, [publish = std::move(publish)](sources::Draft d) { publish(sourceEvent(std::move(d))); }, std::move(open),
       std::move(options));

@@ -40,10 +40,10 @@ class EventRouter {
   // events counted so far (channels: the owner channels' states, filled in by the caller).
   SourceFacts sourceFacts() const;
   // Starts the source manager; what a source hears is published through `publish`.
-  // `open` starts a source's MQTT connector (pined's openMqtt); `http` sources poll through
-  // `http` (broker/source_polls.h).
+  // `open` starts a source's MQTT connector (pined's openMqtt); `options` says how http sources
+  // poll (broker/source_polls.h) and how command sources start (broker/command_start.h).
   void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish, sources::OpenConnector open,
-                    sources::HttpServices http = {});
+                    sources::Options options = {});
   // Starts the sources someone wants and stops the rest.
   void updateSources();
   kj::Promise<std::optional<std::string>> publishToSource(const std::string& source, const std::string& topic,

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/names.h"
 #include "common/web_address.h"
+#include "config/command_line.h"
 
 namespace pine {
 namespace {
@@ -61,6 +62,18 @@ std::string joinErrors(capnp::List<capnp::Text>::Reader errors) {
   std::string out;
   for (auto e : errors) out += std::string(e.cStr()) + "\n";
   return out;
+}
+
+// A command source's words: a list of 1 to 64 strings, each non-empty, at most 4096 bytes, no NUL.
+std::optional<std::string> commandWordsProblem(const nlohmann::json& src) {
+  const char* shape = "\"command\" is the program and its arguments as a list of strings, e.g. [\"df\", \"-h\"]";
+  if (!src.contains("command") || !src["command"].is_array() || src["command"].empty() || src["command"].size() > 64)
+    return std::string(shape);
+  for (const auto& w : src["command"])
+    if (!w.is_string() || w.get<std::string>().empty() || w.get<std::string>().size() > 4096 ||
+        w.get<std::string>().find('\0') != std::string::npos)
+      return std::string(shape);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -144,8 +157,14 @@ std::optional<std::string> checkSetupArgs(const RunContext& run, const std::stri
       if (s.name == name) return "a source '" + name + "' exists; pick another name";
     if (src.contains("agent")) return "\"agent\" is set by pine (forAllAgents: true for a source of every agent)";
     // What runs a program outside the sandbox, or needs a secret, is the owner's to set up.
-    if (type == "command" || src.contains("use") || src.contains("command"))
-      return "a source that runs a program runs it outside the sandbox: the owner sets it up in pine.yaml";
+    if (src.contains("use"))
+      return "a source program runs outside the sandbox with pine's rights: the owner sets it up in pine.yaml";
+    if (type == "command") {
+      // Runs in the agent's own sandbox; the owner sees the words before it exists (decideAddSource).
+      if (auto why = commandWordsProblem(src)) return why;
+    } else if (src.contains("command")) {
+      return "\"command\" belongs to a source of type command";
+    }
     for (const char* key : {"secret", "usernameSecret", "passwordSecret", "tokenSecret"})
       if (src.contains(key))
         return std::string("add_source cannot set up secrets (\"") + key +
@@ -170,6 +189,14 @@ policy::AddSourceRequest addSourceRequest(const RunContext& run, const nlohmann:
   if (src.value("type", "") == "http" && src.contains("url") && src["url"].is_string()) {
     r.httpUrl = src["url"].get<std::string>();
     r.localReason = localNetworkReason(r.httpUrl);
+  }
+  if (src.value("type", "") == "command" && !commandWordsProblem(src)) {
+    const std::string mode = src.contains("mode") && src["mode"].is_string() ? src["mode"].get<std::string>() : "interval";
+    const long long every = src.contains("intervalSec") && src["intervalSec"].is_number_integer() ? src["intervalSec"].get<long long>() : 900;
+    r.commandLine = "`" + config::shownCommandLine(src["command"].get<std::vector<std::string>>()) +
+                    "` in the sandbox of agent '" + (r.forAllAgents ? std::string("main") : run.req.agent) + "', " +
+                    (mode == "lines" ? std::string("all the time, each line it prints an event")
+                                     : "every " + std::to_string(every) + " s");
   }
   if (src.value("type", "") == "folder" && src.contains("path") && src["path"].is_string()) {
     std::string path = src["path"].get<std::string>();

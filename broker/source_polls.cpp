@@ -47,7 +47,7 @@ sources::HttpServices httpSourceServices(std::function<proto::Supervisor::Client
   };
   s.looked = [&store](const std::string& source, const std::string& found, long long events) {
     store.noteSourceLook(source, nowMs(), found);
-    if (events > 0) store.noteSourceEvents(source, nowMs(), events);
+    (void)events;  // counted once, by the router, as each event is published (countEvent)
   };
   s.failed = [&store](const std::string& source, const std::string& error) {
     store.noteSourceError(source, nowMs(), error);

@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "common/web_address.h"
+#include "config/command_line.h"
 #include "config/load.h"
 
 namespace pine::config {
@@ -167,6 +168,13 @@ std::vector<SecurityNote> securityNotes(const Home& home, const HomeFacts& facts
                            ", not Telegram's own server: that server sees the bot token and every message",
                        "remove baseUrl unless you run that Bot API server yourself"});
     if (s.type == "http") httpSourceNotes(pineFile, at, s, notes);
+    if (s.type == "command")
+      notes.push_back({pineFile, at + ".command",
+                       "command source '" + s.name + "' runs `" + shownCommandLine(s.command) + "` in the sandbox of agent '" +
+                           commandAgent(s) + "'" +
+                           (s.commandMode == "lines" ? ", all the time (each line it prints an event)"
+                                                     : ", every " + std::to_string(s.intervalSec) + " s"),
+                       "remove the source if you do not want that command run"});
     if (!s.use.empty())
       notes.push_back({pineFile, at + ".use",
                        "source '" + s.name + "' runs the program " + s.use +

@@ -113,6 +113,10 @@ struct Source {
   bool localNetwork = false;  // http: `network: local`, the owner confirmed an address on the local network
   std::string tokenHeader;    // http: the token's header, sent bare; empty: "Authorization: Bearer <token>"
   std::vector<std::string> command;
+  // command: "interval" (a run every intervalSec, killed after timeoutSec) or "lines" (one
+  // long-running process, each line on stdout an event, restarted with backoff when it exits)
+  std::string commandMode = "interval";
+  int timeoutSec = 60;
   // telegram
   std::vector<std::int64_t> allow;
   std::string baseUrl;                // empty: Telegram's own https://api.telegram.org

@@ -232,7 +232,7 @@ const std::vector<std::string>& typeKeys(const std::string& type) {
       {"mqtt", {"url", "topics", "publish", "usernameSecret", "passwordSecret", "caFile"}},
       {"folder", {"path", "recursive"}},
       {"http", {"url", "intervalSec", "tokenSecret", "tokenHeader", "network", "topic"}},
-      {"command", {"command", "intervalSec"}},
+      {"command", {"command", "intervalSec", "mode", "timeoutSec"}},
       {"telegram", {"tokenSecret", "allow", "baseUrl", "groups", "maxFileMb", "notify"}},
       {"ftp", {"port", "passwordSecret", "allowFrom"}},
       {"", {"options"}},
@@ -279,6 +279,31 @@ void readHttpSourceFields(Map& m, Source& s) {
                   "set tokenSecret: NAME (a .env entry) or remove tokenHeader");
 }
 
+// A command source's mode and its clock: an interval run is killed before the next is due;
+// a long-running one (mode: lines) has neither.
+void readCommandTiming(Map& m, Source& s) {
+  Ctx& c = m.ctx();
+  if (m.str("mode", s.commandMode) && s.commandMode != "interval" && s.commandMode != "lines")
+    c.error(m.valuePos("mode"), m.pathOf("mode"), "expected interval or lines, got '" + s.commandMode + "'",
+            "interval: run every intervalSec; lines: one long-running process, each line it prints an event");
+  if (s.commandMode == "lines") {
+    for (const char* key : {"intervalSec", "timeoutSec"})
+      if (m.has(key))
+        c.error(m.keyPos(key), m.pathOf(key), std::string("'") + key + "' is for mode: interval",
+                "a mode: lines command runs until it exits (then it is restarted); remove the key");
+    m.take("intervalSec");
+    m.take("timeoutSec");
+    return;
+  }
+  m.integer("intervalSec", s.intervalSec, 60, 7 * 86400);
+  if (m.integer("timeoutSec", s.timeoutSec, 1, 3600) && s.timeoutSec >= s.intervalSec)
+    c.error(m.valuePos("timeoutSec"), m.pathOf("timeoutSec"),
+            "must be less than intervalSec (" + std::to_string(s.intervalSec) + ")",
+            "a run is killed after timeoutSec, before the next one is due");
+  else if (!m.has("timeoutSec") && s.timeoutSec >= s.intervalSec)
+    s.timeoutSec = s.intervalSec - 1;
+}
+
 void readSourceTypeFields(Map& m, const std::string& type, Source& s) {
   Ctx& c = m.ctx();
   if (type == "webhook") {
@@ -317,7 +342,7 @@ void readSourceTypeFields(Map& m, const std::string& type, Source& s) {
     m.strList("command", s.command);
     if (!m.has("command")) m.require("command");
     else if (s.command.empty()) c.error(m.valuePos("command"), m.pathOf("command"), "must name a program");
-    m.integer("intervalSec", s.intervalSec, 60, 7 * 86400);
+    readCommandTiming(m, s);
   } else if (type == "telegram") {
     m.secretName("tokenSecret", s.tokenSecret);
     m.require("tokenSecret");

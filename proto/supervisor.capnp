@@ -75,6 +75,13 @@ interface Supervisor {
   # breaks): sent as If-None-Match and If-Modified-Since when not empty. Only the configured host;
   # loopback and private addresses only for `network: local`; plain http only for an http:// url;
   # redirects returned, not followed. The body, redacted, streams to sink.
+
+  runSourceCommand @13 (source :Text) -> (process :WorkerProcess, stdout :Socket, stderr :Socket, pid :Int32, sandbox :Text);
+  # Start the command of the `type: command` source named, in the sandbox of the agent it belongs to
+  # (main's for a source of all agents), as that agent's shell runs: pined takes the command line, the
+  # agent and the time limit from its own configuration, never from the broker. stdout and stderr: the
+  # read ends of the command's pipes, by fd passing. process: wait for it, or kill it and all it started;
+  # dropping it kills it too. Fails, saying why, where the sandbox cannot be built: nothing runs unconfined.
 }
 
 struct EgressRequest {

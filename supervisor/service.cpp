@@ -2,6 +2,7 @@
 
 #include "supervisor/service.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -9,6 +10,7 @@
 #include "supervisor/egress_call.h"
 #include "supervisor/hook_check.h"
 #include "supervisor/mqtt_call.h"
+#include "supervisor/source_command.h"
 #include "supervisor/source_fetch.h"
 #include "supervisor/telegram_call.h"
 #include "supervisor/secrets/config_writer.h"
@@ -16,6 +18,14 @@
 #include "supervisor/supervisor.h"
 
 namespace pine {
+
+void setExitStatus(proto::ExitStatus::Builder out, int status) {
+  if (WIFSIGNALED(status))
+    out.setSignal(WTERMSIG(status));
+  else
+    out.setCode(WEXITSTATUS(status));
+}
+
 namespace {
 
 class WorkerProcessImpl final : public proto::WorkerProcess::Server {
@@ -27,13 +37,8 @@ class WorkerProcessImpl final : public proto::WorkerProcess::Server {
 
  protected:
   kj::Promise<void> wait(WaitContext context) override {
-    return exit_.addBranch().then([context](int status) mutable {
-      auto exit = context.getResults().initExit();
-      if (WIFSIGNALED(status))
-        exit.setSignal(WTERMSIG(status));
-      else
-        exit.setCode(WEXITSTATUS(status));
-    });
+    return exit_.addBranch().then(
+        [context](int status) mutable { setExitStatus(context.getResults().initExit(), status); });
   }
   kj::Promise<void> kill(KillContext) override {
     sup_.killWorker(pid_);
@@ -190,6 +195,10 @@ kj::Promise<void> SupervisorService::checkHook(CheckHookContext context) {
 
 kj::Promise<void> SupervisorService::openMqtt(OpenMqttContext context) {
   return pine::openMqtt(sup_, io_, mqttSessions_, context);
+}
+
+kj::Promise<void> SupervisorService::runSourceCommand(RunSourceCommandContext context) {
+  return pine::runSourceCommand(sup_, io_, context);
 }
 
 }  // namespace pine

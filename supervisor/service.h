@@ -14,6 +14,9 @@ namespace pine {
 
 class Supervisor;
 
+// A wait status as proto::ExitStatus says it: the exit code, or the signal that ended it.
+void setExitStatus(proto::ExitStatus::Builder out, int status);
+
 class SupervisorService final : public proto::Supervisor::Server {
  public:
   SupervisorService(Supervisor& sup, kj::AsyncIoContext& io) : sup_(sup), io_(io), egress_(sup, io) {}
@@ -32,6 +35,7 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> checkHook(CheckHookContext context) override;
   kj::Promise<void> openMqtt(OpenMqttContext context) override;
   kj::Promise<void> pollSource(PollSourceContext context) override;
+  kj::Promise<void> runSourceCommand(RunSourceCommandContext context) override;
 
  private:
   Supervisor& sup_;

@@ -277,8 +277,9 @@ kj::Promise<void> Supervisor::keepBroker() {
     fields["process_pid"] = pid;
     fields["uptime_ms"] = msSince(started);
     audit("process.exit", fields);
-    // Workers belonged to the broker's tasks, which died with it.
+    // Workers belonged to the broker's tasks, which died with it; command sources to its sources.
     children_.signalRole("worker", SIGKILL);
+    children_.signalRole("command", SIGKILL);
     if (stopping_) return kj::READY_NOW;
     int64_t delay = backoff_.nextDelay(msSince(started));
     spdlog::warn("broker {} {}; restarting in {} ms", pid, describeWaitStatus(status), delay);
@@ -449,6 +450,7 @@ kj::Promise<void> Supervisor::shutdown() {
     tasks_.add(admin->stopRequest().send().ignoreResult().catch_([](kj::Exception&&) {}));
   }
   children_.signalRole("worker", SIGKILL);
+  children_.signalRole("command", SIGKILL);
   children_.signalRole("broker", SIGTERM);
   auto& timer = io_.provider->getTimer();
   return waitAllReaped(timer.now() + 1500 * kj::MILLISECONDS).then([this, &timer]() {

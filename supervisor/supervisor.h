@@ -82,6 +82,11 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   // A child forked for a helper job ("egress"): reaped and audited like the others.
   void adoptChild(pid_t pid, const std::string& role);
   void killChild(pid_t pid, const std::string& role);
+  // For a command source (source_command.cpp): the same agent sandboxes the workers get, and
+  // its child reaped and listed like them.
+  sandbox::PreparedSandbox prepareAgentSandbox(const sandbox::AgentSandboxRequest& r) const { return sandboxes_.prepare(r); }
+  kj::Promise<int> watchChild(pid_t pid, ChildInfo info) { return children_.add(pid, std::move(info)); }
+  bool stopping() const { return stopping_; }
   const Home& home() const { return options_.home; }
   // After `pinectl secret set/unset`: configuration may name the secret now.
   void secretsChanged();

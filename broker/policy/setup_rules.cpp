@@ -54,11 +54,14 @@ Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& fa
                    "' can set one up for itself");
   const bool tainted = isTainted(facts);
   const bool manual = effectiveMode(facts) == config::Mode::Manual;
-  if (req.folderInsideWorkspace && !req.forAllAgents && !req.trustOwner && !tainted && !manual)
+  const bool command = !req.commandLine.empty();
+  if (req.folderInsideWorkspace && !command && !req.forAllAgents && !req.trustOwner && !tainted && !manual)
     return allowed("a folder inside the agent's own workspace");
   std::string why;
   auto add = [&](const std::string& w) { why += (why.empty() ? "" : "; ") + w; };
-  if (!req.folderInsideWorkspace) add("it opens something new (a folder outside the workspace, a connection or a port)");
+  // The owner sees a command line before it is set up, in every mode, bypass included (layer 5).
+  if (command) add("it runs the command " + req.commandLine);
+  else if (!req.folderInsideWorkspace) add("it opens something new (a folder outside the workspace, a connection or a port)");
   if (!req.httpUrl.empty())
     add(req.localReason.empty()
             ? "it fetches " + req.httpUrl + ", a public address (never followed into your local network)"

@@ -30,11 +30,12 @@ struct AddSourceRequest {
   bool trustOwner = false;            // asks for "trust": "owner"
   std::string httpUrl = {};           // an http source's address: the question names it
   std::string localReason = {};       // why that address is on the local network ("": public)
+  std::string commandLine = {};       // a command source: the command line as shown, with where and when it runs
 };
 // Reduced runs and conversations without the owner: refused. For all agents:
 // the main agent only. A folder inside its workspace, untrusted, for this agent
 // goes through unless tainted or manual; everything else is asked, in every
-// mode. Never "always".
+// mode (a command source always, showing its command line). Never "always".
 Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& facts, const AddSourceRequest& req);
 
 // The main agent only, reduced runs never; always asked, in every mode.

@@ -18,6 +18,12 @@ bool sameConnection(const config::Source& a, const config::Source& b) {
          std::tie(b.type, b.url, b.topics, b.publish, b.usernameSecret, b.passwordSecret, b.caFile, b.trust);
 }
 
+// What a running command source depends on: a change restarts it.
+bool sameCommand(const config::Source& a, const config::Source& b) {
+  return std::tie(a.type, a.command, a.commandMode, a.intervalSec, a.timeoutSec, a.agent, a.trust) ==
+         std::tie(b.type, b.command, b.commandMode, b.intervalSec, b.timeoutSec, b.agent, b.trust);
+}
+
 std::string joined(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
@@ -37,7 +43,10 @@ SourceManager::SourceManager(kj::AsyncIoContext& io, Sink sink, OpenConnector op
       options_(options),
       polls_(io.provider->getTimer(), options_.http) {}
 
-SourceManager::~SourceManager() { links_.clear(); }
+SourceManager::~SourceManager() {
+  links_.clear();
+  commands_.clear();
+}
 
 void SourceManager::refuse(const config::Source& s, std::string reason) {
   auto it = refused_.find(s.name);
@@ -74,6 +83,12 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
       ++it;
     }
   }
+  for (auto it = commands_.begin(); it != commands_.end();) {
+    auto w = byName.find(it->first);
+    bool same = w != byName.end() && sameCommand(it->second->source(), *w->second);
+    if (!same) spdlog::info("source '{}': {}, its command stopped", it->first, w == byName.end() ? "nobody wants it any more" : "configuration changed");
+    it = same ? std::next(it) : commands_.erase(it);
+  }
   for (auto it = refused_.begin(); it != refused_.end();)
     it = byName.count(it->first) ? std::next(it) : refused_.erase(it);
   polls_.update(wanted);
@@ -82,6 +97,17 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
     if (links_.count(s.name)) continue;
     if (s.type == "webhook") continue;  // served by the control API at /hooks/<name> (hook_intake)
     if (s.type == "http" && options_.http) continue;  // polled by polls_ (http_poller.h)
+    if (s.type == "command") {
+      if (commands_.count(s.name)) continue;
+      if (!options_.startCommand) {
+        refuse(s, fmt::format("source '{}': commands cannot be run here (no supervisor); it is not started", s.name));
+        continue;
+      }
+      refused_.erase(s.name);
+      commands_[s.name] = std::make_unique<CommandSource>(io_, s, options_.startCommand, sink_, options_.status,
+                                                          options_.commandLimits);
+      continue;
+    }
     if (auto why = whyNotStartable(s)) {
       refuse(s, std::move(*why));
       continue;
@@ -97,6 +123,8 @@ std::vector<std::string> SourceManager::running() const {
   for (const auto& [name, link] : links_)
     if (link->running()) out.push_back(name);
   for (auto& name : polls_.names()) out.push_back(name);
+  for (const auto& [name, command] : commands_)
+    if (!command->notRunning()) out.push_back(name);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -106,6 +134,8 @@ std::map<std::string, std::string> SourceManager::notRunning() const {
   for (const auto& [name, r] : refused_) out[name] = r.reason;
   for (const auto& [name, link] : links_)
     if (!link->running()) out[name] = link->reason();
+  for (const auto& [name, command] : commands_)
+    if (command->notRunning()) out[name] = *command->notRunning();
   return out;
 }
 
@@ -113,6 +143,9 @@ kj::Promise<std::optional<std::string>> SourceManager::publish(const std::string
                                                                const std::string& payload) {
   auto it = links_.find(source);
   if (polls_.has(source)) return answer(fmt::format("source '{}' is an http source: it only receives", source));
+  if (commands_.count(source))
+    return answer(
+        fmt::format("source '{}' is a command: it only brings events in, nothing is published through it", source));
   if (it == links_.end()) {
     auto r = refused_.find(source);
     if (r != refused_.end()) return answer("cannot publish through " + r->second.reason);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/sources/command_source.h"
 #include "broker/sources/draft.h"
 #include "broker/sources/http_poller.h"
 #include "broker/sources/mqtt_link.h"
@@ -23,6 +24,9 @@ namespace pine::sources {
 struct Options {
   Backoff restart;  // waits before starting a source's connector again (it could not start, or ended)
   HttpServices http;  // what `http` sources poll through; unset: they do not run
+  CommandStarter startCommand;  // command sources: asks pined to run one (empty: they do not run)
+  SourceStatus status;          // command sources: their status lines and memory in the store
+  CommandLimits commandLimits;
 };
 
 class SourceManager {
@@ -64,9 +68,10 @@ class SourceManager {
   Sink sink_;
   OpenConnector open_;
   Options options_;
-  std::map<std::string, std::unique_ptr<MqttLink>> links_;  // by source name
-  std::map<std::string, Refused> refused_;                  // wanted but not running
-  HttpPolls polls_;                                         // the `http` sources
+  std::map<std::string, std::unique_ptr<MqttLink>> links_;        // by source name
+  std::map<std::string, Refused> refused_;                        // wanted but not running
+  HttpPolls polls_;                                               // the `http` sources
+  std::map<std::string, std::unique_ptr<CommandSource>> commands_;  // by source name (command_source.h)
 };
 
 }  // namespace pine::sources

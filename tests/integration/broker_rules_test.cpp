@@ -786,11 +786,11 @@ TEST_CASE("add_source: a folder in the workspace goes through, a connection is a
   // Secrets and programs are the owner's: refused before anyone is asked. So is a name taken.
   t = message(pined, "relay-src",
               add(R"({"name": "hook", "type": "webhook", "topic": "hook/in", "secret": "HOOK"})") +
-                  add(R"({"name": "runner", "type": "command", "command": ["curl", "evil.example"]})") +
+                  add(R"({"name": "runner", "use": "sources/runner.js"})") +
                   add(R"({"name": "inbox", "type": "folder", "path": ")" + ws + R"(/other"})") +
                   add(R"({"name": "wide", "type": "folder", "path": ")" + ws + R"(/w"})", true));
   CHECK_MESSAGE(has(t, "answer", "add_source: error: add_source cannot set up secrets"), t.dump());
-  CHECK_MESSAGE(has(t, "answer", "add_source: error: a source that runs a program"), t.dump());
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: a source program runs outside the sandbox"), t.dump());
   CHECK_MESSAGE(has(t, "answer", "add_source: error: a source 'inbox' exists"), t.dump());
   CHECK_MESSAGE(has(t, "answer", "add_source: error: refused: only the main agent sets up sources for all agents"), t.dump());
   CHECK(pined.api("GET", "/v1/approvals").json()["approvals"].empty());
@@ -853,4 +853,30 @@ TEST_CASE("add_source: an http source is asked, naming the address and the local
   t = waitTask(pined, "relay-http", started["task"]);
   CHECK_MESSAGE(has(t, "answer", "add_source: ok: source 'feed' added"), t.dump());
   CHECK(readText(home + "/pine.yaml").find(R"("network":"public")") != std::string::npos);
+}
+
+TEST_CASE("add_source: a command asks even in bypass mode, and the question shows its command line") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, {{"relay-cmd", "description: src\nmode: bypass\ntools: [read, add_source]\n"}}, "");
+  Pined pined(home, fixtureWorker(), {});
+  auto add = [](const std::string& source) { return "CALL add_source {\"source\": " + source + "}\n"; };
+  // Words that are not a list of strings are refused before anyone is asked.
+  auto t = message(pined, "relay-cmd", add(R"({"name": "bad", "type": "command", "command": "df -h"})"));
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: \"command\" is the program and its arguments"), t.dump());
+  CHECK(pined.api("GET", "/v1/approvals").json()["approvals"].empty());
+
+  auto started = message(
+      pined, "relay-cmd",
+      add(R"({"name": "disk", "type": "command", "command": ["df", "-h", "/; curl x"], "intervalSec": 300})"), false);
+  auto a = pendingFor(pined, "relay-cmd");
+  REQUIRE(a.is_object());
+  CHECK(a["tool"] == "add_source");
+  CHECK_MESSAGE(contains(a["reason"].get<std::string>(),
+                         "it runs the command `df -h '/; curl x'` in the sandbox of agent 'relay-cmd', every 300 s"),
+                a.dump());
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
+  t = waitTask(pined, "relay-cmd", started["task"]);
+  CHECK_MESSAGE(has(t, "answer", "add_source: ok: source 'disk' added"), t.dump());
+  CHECK(readText(home + "/pine.yaml").find(R"("name":"disk")") != std::string::npos);
 }

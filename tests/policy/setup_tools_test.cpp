@@ -70,21 +70,21 @@ TEST_CASE("setup: add_skill") {
 TEST_CASE("setup: add_source") {
   auto main = agent("main");
   auto gonzo = agent("gonzo");
-  AddSourceRequest inWs{"notes", true, false, true, false};
+  AddSourceRequest inWs{"notes", true, false, true, false, ""};
   check("folder in its workspace goes through", decideAddSource(gonzo, setupFacts(), inWs), Decision::Allow);
   check("...not when tainted", decideAddSource(gonzo, setupFacts(Mode::Auto, true), inWs), Decision::Ask);
   check("...not in manual", decideAddSource(gonzo, setupFacts(Mode::Manual), inWs), Decision::Ask);
   auto trusted = inWs;
   trusted.trustOwner = true;
   check("...not when it asks to be trusted", decideAddSource(gonzo, setupFacts(), trusted), Decision::Ask);
-  AddSourceRequest outside{"home", true, false, false, false};
+  AddSourceRequest outside{"home", true, false, false, false, ""};
   check("something new asks", decideAddSource(gonzo, setupFacts(), outside), Decision::Ask);
   check("something new asks in bypass", decideAddSource(gonzo, setupFacts(Mode::Bypass), outside), Decision::Ask);
   auto noOwner = inWs;
   noOwner.withOwner = false;
   check("only with the owner", decideAddSource(gonzo, setupFacts(), noOwner), Decision::Refuse);
   check("reduced run", decideAddSource(gonzo, untrusted(), inWs), Decision::Refuse);
-  AddSourceRequest forAll{"bus", true, true, false, false};
+  AddSourceRequest forAll{"bus", true, true, false, false, ""};
   check("for all agents: not gonzo", decideAddSource(gonzo, setupFacts(), forAll), Decision::Refuse);
   check("for all agents: main asked", decideAddSource(main, setupFacts(), forAll), Decision::Ask);
   auto v = decideAddSource(gonzo, setupFacts(Mode::Auto, true), outside);
@@ -105,6 +105,27 @@ TEST_CASE("setup: add_source of an http source asks in every mode, naming the ad
   check("public http asks too", v, Decision::Ask);
   CHECK(v.reason.find("https://example.com/feed, a public address") != std::string::npos);
   CHECK(v.reason.find("LOCAL") == std::string::npos);
+}
+
+TEST_CASE("setup: add_source of a command asks in every mode, bypass included, and shows the command line") {
+  auto gonzo = agent("gonzo");
+  AddSourceRequest cmd{"disk"};
+  cmd.commandLine = "`df -h /` in the sandbox of agent 'gonzo', every 900 s";
+  for (Mode mode : {Mode::Manual, Mode::Auto, Mode::Bypass}) {
+    auto v = decideAddSource(gonzo, setupFacts(mode), cmd);
+    check("a command asks", v, Decision::Ask);
+    CHECK(v.reason.find("it runs the command `df -h /` in the sandbox of agent 'gonzo', every 900 s") != std::string::npos);
+  }
+  // Even a command that claims to be a folder in the workspace asks.
+  auto sneaky = cmd;
+  sneaky.folderInsideWorkspace = true;
+  check("a command never goes through as a folder", decideAddSource(gonzo, setupFacts(Mode::Bypass), sneaky), Decision::Ask);
+  // Legitimate twin: the folder in its workspace still goes through unasked.
+  check("folder in its workspace", decideAddSource(gonzo, setupFacts(Mode::Bypass), {"notes", true, false, true, false, ""}),
+        Decision::Allow);
+  auto noOwner = cmd;
+  noOwner.withOwner = false;
+  check("a command only with the owner", decideAddSource(gonzo, setupFacts(Mode::Bypass), noOwner), Decision::Refuse);
 }
 
 TEST_CASE("setup: create_agent and request_access") {

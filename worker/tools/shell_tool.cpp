@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sandbox/guard/bash_guard.h"
+#include "sandbox/shell_env.h"
 #include "worker/tools/tool_parts.h"
 #include "common/cloexec.h"
 #include "common/fd.h"
@@ -118,9 +119,7 @@ ToolResult bashTool(const ToolEnv& env, const Json& args) {
   const long long limit = std::max(1, env.shellTimeoutSec);
   const long long timeoutSec = std::min(intArg(args, "timeout_sec", limit), limit);
 
-  std::vector<std::string> envStrings = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
-  if (!env.home.empty()) envStrings.push_back("HOME=" + env.home);
-  if (!env.tmpdir.empty()) envStrings.push_back("TMPDIR=" + env.tmpdir);
+  std::vector<std::string> envStrings = sandbox::shellEnvironment(env.home, env.tmpdir);
   std::vector<char*> envp;
   for (auto& s : envStrings) envp.push_back(s.data());
   envp.push_back(nullptr);

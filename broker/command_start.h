@@ -1,0 +1,14 @@
+// How the broker asks pined to run a command source's command (Supervisor.runSourceCommand):
+// it names the source and gets back the read ends of the command's stdout and stderr and a
+// handle to wait for it or kill it. What runs, as whom and in which sandbox is pined's to decide.
+#pragma once
+#include <kj/async-io.h>
+
+#include "broker/sources/command_source.h"
+#include "proto/supervisor.capnp.h"
+
+namespace pine {
+
+sources::CommandStarter commandStarter(kj::AsyncIoContext& io, proto::Supervisor::Client supervisor);
+
+}  // namespace pine

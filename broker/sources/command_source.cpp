@@ -1,0 +1,277 @@
+#include "broker/sources/command_source.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.h"
+#include "common/outside_text.h"
+#include "common/rpc_link.h"
+
+namespace pine::sources {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kDropReportEvery = std::chrono::seconds(10);
+
+long long msSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+// Reads a stream to its end, handing every piece to `f`.
+kj::Promise<void> pump(kj::AsyncInputStream& in, kj::ArrayPtr<kj::byte> buf, std::function<void(const char*, size_t)> f) {
+  return in.tryRead(buf.begin(), 1, buf.size())
+      .then([&in, buf, f = std::move(f)](size_t n) mutable -> kj::Promise<void> {
+        if (n == 0) return kj::READY_NOW;
+        f(reinterpret_cast<const char*>(buf.begin()), n);
+        return pump(in, buf, std::move(f));
+      })
+      .catch_([](kj::Exception&&) {});  // a pipe that fails is a pipe at its end
+}
+
+std::string describe(const CommandExit& e) {
+  return e.signaled ? fmt::format("killed by signal {} ({})", e.code, strsignal(e.code))
+                    : fmt::format("exited with {}", e.code);
+}
+
+// A fingerprint of a run's result that stays the same across restarts (FNV-1a, 64 bits): the
+// same output twice is one event, not two. Not a secret and not a defence, only a comparison.
+std::string fingerprint(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
+  return fmt::format("{:016x}", h);
+}
+
+std::string json(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+std::string lastBytes(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(s.size() - n); }
+
+}  // namespace
+
+struct CommandSource::Run {
+  StartedCommand cmd;
+  kj::Array<kj::byte> outBuf = kj::heapArray<kj::byte>(16384);
+  kj::Array<kj::byte> errBuf = kj::heapArray<kj::byte>(4096);
+  std::string out;  // interval: the head of stdout, at most maxStdoutBytes
+  size_t outTotal = 0;
+  std::string errTail;
+  bool timedOut = false;
+  Clock::time_point started = Clock::now();
+};
+
+CommandSource::CommandSource(kj::AsyncIoContext& io, config::Source source, CommandStarter start, Sink sink,
+                             SourceStatus status, CommandLimits limits)
+    : io_(io),
+      source_(std::move(source)),
+      start_(std::move(start)),
+      sink_(std::move(sink)),
+      status_(std::move(status)),
+      limits_(limits),
+      topic_("command/" + source_.name),
+      tokens_(limits.lineBurst),
+      refilled_(Clock::now()) {
+  if (!status_.look) status_.look = [](const std::string&, const std::string&) {};
+  if (!status_.events) status_.events = [](const std::string&, long long) {};
+  if (!status_.error) status_.error = [](const std::string&, const std::string&) {};
+  if (!status_.recall) status_.recall = [](const std::string&, const std::string&) { return std::optional<std::string>(); };
+  if (!status_.remember) status_.remember = [](const std::string&, const std::string&, const std::string&) {};
+  task_ = (source_.commandMode == "lines" ? linesLoop(0) : intervalLoop()).eagerlyEvaluate([this](kj::Exception&& e) {
+    spdlog::error("command source '{}': stopped: {}", source_.name, e.getDescription().cStr());
+  });
+}
+
+CommandSource::~CommandSource() = default;
+
+kj::Promise<void> CommandSource::intervalLoop() {
+  auto began = Clock::now();
+  return runOnce(true).then([this, began](CommandExit) {
+    long long wait = std::max<long long>(1000, (long long)source_.intervalSec * 1000 - msSince(began));
+    return io_.provider->getTimer().afterDelay(wait * kj::MILLISECONDS).then([this]() { return intervalLoop(); });
+  });
+}
+
+kj::Promise<void> CommandSource::linesLoop(long long lastWaitMs) {
+  auto began = Clock::now();
+  return runOnce(false).then([this, began, lastWaitMs](CommandExit e) {
+    long long ran = msSince(began);
+    long long wait = ran >= limits_.stableRunMs
+                         ? limits_.restartMinMs
+                         : std::min(limits_.restartMaxMs, std::max(limits_.restartMinMs, lastWaitMs * 2));
+    if (!refused_) {
+      std::string why = fmt::format("the command {} after {} ms; restarting it in {} s", describe(e), ran, wait / 1000.0);
+      status_.error(source_.name, why);
+      spdlog::warn("command source '{}': {}", source_.name, why);
+    }
+    return io_.provider->getTimer().afterDelay(wait * kj::MILLISECONDS).then([this, wait]() { return linesLoop(wait); });
+  });
+}
+
+void CommandSource::startFailed(const std::string& why) {
+  std::string reason = fmt::format("source '{}': the command is not run: {}", source_.name, why);
+  if (refused_ != reason) spdlog::warn("{}", reason);  // once, not on every retry
+  refused_ = reason;
+  status_.error(source_.name, reason);
+}
+
+kj::Promise<CommandExit> CommandSource::runOnce(bool interval) {
+  return start_(source_.name)
+      .then([this, interval](StartedCommand cmd) -> kj::Promise<CommandExit> {
+        if (refused_) spdlog::info("source '{}': the command runs again", source_.name);
+        refused_.reset();
+        if (!interval) status_.look(source_.name, "running");
+        auto run = kj::heap<Run>();
+        Run& r = *run;
+        r.cmd = kj::mv(cmd);
+        std::function<void(const char*, size_t)> onOut;
+        if (interval)
+          onOut = [&r, cap = limits_.maxStdoutBytes](const char* p, size_t n) {
+            r.outTotal += n;
+            r.out.append(p, std::min(n, cap - r.out.size()));
+          };
+        else
+          onOut = [this](const char* p, size_t n) { bytes(p, n); };
+        auto onErr = [&r, cap = limits_.stderrTailBytes](const char* p, size_t n) {
+          r.errTail.append(p, n);
+          if (r.errTail.size() > 2 * cap) r.errTail.erase(0, r.errTail.size() - cap);
+        };
+        auto reading = kj::joinPromises(kj::arr(pump(*r.cmd.out, r.outBuf, onOut), pump(*r.cmd.err, r.errBuf, onErr)))
+                           .eagerlyEvaluate(nullptr);
+        auto& timer = io_.provider->getTimer();
+        kj::Promise<CommandExit> exited = r.cmd.process->wait();
+        if (interval)
+          exited = exited.exclusiveJoin(timer.afterDelay(source_.timeoutSec * kj::SECONDS).then([this, &r]() {
+            r.timedOut = true;
+            spdlog::warn("command source '{}': still running after {} s: killed", source_.name, source_.timeoutSec);
+            r.cmd.process->kill();
+            return r.cmd.process->wait();
+          }));
+        // Its output is read to the end, or for drainMs after the exit (what it started went with it).
+        return exited
+            .then([this, &timer, reading = kj::mv(reading)](CommandExit e) mutable {
+              return reading.exclusiveJoin(timer.afterDelay(limits_.drainMs * kj::MILLISECONDS)).then([e]() { return e; });
+            })
+            .then([this, interval, &r](CommandExit e) {
+              if (interval) {
+                intervalDone(r, e);
+              } else {
+                if (!partial_.empty() || partialCut_) line(std::move(partial_), partialCut_);
+                partial_.clear();
+                partialCut_ = 0;
+                if (droppedUnreported_) dropReported_ = {};  // the last count is reported now
+                reportDrops();
+              }
+              if (!r.errTail.empty())
+                spdlog::info("command source '{}': {}; the end of its stderr: {}", source_.name, describe(e),
+                             stripTerminalControls(lastBytes(r.errTail, limits_.stderrTailBytes)));
+              return e;
+            })
+            .attach(kj::mv(run));
+      })
+      .catch_([this](kj::Exception&& e) {
+        startFailed(describeRemote(e));
+        return CommandExit{};
+      });
+}
+
+void CommandSource::intervalDone(Run& r, CommandExit e) {
+  nlohmann::json j;
+  if (e.signaled) j["signal"] = e.code;
+  else j["exitCode"] = e.code;
+  j["timedOut"] = r.timedOut;
+  j["stdout"] = stripTerminalControls(r.out);
+  if (r.outTotal > r.out.size()) {
+    j["stdoutCut"] = true;  // the first maxStdoutBytes are kept
+    j["stdoutBytes"] = r.outTotal;
+  }
+  std::string tail = lastBytes(r.errTail, limits_.stderrTailBytes);
+  if (!tail.empty()) j["stderr"] = stripTerminalControls(tail);
+  j["durationMs"] = msSince(r.started);
+
+  // The status line repeats a number or a single word, never what the command printed.
+  const std::string found = r.timedOut ? "timeout" : e.signaled ? "killed" : std::to_string(e.code);
+  status_.look(source_.name, found);
+  if (r.timedOut)
+    status_.error(source_.name, fmt::format("the command ran longer than timeoutSec ({} s) and was killed with "
+                                            "everything it started",
+                                            source_.timeoutSec));
+  else if (e.signaled || e.code != 0)
+    status_.error(source_.name, "the command " + describe(e));
+
+  // An event only when the result differs from the last run's (stderr and the duration aside).
+  std::string print = fingerprint(found + '\n' + std::to_string(r.outTotal) + '\n' + r.out);
+  if (status_.recall(source_.name, "output") == print) return;
+  status_.remember(source_.name, "output", print);
+  deliver(json(j));
+}
+
+void CommandSource::bytes(const char* p, size_t n) {
+  while (n > 0) {
+    const char* nl = static_cast<const char*>(memchr(p, '\n', n));
+    size_t len = nl ? size_t(nl - p) : n;
+    size_t room = limits_.maxLineBytes > partial_.size() ? limits_.maxLineBytes - partial_.size() : 0;
+    size_t keep = std::min(len, room);
+    partial_.append(p, keep);
+    partialCut_ += len - keep;
+    if (!nl) return;
+    line(std::move(partial_), partialCut_);
+    partial_.clear();
+    partialCut_ = 0;
+    p = nl + 1;
+    n -= len + 1;
+  }
+}
+
+void CommandSource::line(std::string text, size_t cut) {
+  if (!cut && !text.empty() && text.back() == '\r') text.pop_back();
+  if (text.empty() && cut == 0) return;  // a blank line is no event
+  auto now = Clock::now();
+  tokens_ = std::min(limits_.lineBurst,
+                     tokens_ + std::chrono::duration<double>(now - refilled_).count() * limits_.linesPerSec);
+  refilled_ = now;
+  if (tokens_ < 1) {
+    ++dropped_;
+    ++droppedUnreported_;
+    reportDrops();
+    return;
+  }
+  tokens_ -= 1;
+  nlohmann::json j = {{"line", stripTerminalControls(text)}};
+  if (cut) {
+    j["cut"] = true;  // longer than maxLineBytes: the rest of the line was dropped
+    j["bytes"] = text.size() + cut;
+  }
+  deliver(json(j));
+}
+
+void CommandSource::reportDrops() {
+  if (!droppedUnreported_) return;
+  auto now = Clock::now();
+  if (dropReported_ != Clock::time_point{} && now - dropReported_ < kDropReportEvery) return;
+  std::string why = fmt::format(
+      "dropped {} line(s) ({} in all): more than {} a second (bursts of {}); the command prints faster than pine "
+      "takes its events",
+      droppedUnreported_, dropped_, limits_.linesPerSec, limits_.lineBurst);
+  status_.error(source_.name, why);
+  spdlog::warn("command source '{}': {}", source_.name, why);
+  droppedUnreported_ = 0;
+  dropReported_ = now;
+}
+
+void CommandSource::deliver(const std::string& payload) {
+  Draft d;
+  d.source = source_.name;
+  d.topic = topic_;
+  d.trust = source_.trust == config::Trust::Owner ? "owner" : "untrusted";
+  d.payload = payload;
+  try {
+    sink_(std::move(d));
+    status_.events(source_.name, 1);
+  } catch (const std::exception& e) {
+    spdlog::error("source '{}': the broker did not take an event: {}", source_.name, e.what());
+  }
+}
+
+}  // namespace pine::sources
