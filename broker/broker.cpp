@@ -152,7 +152,11 @@ kj::Promise<void> Broker::run() {
   schedules_->armAll();
   telegram_->update();
   if (pinedRestarted && !sandboxNote_.empty()) telegram_->notice("sandboxDegraded", "pine: " + sandboxNote_);
-  router_->startSources(io_, [this](store::Event e) { background_.add(bus_->publish(std::move(e)).ignoreResult()); });
+  router_->startSources(io_, [this](store::Event e, std::function<void()> committed) {
+    background_.add(bus_->publish(std::move(e)).then([committed = std::move(committed)](store::Event&&) {
+      if (committed) committed();
+    }));
+  });
   purgeOld();
   background_.add(supervisor_.readyRequest().send().ignoreResult());
   spdlog::info("broker {} ready; control API on unix:{} and http://{}:{}", getpid(), home_.socket(),

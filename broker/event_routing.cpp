@@ -85,17 +85,20 @@ void EventRouter::deliverToSubscriptions(const store::Event& e) {
   }
 }
 
-void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish) {
+void EventRouter::startSources(kj::AsyncIoContext& io, Publish publish) {
+  sources::Options options;
+  options.memory = sources::storeMemory(store_);  // what folder sources reported, across restarts
   // What a source hears is an event like any other: committed, then routed and delivered.
-  sources_ = std::make_unique<sources::SourceManager>(io, [publish = std::move(publish)](sources::Draft d) {
+  auto sink = [publish = std::move(publish)](sources::Draft d) {
     store::Event e;
     e.topic = d.topic;
     e.source = d.source;
     e.origin = "source:" + d.source;
     e.trust = d.trust;
     e.payload = d.payload;
-    publish(std::move(e));
-  });
+    publish(std::move(e), std::move(d.committed));
+  };
+  sources_ = std::make_unique<sources::SourceManager>(io, std::move(sink), std::move(options));
   updateSources();
 }
 

@@ -29,8 +29,10 @@ class EventRouter {
   void deliver(const store::Event& e);
   // Subscriptions are read on every event: kept in memory, written through to the store.
   void addSubscription(const store::SubscriptionRow& row);
-  // Starts the source manager; what a source hears is published through `publish`.
-  void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish);
+  // Starts the source manager; what a source hears is published through `publish`, which calls
+  // `committed` (when set) once the event is committed.
+  using Publish = std::function<void(store::Event, std::function<void()> committed)>;
+  void startSources(kj::AsyncIoContext& io, Publish publish);
   // Starts the sources someone wants and stops the rest.
   void updateSources();
   std::optional<std::string> publishToSource(const std::string& source, const std::string& topic,

@@ -149,6 +149,13 @@ std::vector<SecurityNote> securityNotes(const Home& home, const HomeFacts& facts
                        "telegram source '" + s.name + "' talks to " + s.baseUrl +
                            ", not Telegram's own server: that server sees the bot token and every message",
                        "remove baseUrl unless you run that Bot API server yourself"});
+    // A folder in the workspace of the source's own agent is that agent's already; any other is read by pine.
+    if (s.type == "folder" &&
+        (s.agent.empty() || s.path.rfind(home.root + "/agents/" + s.agent + "/workspace/", 0) != 0))
+      notes.push_back({pineFile, at + ".path",
+                       "folder source '" + s.name + "' lets pine read " + s.path +
+                           ", outside every agent's workspace: its files' names and hashes become events",
+                       "remove the source if you did not mean pine to watch that folder"});
     if (!s.use.empty())
       notes.push_back({pineFile, at + ".use",
                        "source '" + s.name + "' runs the program " + s.use +

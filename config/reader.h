@@ -26,9 +26,9 @@ struct Pos {
 // Something named in one place that must exist in another; resolved once the
 // whole home is read.
 struct Ref {
-  enum Kind { Agent, AgentOrAll, Model, Provider, Source, Secret, HookSecret, HomeFile, Pricing };
+  enum Kind { Agent, AgentOrAll, Model, Provider, Source, Secret, HookSecret, HomeFile, Pricing, WatchedFolder };
   Kind kind;
-  std::string name;  // for HomeFile: the path as written; for Pricing: the agent id
+  std::string name;  // for HomeFile: the path as written; WatchedFolder: "path\nagent"; for Pricing: the agent id
   std::string file;
   Pos pos;
   std::string keyPath;

@@ -131,6 +131,7 @@ struct BrokerPaths {
   std::string loader;                    // its ELF interpreter (elfInterpreter), empty for a static one
   std::vector<std::string> otherReadable;  // files the configuration names outside the home (a script)
   std::vector<std::string> workspaces;   // agents' workspaces inside the home: not the broker's to read
+  std::vector<std::string> watchedFolders;  // folder sources' folders, read-only; never in or above the home
   std::vector<int> listenPorts;          // TCP: the control API (http.port)
   std::vector<int> connectPorts;         // TCP: the MQTT brokers of sources (until they move to a connector)
   std::vector<std::string> systemReadable;  // empty: brokerSystemReadable()

@@ -58,7 +58,11 @@ Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& fa
     return allowed("a folder inside the agent's own workspace");
   std::string why;
   auto add = [&](const std::string& w) { why += (why.empty() ? "" : "; ") + w; };
-  if (!req.folderInsideWorkspace) add("it opens something new (a folder outside the workspace, a connection or a port)");
+  if (!req.folder.empty() && !req.folderInsideWorkspace)
+    add("it watches the folder " + req.folder +
+        ", outside the agent's workspace: pine reads it, and its files' names and hashes become events");
+  else if (!req.folderInsideWorkspace)
+    add("it opens something new (a folder outside the workspace, a connection or a port)");
   if (req.forAllAgents) add("it is a source for all agents");
   if (req.trustOwner) add("its reports would count as yours (trust: owner)");
   if (tainted) add(taintWords(facts));

@@ -28,6 +28,7 @@ struct AddSourceRequest {
   bool forAllAgents = false;
   bool folderInsideWorkspace = false; // a folder source whose folder lies in the agent's own workspace
   bool trustOwner = false;            // asks for "trust": "owner"
+  std::string folder;                 // a folder source's path, as asked for (named in the question)
 };
 // Reduced runs and conversations without the owner: refused. For all agents:
 // the main agent only. A folder inside its workspace, untrusted, for this agent

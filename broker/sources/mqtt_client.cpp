@@ -176,7 +176,7 @@ void MqttClient::onMessage(struct mosquitto*, void* selfp, const struct mosquitt
   }
   InboxItem item;
   item.client = self->id_;
-  item.draft = Draft{self->source_.name, std::string(topic), config::enumName(self->source_.trust), std::move(*json)};
+  item.draft = Draft{self->source_.name, std::string(topic), config::enumName(self->source_.trust), std::move(*json), {}};
   self->inbox_.push(std::move(item));
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <tuple>
 
 #include "broker/policy/topics.h"
@@ -13,6 +14,11 @@ namespace {
 bool sameConnection(const config::Source& a, const config::Source& b) {
   return std::tie(a.type, a.url, a.topics, a.publish, a.usernameSecret, a.passwordSecret, a.trust) ==
          std::tie(b.type, b.url, b.topics, b.publish, b.usernameSecret, b.passwordSecret, b.trust);
+}
+
+// What a running folder source depends on.
+bool sameFolder(const config::Source& a, const config::Source& b) {
+  return std::tie(a.path, a.recursive, a.debounceMs, a.trust) == std::tie(b.path, b.recursive, b.debounceMs, b.trust);
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -35,6 +41,7 @@ SourceManager::SourceManager(kj::AsyncIoContext& io, Sink sink, Options options)
 SourceManager::~SourceManager() {
   // Join every client thread before the inbox they write to goes away.
   clients_.clear();
+  folders_.clear();
 }
 
 kj::Promise<void> SourceManager::pump() {
@@ -100,12 +107,26 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
       ++it;
     }
   }
+  for (auto it = folders_.begin(); it != folders_.end();) {
+    auto w = byName.find(it->first);
+    if (w == byName.end() || !sameFolder(it->second->source(), *w->second)) {
+      spdlog::info("source '{}': stopped, {}", it->first,
+                   w == byName.end() ? "nobody wants it any more" : "its configuration changed (restarting it)");
+      it = folders_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   for (auto it = refused_.begin(); it != refused_.end();)
     it = byName.count(it->first) ? std::next(it) : refused_.erase(it);
 
   for (const auto& s : wanted) {
-    if (clients_.count(s.name)) continue;
+    if (clients_.count(s.name) || folders_.count(s.name)) continue;
     if (s.type == "webhook") continue;  // served by the control API at /hooks/<name> (hook_intake)
+    if (s.type == "folder") {
+      startFolder(s);
+      continue;
+    }
     MqttAddress address;
     if (auto why = whyNotStartable(s, address)) {
       refuse(s, std::move(*why));
@@ -123,9 +144,31 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
   }
 }
 
+bool SourceManager::startFolder(const config::Source& s) {
+  if (!options_.memory) {
+    refuse(s, fmt::format("source '{}': folder sources need the broker's store to remember what they reported; it "
+                          "is not started",
+                          s.name));
+    return false;
+  }
+  // Handed on directly: a folder source runs on this thread, not behind the inbox.
+  auto folder = std::make_unique<FolderSource>(io_, s, options_.memory, sink_, options_.folder);
+  if (auto why = folder->start()) {
+    refuse(s, std::move(*why));
+    return false;
+  }
+  refused_.erase(s.name);
+  spdlog::info("source '{}': started (folder {}{}, settles after {} ms)", s.name, s.path,
+               s.recursive ? " and its sub-folders" : "", s.debounceMs);
+  folders_[s.name] = std::move(folder);
+  return true;
+}
+
 std::vector<std::string> SourceManager::running() const {
   std::vector<std::string> out;
   for (const auto& [name, client] : clients_) out.push_back(name);
+  for (const auto& [name, folder] : folders_) out.push_back(name);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -139,6 +182,7 @@ std::optional<std::string> SourceManager::publish(const std::string& source, con
                                                   const std::string& payload) {
   auto it = clients_.find(source);
   if (it == clients_.end()) {
+    if (folders_.count(source)) return fmt::format("source '{}' is a folder: it only receives", source);
     auto r = refused_.find(source);
     if (r != refused_.end()) return "cannot publish through " + r->second.reason;
     return fmt::format(

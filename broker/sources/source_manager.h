@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "broker/sources/draft.h"
+#include "broker/sources/folder_source.h"
 #include "broker/sources/inbox.h"
 #include "broker/sources/mqtt_client.h"
 #include "broker/sources/wanted.h"
@@ -22,6 +23,8 @@ namespace pine::sources {
 
 struct Options {
   Backoff reconnect;  // waits between attempts when a broker goes away
+  std::shared_ptr<SourceMemory> memory;  // what folder sources remember; without it they do not run
+  FolderOptions folder;
 };
 
 class SourceManager {
@@ -58,6 +61,7 @@ class SourceManager {
   void deliver(std::vector<InboxItem> items);
   void refuse(const config::Source& s, std::string reason);
   std::optional<std::string> whyNotStartable(const config::Source& s, MqttAddress& address) const;
+  bool startFolder(const config::Source& s);  // folder_source.h; false when refused
 
   kj::AsyncIoContext& io_;
   Sink sink_;
@@ -66,6 +70,7 @@ class SourceManager {
   kj::Promise<void> pump_ = nullptr;
   uint64_t nextId_ = 1;
   std::map<std::string, std::unique_ptr<MqttClient>> clients_;  // by source name
+  std::map<std::string, std::unique_ptr<FolderSource>> folders_;  // by source name
   std::map<std::string, Refused> refused_;                      // wanted but not running
 };
 
