@@ -289,6 +289,8 @@ void FolderSource::rememberQuietly(const std::string& name, const Seen& seen) {
 }
 
 void FolderSource::report(const std::string& name, const char* change, const Seen* seen) {
+  std::optional<Seen> before;
+  if (auto k = known_.find(name); k != known_.end()) before = k->second;
   nlohmann::json payload = {{"name", name}, {"change", change}};
   if (seen) {
     payload["size"] = seen->size;
@@ -313,7 +315,14 @@ void FolderSource::report(const std::string& name, const char* change, const See
     else memory->remember(source, name, value);
     memory->noteEvent(source);
   };
-  sink_(std::move(d));
+  try {
+    sink_(std::move(d));
+  } catch (const std::exception& e) {
+    // Not taken: as if never reported, so the next look at the folder finds it again.
+    if (before) known_[name] = *before;
+    else known_.erase(name);
+    spdlog::error("source '{}': the broker did not take the event for {}: {}", source_.name, name, e.what());
+  }
 }
 
 }  // namespace pine::sources

@@ -70,21 +70,21 @@ TEST_CASE("setup: add_skill") {
 TEST_CASE("setup: add_source") {
   auto main = agent("main");
   auto gonzo = agent("gonzo");
-  AddSourceRequest inWs{"notes", true, false, true, false};
+  AddSourceRequest inWs{"notes", true, false, true, false, ""};
   check("folder in its workspace goes through", decideAddSource(gonzo, setupFacts(), inWs), Decision::Allow);
   check("...not when tainted", decideAddSource(gonzo, setupFacts(Mode::Auto, true), inWs), Decision::Ask);
   check("...not in manual", decideAddSource(gonzo, setupFacts(Mode::Manual), inWs), Decision::Ask);
   auto trusted = inWs;
   trusted.trustOwner = true;
   check("...not when it asks to be trusted", decideAddSource(gonzo, setupFacts(), trusted), Decision::Ask);
-  AddSourceRequest outside{"home", true, false, false, false};
+  AddSourceRequest outside{"home", true, false, false, false, ""};
   check("something new asks", decideAddSource(gonzo, setupFacts(), outside), Decision::Ask);
   check("something new asks in bypass", decideAddSource(gonzo, setupFacts(Mode::Bypass), outside), Decision::Ask);
   auto noOwner = inWs;
   noOwner.withOwner = false;
   check("only with the owner", decideAddSource(gonzo, setupFacts(), noOwner), Decision::Refuse);
   check("reduced run", decideAddSource(gonzo, untrusted(), inWs), Decision::Refuse);
-  AddSourceRequest forAll{"bus", true, true, false, false};
+  AddSourceRequest forAll{"bus", true, true, false, false, ""};
   check("for all agents: not gonzo", decideAddSource(gonzo, setupFacts(), forAll), Decision::Refuse);
   check("for all agents: main asked", decideAddSource(main, setupFacts(), forAll), Decision::Ask);
   auto v = decideAddSource(gonzo, setupFacts(Mode::Auto, true), outside);

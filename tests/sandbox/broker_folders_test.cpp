@@ -16,11 +16,11 @@ using namespace pine::sandbox;
 
 namespace {
 
-bool holds(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool heldIn(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
-struct Tree {
+struct FolderTree {
   std::string root, home, ws;
-  Tree() {
+  FolderTree() {
     char tmpl[] = "/tmp/pine-broker-folders-XXXXXX";
     root = mkdtemp(tmpl);
     home = root + "/home";
@@ -33,7 +33,7 @@ struct Tree {
     std::ofstream(ws + "/deep/diary.txt") << "mine\n";
     std::ofstream(root + "/bin/pine-broker") << "x";
   }
-  ~Tree() { std::filesystem::remove_all(root); }
+  ~FolderTree() { std::filesystem::remove_all(root); }
   BrokerPaths paths(std::vector<std::string> folders) const {
     BrokerPaths b;
     b.pineHome = home;
@@ -47,32 +47,32 @@ struct Tree {
 }  // namespace
 
 TEST_CASE("broker sandbox: a watched folder outside the home is readable, not writable") {
-  Tree t;
+  FolderTree t;
   Policy without = brokerPolicy(t.paths({}));
-  CHECK_FALSE(holds(without.readable, t.root + "/watched"));
+  CHECK_FALSE(heldIn(without.readable, t.root + "/watched"));
   Policy p = brokerPolicy(t.paths({t.root + "/watched"}));
-  CHECK(holds(p.readable, t.root + "/watched"));
-  CHECK_FALSE(holds(p.writable, t.root + "/watched"));
-  CHECK(holds(p.denyRead, t.ws));  // the workspace stays closed when no folder lies in it
+  CHECK(heldIn(p.readable, t.root + "/watched"));
+  CHECK_FALSE(heldIn(p.writable, t.root + "/watched"));
+  CHECK(heldIn(p.denyRead, t.ws));  // the workspace stays closed when no folder lies in it
 }
 
 TEST_CASE("broker sandbox: pine's home, a folder in it or above it, or one holding the program is refused") {
-  Tree t;
+  FolderTree t;
   for (const std::string& bad : {t.home, t.home + "/data", t.home + "/agents", t.root, std::string("/"), t.root + "/bin",
                                  t.ws})
     CHECK_THROWS_AS_MESSAGE(brokerPolicy(t.paths({bad})), PolicyError, bad);
 }
 
 TEST_CASE("broker sandbox: a folder inside a workspace opens that folder alone") {
-  Tree t;
+  FolderTree t;
   Policy p = brokerPolicy(t.paths({t.ws + "/inbox", t.ws + "/deep/inbox"}));
-  CHECK(holds(p.readable, t.ws + "/inbox"));
-  CHECK(holds(p.readable, t.ws + "/deep/inbox"));
-  CHECK_FALSE(holds(p.denyRead, t.ws));
+  CHECK(heldIn(p.readable, t.ws + "/inbox"));
+  CHECK(heldIn(p.readable, t.ws + "/deep/inbox"));
+  CHECK_FALSE(heldIn(p.denyRead, t.ws));
   for (const std::string& closed : {t.ws + "/notes.txt", t.ws + "/notes", t.ws + "/deep/diary.txt",
                                     t.ws + "/deep/private"})
-    CHECK_MESSAGE(holds(p.denyRead, closed), closed);
-  CHECK_FALSE(holds(p.denyRead, t.ws + "/inbox"));
-  CHECK_FALSE(holds(p.denyRead, t.ws + "/deep"));  // on the way: its other entries are denied instead
-  CHECK(holds(p.denyRead, t.home + "/.env"));
+    CHECK_MESSAGE(heldIn(p.denyRead, closed), closed);
+  CHECK_FALSE(heldIn(p.denyRead, t.ws + "/inbox"));
+  CHECK_FALSE(heldIn(p.denyRead, t.ws + "/deep"));  // on the way: its other entries are denied instead
+  CHECK(heldIn(p.denyRead, t.home + "/.env"));
 }

@@ -56,10 +56,11 @@ struct Rig {
   std::shared_ptr<pine::sources::SourceMemory> memory = pine::sources::storeMemory(*store);
   Loop loop;
   std::vector<nlohmann::json> events;  // payloads, with "topic" and "trust" added
+  int committedCount = 0;
   pine::sources::Sink sink() {
     return [this](Draft d) {
       std::vector<pine::store::Event> batch(1);
-      batch[0].id = "e" + std::to_string(events.size() + 1);
+      batch[0].id = "e" + std::to_string(++committedCount);
       batch[0].topic = d.topic;
       batch[0].source = d.source;
       batch[0].trust = d.trust;
