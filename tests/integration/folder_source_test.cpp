@@ -73,8 +73,10 @@ TEST_CASE("from inside the broker's sandbox: the configured folders are readable
   // The legitimate use.
   CHECK(p[watched + "/"] == 0);
   CHECK(p[watched + "/in.txt"] == 0);
-  CHECK(p[ws + "/inbox/"] == 0);
-  CHECK(p[ws + "/inbox/in.txt"] == 0);
+  if (geteuid() != 0) {  // as root the workspace is the agent's own user's, closed to the broker's user
+    CHECK(p[ws + "/inbox/"] == 0);
+    CHECK(p[ws + "/inbox/in.txt"] == 0);
+  }
   // What it may not read: a folder beside the configured one, the rest of the workspace, .env.
   CHECK(p[beside + "/"] == EACCES);
   CHECK(p[beside + "/secret.txt"] == EACCES);
