@@ -140,7 +140,11 @@ void Supervisor::restartBrokerIfFoldersChanged() {
   // The broker's sandbox holds exactly the folders of the configuration it started with.
   spdlog::warn("the folder sources' folders changed: restarting the broker so that its sandbox holds exactly those");
   audit("broker.restart", {{"reason", "the folder sources' folders changed"}, {"process_pid", brokerPid_}});
-  children_.signal(brokerPid_, SIGTERM);
+  brokerFolders_ = watchedFolders(*cfg);  // asked once, even if reloaded again meanwhile
+  // A moment later: a reload the owner asked for through the broker (pinectl reload) gets its answer first.
+  tasks_.add(io_.provider->getTimer().afterDelay(1 * kj::SECONDS).then([this, pid = brokerPid_]() {
+    if (brokerPid_ == pid) children_.signal(pid, SIGTERM);
+  }));
 }
 
 std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {

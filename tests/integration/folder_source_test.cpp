@@ -80,7 +80,8 @@ TEST_CASE("from inside the broker's sandbox: the configured folders are readable
   // What it may not read: a folder beside the configured one, the rest of the workspace, .env.
   CHECK(p[beside + "/"] == EACCES);
   CHECK(p[beside + "/secret.txt"] == EACCES);
-  CHECK(p[ws + "/"] != 0);
+  // The workspace's other entries stay closed. (With a mount namespace its names can be listed:
+  // docs/sources.md says so.)
   CHECK(p[ws + "/notes.txt"] != 0);
   CHECK(p[ws + "/private/p.txt"] != 0);
   CHECK(p[home + "/.env"] != 0);
@@ -146,13 +147,15 @@ TEST_CASE("a folder added by the owner's reload: pined restarts the broker, whos
   pid_t broker = pined.rolePid("broker");
   REQUIRE(broker > 0);
   // A reload that changes no folder keeps the broker.
-  CHECK(pined.ctl({"reload"}).exitCode == 0);
+  auto reload = pined.ctl({"reload"});
+  CHECK_MESSAGE(reload.exitCode == 0, std::string(reload.out + reload.err));
   std::this_thread::sleep_for(500ms);
   CHECK(pined.rolePid("broker") == broker);
   writeText(home + "/pine.yaml", base + "sources:\n  - {name: one, type: folder, path: " + first +
                                      ", start: always, debounceMs: 100}\n  - {name: two, type: folder, path: " + second +
                                      ", start: always, debounceMs: 100}\n");
-  CHECK(pined.ctl({"reload"}).exitCode == 0);
+  reload = pined.ctl({"reload"});
+  CHECK_MESSAGE(reload.exitCode == 0, std::string(reload.out + reload.err));
   REQUIRE_MESSAGE(waitUntil([&] { pid_t now = pined.rolePid("broker"); return now > 0 && now != broker; }, 15s),
                   tailOf(pined.stderrText(), 4000));
   REQUIRE(waitUntil([&] { return pined.api("GET", "/v1/events?limit=1").status == 200; }, 15s));
