@@ -166,7 +166,12 @@ kj::Promise<void> Broker::run() {
   sourceOptions.http = httpSourceServices([this]() { return supervisor_; }, *store_, *bus_);
   sourceOptions.startCommand = commandStarter(io_, supervisor_);
   router_->startSources(
-      io_, [this](store::Event e) { background_.add(bus_->publish(std::move(e)).ignoreResult()); },
+      io_,
+      [this](store::Event e, std::function<void()> committed) {
+        background_.add(bus_->publish(std::move(e)).then([committed = std::move(committed)](store::Event&&) {
+          if (committed) committed();
+        }));
+      },
       [this](const config::Source& s) { return openMqttConnector(s.name); }, std::move(sourceOptions));
   purgeOld();
   background_.add(supervisor_.readyRequest().send().ignoreResult());

@@ -165,13 +165,16 @@ store::Event sourceEvent(sources::Draft d) {
   return e;
 }
 
-void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish,
-                               sources::OpenConnector open, sources::Options options) {
+void EventRouter::startSources(kj::AsyncIoContext& io, Publish publish, sources::OpenConnector open,
+                               sources::Options options) {
   options.status = sourceStatus(store_);
+  options.memory = sources::storeMemory(store_);  // what folder sources reported, across restarts
   // What a source hears is an event like any other: committed, then routed and delivered.
-  sources_ = std::make_unique<sources::SourceManager>(
-      io, [publish = std::move(publish)](sources::Draft d) { publish(sourceEvent(std::move(d))); }, std::move(open),
-      std::move(options));
+  auto sink = [publish = std::move(publish)](sources::Draft d) {
+    auto committed = std::move(d.committed);
+    publish(sourceEvent(std::move(d)), std::move(committed));
+  };
+  sources_ = std::make_unique<sources::SourceManager>(io, std::move(sink), std::move(open), std::move(options));
   saving_ = saveCounts(io.provider->getTimer()).eagerlyEvaluate([](kj::Exception&& e) {
     spdlog::error("sources: counting events stopped: {}", e.getDescription().cStr());
   });

@@ -39,11 +39,12 @@ class EventRouter {
   // What pinectl sources shows: running or why not, subscriptions, status lines with the
   // events counted so far (channels: the owner channels' states, filled in by the caller).
   SourceFacts sourceFacts() const;
-  // Starts the source manager; what a source hears is published through `publish`.
+  // Starts the source manager; what a source hears is published through `publish`, which calls
+  // `committed` (when set) once the event is committed.
   // `open` starts a source's MQTT connector (pined's openMqtt); `options` says how http sources
   // poll (broker/source_polls.h) and how command sources start (broker/command_start.h).
-  void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish, sources::OpenConnector open,
-                    sources::Options options = {});
+  using Publish = std::function<void(store::Event, std::function<void()> committed)>;
+  void startSources(kj::AsyncIoContext& io, Publish publish, sources::OpenConnector open, sources::Options options = {});
   // Starts the sources someone wants and stops the rest.
   void updateSources();
   kj::Promise<std::optional<std::string>> publishToSource(const std::string& source, const std::string& topic,

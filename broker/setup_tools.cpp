@@ -200,6 +200,7 @@ policy::AddSourceRequest addSourceRequest(const RunContext& run, const nlohmann:
   }
   if (src.value("type", "") == "folder" && src.contains("path") && src["path"].is_string()) {
     std::string path = src["path"].get<std::string>();
+    r.folder = path;
     std::string ws = run.services.home().agents() + "/" + run.req.agent + "/workspace/";
     r.folderInsideWorkspace = path.rfind(ws, 0) == 0 && path.size() > ws.size() && path.find("/..") == std::string::npos &&
                               path.find("/./") == std::string::npos;

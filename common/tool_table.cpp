@@ -147,9 +147,10 @@ std::vector<Tool> makeTable() {
                             {"name", "description", "instructions"})});
   row({.name = "add_source", .side = Pined, .decide = Decide::OwnerConfirms,
        .description = "Set up an event source (its pine.yaml entry: name, type and the type's fields, e.g. mqtt "
-                      "with url and topics, a folder in your workspace, or a command: its words as a list, run in your "
-                      "sandbox every intervalSec or, with mode: lines, kept running). Only in a conversation with the owner, "
-                      "who confirms anything that opens something new. Subscribe to it afterwards.",
+                      "with url and topics, a folder by its absolute path (outside pine's home), or a command: its words "
+                      "as a list, run in your sandbox every intervalSec or, with mode: lines, kept running). Only in a "
+                      "conversation with the owner, who confirms anything that opens something new (a folder outside "
+                      "your workspace, by its path). Subscribe to it afterwards.",
        .parameters = object({{"source", typed("object")}, {"forAllAgents", typed("boolean")}}, {"source"})});
   row({.name = "create_agent", .side = Pined, .mainOnly = true, .decide = Decide::CreateAgent,
        .description = "Create a new agent (the owner is always asked and sees its instructions). It gets at most "

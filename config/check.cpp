@@ -175,6 +175,13 @@ std::vector<SecurityNote> securityNotes(const Home& home, const HomeFacts& facts
                            (s.commandMode == "lines" ? ", all the time (each line it prints an event)"
                                                      : ", every " + std::to_string(s.intervalSec) + " s"),
                        "remove the source if you do not want that command run"});
+    // A folder in the workspace of the source's own agent is that agent's already; any other is read by pine.
+    if (s.type == "folder" &&
+        (s.agent.empty() || s.path.rfind(home.root + "/agents/" + s.agent + "/workspace/", 0) != 0))
+      notes.push_back({pineFile, at + ".path",
+                       "folder source '" + s.name + "' lets pine read " + s.path +
+                           ", outside every agent's workspace: its files' names and hashes become events",
+                       "remove the source if you did not mean pine to watch that folder"});
     if (!s.use.empty())
       notes.push_back({pineFile, at + ".use",
                        "source '" + s.name + "' runs the program " + s.use +

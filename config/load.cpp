@@ -11,6 +11,7 @@
 
 #include "common/names.h"
 #include "config/env_file.h"
+#include "config/folder_check.h"
 #include "config/schema.h"
 
 namespace pine::config {
@@ -199,6 +200,15 @@ void resolve(const Home& home, const HomeView& view, const std::vector<Ref>& ref
               "name the CA's certificate in PEM form");
         break;
       }
+      case Ref::WatchedFolder:
+        // pine-broker loads with skipEnv and does not look again: pined checked the folder before
+        // starting it, and a folder that is gone now is the running source's to report.
+        if (!skipEnv) {
+          auto nl = r.name.find('\n');  // "path\nagent"
+          std::string p = folderOnDiskProblem(r.name.substr(0, nl), home.root, r.name.substr(nl + 1));
+          if (!p.empty()) err(r, p, "watch an existing folder outside pine's home, by its canonical absolute path");
+        }
+        break;
       case Ref::Pricing: {
         auto a = home.agents.find(r.name);
         if (a == home.agents.end()) break;

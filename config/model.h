@@ -105,8 +105,9 @@ struct Source {
   std::string passwordSecret;  // also ftp
   std::string caFile;          // mqtts: PEM of the CA that signed the server's certificate (read by pined)
   // folder
-  std::string path;
+  std::string path;       // absolute and canonical (checked at load)
   bool recursive = false;
+  int debounceMs = 500;   // a file is reported once it has not changed for this long
   // http, command
   int intervalSec = 900;
   std::string tokenSecret;  // also telegram

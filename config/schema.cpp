@@ -9,6 +9,7 @@
 #include "schedule/zone.h"
 #include "common/names.h"
 #include "common/tool_table.h"
+#include "config/folder_check.h"
 #include "config/secrets.h"
 
 namespace pine::config {
@@ -230,7 +231,7 @@ const std::vector<std::string>& typeKeys(const std::string& type) {
   static const std::map<std::string, std::vector<std::string>> keys = {
       {"webhook", {"topic", "secret", "auth", "open", "signatureHeader", "signaturePrefix", "timestampHeader", "toleranceSec", "maxBodyKb"}},
       {"mqtt", {"url", "topics", "publish", "usernameSecret", "passwordSecret", "caFile"}},
-      {"folder", {"path", "recursive"}},
+      {"folder", {"path", "recursive", "debounceMs"}},
       {"http", {"url", "intervalSec", "tokenSecret", "tokenHeader", "network", "topic"}},
       {"command", {"command", "intervalSec", "mode", "timeoutSec"}},
       {"telegram", {"tokenSecret", "allow", "baseUrl", "groups", "maxFileMb", "notify"}},
@@ -328,10 +329,14 @@ void readSourceTypeFields(Map& m, const std::string& type, Source& s) {
         c.ref(Ref::PinedFile, s.caFile, m.valuePos("caFile"), m.pathOf("caFile"));
     }
   } else if (type == "folder") {
-    if (m.str("path", s.path) && s.path[0] != '/' && s.path.rfind("~/", 0) != 0)
-      c.error(m.valuePos("path"), m.pathOf("path"), "expected an absolute path (or ~/...)");
+    if (m.str("path", s.path)) {
+      if (std::string p = folderPathProblem(s.path, c.homeDir, s.agent); !p.empty())
+        c.error(m.valuePos("path"), m.pathOf("path"), p, "watch a folder outside pine's home, by its absolute path");
+      else c.ref(Ref::WatchedFolder, s.path + '\n' + s.agent, m.valuePos("path"), m.pathOf("path"));
+    }
     m.require("path");
     m.boolean("recursive", s.recursive);
+    m.integer("debounceMs", s.debounceMs, 50, 600000);
   } else if (type == "http") {
     checkUrl(m, "url", s.url, {"https", "http"});
     m.require("url");

@@ -37,6 +37,7 @@ PreparedSandbox prepareBrokerSandbox(const BrokerSandboxRequest& request, const 
   paths.program = request.program;
   paths.loader = elfInterpreter(request.program);
   paths.otherReadable = request.otherReadable;
+  paths.watchedFolders = request.watchedFolders;
   paths.workspaces = workspacesIn(request.home);
   paths.listenPorts = request.listenPorts;
   paths.connectPorts = request.connectPorts;

@@ -16,6 +16,7 @@ struct BrokerSandboxRequest {
   std::vector<int> listenPorts;            // the control API's TCP port
   std::vector<int> connectPorts;           // none today: MQTT sessions run in pine-mqtt (openMqtt)
   std::vector<std::string> otherReadable;  // files the configuration names outside the home
+  std::vector<std::string> watchedFolders;  // folder sources' folders (read-only)
 };
 
 // `ids` are used when pined runs as root (host.root()): the home is prepared for them and the

@@ -467,6 +467,46 @@ std::vector<std::string> brokerEnvironment(const std::string& pineHome, const st
   return {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=" + lang, "TMPDIR=" + join(pineHome, "data/tmp")};
 }
 
+// A folder source's folder, again (config/folder_check.cpp checked it first): canonical, and
+// neither in pine's home (.env, the database) nor above it, nor holding the broker's program; in
+// the home only inside an agent's workspace (config checked it is the source's own agent's).
+static std::string watchedFolder(const std::string& raw, const std::string& home, const std::string& program,
+                                 const std::vector<std::string>& workspaces) {
+  std::string c = canonOwn(raw, "a watched folder");
+  if (c == "/") throw PolicyError("a folder source names /: the broker may not read the whole file system");
+  bool inWorkspace = false;
+  for (auto& w : workspaces) inWorkspace |= pathWithin(c, w) && c != w;
+  if (!inWorkspace && (pathWithin(c, home) || pathWithin(home, c)))
+    throw PolicyError("a folder source names " + c + ", which is in or contains pine's home " + home +
+                      ": watch a folder outside it, or inside the workspace of the source's agent");
+  if (pathWithin(program, c))
+    throw PolicyError("a folder source names " + c + ", which holds the broker's program " + program +
+                      ": watch a folder without pine's programs");
+  return c;
+}
+
+// A workspace that holds watched folders stays closed but for them: every entry of it that is
+// neither a watched folder nor on the way to one is denied by name (what is created there later
+// has no rule at all, so it is closed too).
+static void denyAllBut(const std::string& dir, const std::vector<std::string>& keep, std::vector<std::string>& deny) {
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
+  if (!d) throw PolicyError("cannot list " + dir + " to keep it closed around a watched folder: " + strerror(errno));
+  while (dirent* e = readdir(d.get())) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::string path = join(dir, name);
+    if (std::find(keep.begin(), keep.end(), path) != keep.end()) continue;
+    bool onTheWay = false;
+    for (auto& k : keep) onTheWay |= pathWithin(k, path);
+    struct stat st;
+    if (onTheWay && lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) denyAllBut(path, keep, deny);
+    else deny.push_back(path);
+    if (deny.size() > 10000)
+      throw PolicyError("more than 10000 entries beside the watched folders in " + dir +
+                        ": watch a folder of its own, outside the workspace");
+  }
+}
+
 Policy brokerPolicy(const BrokerPaths& raw) {
   std::string home = canonOwn(raw.pineHome, "pine's home");
   if (home.empty()) throw PolicyError("pine's home is not set: no policy can keep it closed");
@@ -501,15 +541,23 @@ Policy brokerPolicy(const BrokerPaths& raw) {
       throw PolicyError("the configuration names " + c + ", which contains pine's home: name the file itself");
     pol.readable.push_back(c);
   }
+  std::vector<std::string> workspaces, folders;
+  for (auto& w : raw.workspaces) workspaces.push_back(canonOwn(w, "a workspace"));
+  for (auto& f : raw.watchedFolders) folders.push_back(watchedFolder(f, home, program, workspaces));
+  pol.readable.insert(pol.readable.end(), folders.begin(), folders.end());
   pol.writable = {join(home, "data")};
   for (const char* dev : {"/dev/null"})
     if (auto real = realPath(dev)) pol.writable.push_back(*real);
 
   pol.denyRead = raw.systemDenyRead.empty() ? defaultSystemDenyRead() : raw.systemDenyRead;
   for (const char* closed : {".env", "pined.sock", "sandbox"}) pol.denyRead.push_back(join(home, closed));
-  for (auto& w : raw.workspaces) {
-    std::string c = canonOwn(w, "a workspace");
-    if (pathWithin(c, home) && c != home && !pathWithin(join(home, "data"), c)) pol.denyRead.push_back(c);
+  for (auto& c : workspaces) {
+    if (!pathWithin(c, home) || c == home || pathWithin(join(home, "data"), c)) continue;
+    std::vector<std::string> inside;
+    for (auto& f : folders)
+      if (pathWithin(f, c)) inside.push_back(f);
+    if (inside.empty()) pol.denyRead.push_back(c);
+    else denyAllBut(c, inside, pol.denyRead);
   }
   // No listening socket: pined listens on pine.sock and hands the broker each checked connection.
   pol.unixSockets = true;

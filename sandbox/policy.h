@@ -131,6 +131,7 @@ struct BrokerPaths {
   std::string loader;                    // its ELF interpreter (elfInterpreter), empty for a static one
   std::vector<std::string> otherReadable;  // files the configuration names outside the home (a script)
   std::vector<std::string> workspaces;   // agents' workspaces inside the home: not the broker's to read
+  std::vector<std::string> watchedFolders;  // folder sources' folders, read-only; never in or above the home
   std::vector<int> listenPorts;          // TCP: the control API (http.port)
   std::vector<int> connectPorts;         // TCP dialled out; pined passes none (MQTT runs in pine-mqtt)
   std::vector<std::string> systemReadable;  // empty: brokerSystemReadable()

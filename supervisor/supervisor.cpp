@@ -13,6 +13,7 @@
 
 #include "common/fd.h"
 #include "common/log.h"
+#include "config/folder_check.h"
 
 #include <openssl/crypto.h>
 #include "supervisor/service.h"
@@ -119,12 +120,28 @@ void Supervisor::restartBrokerIfEnvReplaced(const char* why) {
   children_.signal(brokerPid_, SIGTERM);
 }
 
+void Supervisor::restartBrokerIfFoldersChanged() {
+  auto cfg = config_.current();
+  if (brokerPid_ == 0 || !cfg || watchedFolders(*cfg) == brokerFolders_) return;
+  // The broker's sandbox holds exactly the folders of the configuration it started with.
+  spdlog::warn("the folder sources' folders changed: restarting the broker so that its sandbox holds exactly those");
+  audit("broker.restart", {{"reason", "the folder sources' folders changed"}, {"process_pid", brokerPid_}});
+  brokerFolders_ = watchedFolders(*cfg);  // asked once, even if reloaded again meanwhile
+  // A moment later: a reload the owner asked for through the broker (pinectl reload) gets its answer first.
+  tasks_.add(io_.provider->getTimer().afterDelay(1 * kj::SECONDS).then([this, pid = brokerPid_]() {
+    if (brokerPid_ == pid) children_.signal(pid, SIGTERM);
+  }));
+}
+
 std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {
   std::vector<std::string> errors;
   for (auto& e : config_.reload()) errors.push_back(e.format());
   if (errors.empty()) {
     spdlog::info("configuration reloaded ({})", by);
     shareHomeWithBroker("a configuration change");
+    // Only when the owner reloads: a change the broker itself asked for (add_source) comes in
+    // the middle of a task, which a restart would cut short.
+    if (by == "SIGHUP" || by == "pinectl reload") restartBrokerIfFoldersChanged();
   } else {
     spdlog::error("configuration NOT reloaded ({}): {} error(s); the previous one stays in force", by, errors.size());
     for (auto& e : errors) spdlog::error("  {}", e);
@@ -196,7 +213,9 @@ sandbox::PreparedSandbox Supervisor::prepareBroker() {
   if (auto cfg = config_.current()) {
     if (cfg->pine.http.port > 0) req.listenPorts.push_back(cfg->pine.http.port);
     // No connectPorts: MQTT sessions run in pine-mqtt (openMqtt), so the broker connects nowhere.
+    req.watchedFolders = watchedFolders(*cfg);
   }
+  brokerFolders_ = req.watchedFolders;
   return sandbox::prepareBrokerSandbox(req, sandboxes_.host(), options_.brokerIds.value_or(sandbox::SandboxIds{0, 0}));
 }
 

@@ -102,6 +102,8 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   // Without root the broker shares pined's uid and only a mask in its mount namespace hides .env,
   // which a rename over .env detaches: restart the broker when .env is no longer the file it masked.
   void restartBrokerIfEnvReplaced(const char* why);
+  // Its sandbox grants the folder sources' folders it started with: restart it when they change.
+  void restartBrokerIfFoldersChanged();
   kj::Promise<void> onHangup();
   kj::Promise<void> shutdown();
   kj::Promise<void> waitAllReaped(kj::TimePoint deadline);
@@ -121,6 +123,7 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   bool brokerReady_ = false;  // it serves the control API: pine.sock's connections go to it
   pid_t brokerPid_ = 0;                          // the broker's launcher (its monitor), 0 when none
   std::pair<dev_t, ino_t> maskedEnv_{0, 0};      // the .env the running broker's mask covers
+  std::vector<std::string> brokerFolders_;       // the watched folders the running broker's sandbox grants
   config::ActiveConfig config_;
   secrets::SecretStore secrets_;
   std::shared_ptr<const redact::Redactor> redactor_;  // rebuilt whenever the secrets change

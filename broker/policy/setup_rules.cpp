@@ -61,7 +61,11 @@ Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& fa
   auto add = [&](const std::string& w) { why += (why.empty() ? "" : "; ") + w; };
   // The owner sees a command line before it is set up, in every mode, bypass included (layer 5).
   if (command) add("it runs the command " + req.commandLine);
-  else if (!req.folderInsideWorkspace) add("it opens something new (a folder outside the workspace, a connection or a port)");
+  else if (!req.folder.empty() && !req.folderInsideWorkspace)
+    add("it watches the folder " + req.folder +
+        ", outside the agent's workspace: pine reads it, and its files' names and hashes become events");
+  else if (!req.folderInsideWorkspace)
+    add("it opens something new (a folder outside the workspace, a connection or a port)");
   if (!req.httpUrl.empty())
     add(req.localReason.empty()
             ? "it fetches " + req.httpUrl + ", a public address (never followed into your local network)"

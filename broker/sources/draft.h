@@ -10,6 +10,8 @@ struct Draft {
   std::string topic;    // the MQTT topic, as received
   std::string trust;    // "owner" only for a source marked trust: owner, else "untrusted"
   std::string payload;  // JSON text
+  // Called once the event is committed (a folder source remembers a file only then); may be empty.
+  std::function<void()> committed;
 };
 
 // Called on the broker's event-loop thread, never on a client's own thread.

@@ -137,7 +137,7 @@ void MqttLink::heard(std::string topic, std::string payload) {
     return;
   }
   try {
-    sink_(Draft{source_.name, std::move(topic), config::enumName(source_.trust), std::move(*json)});
+    sink_(Draft{source_.name, std::move(topic), config::enumName(source_.trust), std::move(*json), {}});
   } catch (const std::exception& e) {
     spdlog::error("{}: the broker did not take a message: {}", where, e.what());
   } catch (const kj::Exception& e) {

@@ -24,6 +24,11 @@ bool sameCommand(const config::Source& a, const config::Source& b) {
          std::tie(b.type, b.command, b.commandMode, b.intervalSec, b.timeoutSec, b.agent, b.trust);
 }
 
+// What a running folder source depends on.
+bool sameFolder(const config::Source& a, const config::Source& b) {
+  return std::tie(a.path, a.recursive, a.debounceMs, a.trust) == std::tie(b.path, b.recursive, b.debounceMs, b.trust);
+}
+
 std::string joined(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
@@ -46,6 +51,7 @@ SourceManager::SourceManager(kj::AsyncIoContext& io, Sink sink, OpenConnector op
 SourceManager::~SourceManager() {
   links_.clear();
   commands_.clear();
+  folders_.clear();
 }
 
 void SourceManager::refuse(const config::Source& s, std::string reason) {
@@ -89,14 +95,28 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
     if (!same) spdlog::info("source '{}': {}, its command stopped", it->first, w == byName.end() ? "nobody wants it any more" : "configuration changed");
     it = same ? std::next(it) : commands_.erase(it);
   }
+  for (auto it = folders_.begin(); it != folders_.end();) {
+    auto w = byName.find(it->first);
+    if (w == byName.end() || !sameFolder(it->second->source(), *w->second)) {
+      spdlog::info("source '{}': stopped, {}", it->first,
+                   w == byName.end() ? "nobody wants it any more" : "its configuration changed (restarting it)");
+      it = folders_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   for (auto it = refused_.begin(); it != refused_.end();)
     it = byName.count(it->first) ? std::next(it) : refused_.erase(it);
   polls_.update(wanted);
 
   for (const auto& s : wanted) {
-    if (links_.count(s.name)) continue;
+    if (links_.count(s.name) || folders_.count(s.name)) continue;
     if (s.type == "webhook") continue;  // served by the control API at /hooks/<name> (hook_intake)
     if (s.type == "http" && options_.http) continue;  // polled by polls_ (http_poller.h)
+    if (s.type == "folder") {
+      startFolder(s);
+      continue;
+    }
     if (s.type == "command") {
       if (commands_.count(s.name)) continue;
       if (!options_.startCommand) {
@@ -118,6 +138,26 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
   }
 }
 
+bool SourceManager::startFolder(const config::Source& s) {
+  if (!options_.memory) {
+    refuse(s, fmt::format("source '{}': folder sources need the broker's store to remember what they reported; it "
+                          "is not started",
+                          s.name));
+    return false;
+  }
+  // Handed on directly: a folder source runs on this thread, not behind the inbox.
+  auto folder = std::make_unique<FolderSource>(io_, s, options_.memory, sink_, options_.folder);
+  if (auto why = folder->start()) {
+    refuse(s, std::move(*why));
+    return false;
+  }
+  refused_.erase(s.name);
+  spdlog::info("source '{}': started (folder {}{}, settles after {} ms)", s.name, s.path,
+               s.recursive ? " and its sub-folders" : "", s.debounceMs);
+  folders_[s.name] = std::move(folder);
+  return true;
+}
+
 std::vector<std::string> SourceManager::running() const {
   std::vector<std::string> out;
   for (const auto& [name, link] : links_)
@@ -125,6 +165,7 @@ std::vector<std::string> SourceManager::running() const {
   for (auto& name : polls_.names()) out.push_back(name);
   for (const auto& [name, command] : commands_)
     if (!command->notRunning()) out.push_back(name);
+  for (const auto& [name, folder] : folders_) out.push_back(name);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -147,6 +188,7 @@ kj::Promise<std::optional<std::string>> SourceManager::publish(const std::string
     return answer(
         fmt::format("source '{}' is a command: it only brings events in, nothing is published through it", source));
   if (it == links_.end()) {
+  if (folders_.count(source)) return answer(fmt::format("source '{}' is a folder: it only receives", source));
     auto r = refused_.find(source);
     if (r != refused_.end()) return answer("cannot publish through " + r->second.reason);
     return answer(fmt::format(

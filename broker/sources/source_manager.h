@@ -14,6 +14,7 @@
 
 #include "broker/sources/command_source.h"
 #include "broker/sources/draft.h"
+#include "broker/sources/folder_source.h"
 #include "broker/sources/http_poller.h"
 #include "broker/sources/mqtt_link.h"
 #include "broker/sources/wanted.h"
@@ -27,6 +28,8 @@ struct Options {
   CommandStarter startCommand;  // command sources: asks pined to run one (empty: they do not run)
   SourceStatus status;          // command sources: their status lines and memory in the store
   CommandLimits commandLimits;
+  std::shared_ptr<SourceMemory> memory;  // what folder sources remember; without it they do not run
+  FolderOptions folder;
 };
 
 class SourceManager {
@@ -63,15 +66,17 @@ class SourceManager {
   };
   void refuse(const config::Source& s, std::string reason);
   std::optional<std::string> whyNotStartable(const config::Source& s) const;
+  bool startFolder(const config::Source& s);  // folder_source.h; false when refused
 
   kj::AsyncIoContext& io_;
   Sink sink_;
   OpenConnector open_;
   Options options_;
-  std::map<std::string, std::unique_ptr<MqttLink>> links_;        // by source name
-  std::map<std::string, Refused> refused_;                        // wanted but not running
-  HttpPolls polls_;                                               // the `http` sources
+  std::map<std::string, std::unique_ptr<MqttLink>> links_;          // by source name
+  std::map<std::string, Refused> refused_;                          // wanted but not running
+  HttpPolls polls_;                                                 // the `http` sources
   std::map<std::string, std::unique_ptr<CommandSource>> commands_;  // by source name (command_source.h)
+  std::map<std::string, std::unique_ptr<FolderSource>> folders_;    // by source name (folder_source.h)
 };
 
 }  // namespace pine::sources

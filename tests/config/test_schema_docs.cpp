@@ -114,6 +114,10 @@ std::string readText(const std::string& path) {
 
 void writeFull(const TempHome& h) {
   h.write("pine.yaml", kFullPine);
+  // A watched folder must exist: one in the workspace of the source's own agent.
+  std::filesystem::create_directories(h.path("agents/everything/workspace/inbox"));
+  h.replace("pine.yaml", "path: /srv/inbox, recursive: true}",
+            "path: " + h.path("agents/everything/workspace/inbox") + ", recursive: true, debounceMs: 800, agent: everything}");
   h.write("models.yaml", kFullModels);
   h.write("agents/everything/agent.yaml", kFullAgent);
   h.write("source-types/imap.js", "export default {}\n");

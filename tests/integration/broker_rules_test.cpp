@@ -775,6 +775,7 @@ TEST_CASE("add_source: a folder in the workspace goes through, a connection is a
   writeHome(home, {{"relay-src", "description: src\ntools: [read, add_source]\n"}}, "");
   Pined pined(home, fixtureWorker(), {});
   const std::string ws = home + "/agents/relay-src/workspace";
+  std::filesystem::create_directories(ws + "/inbox");  // a watched folder must exist
   auto add = [&](const std::string& source, bool forAll = false) {
     return "CALL add_source {\"source\": " + source + (forAll ? ", \"forAllAgents\": true" : "") + "}\n";
   };

@@ -89,6 +89,17 @@ TEST_CASE("setup: add_source") {
   check("for all agents: main asked", decideAddSource(main, setupFacts(), forAll), Decision::Ask);
   auto v = decideAddSource(gonzo, setupFacts(Mode::Auto, true), outside);
   CHECK(v.reason.find("web page") != std::string::npos);
+  // A folder outside the workspace: the owner's yes in every mode, with the path in the question.
+  AddSourceRequest folder{"scans", true, false, false, false, "/srv/scans"};
+  for (auto mode : {Mode::Auto, Mode::Manual, Mode::Bypass}) {
+    auto f = decideAddSource(gonzo, setupFacts(mode), folder);
+    CHECK(f.decision == Decision::Ask);
+    CHECK(f.reason.find("/srv/scans") != std::string::npos);
+  }
+  auto inWsNamed = inWs;
+  inWsNamed.folder = "/home/pine/agents/gonzo/workspace/notes";
+  check("a folder in its workspace, named, still goes through", decideAddSource(gonzo, setupFacts(), inWsNamed),
+        Decision::Allow);
 }
 
 TEST_CASE("setup: add_source of an http source asks in every mode, naming the address and the local network") {

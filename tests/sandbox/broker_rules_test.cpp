@@ -111,3 +111,32 @@ TEST_CASE("TCP for the broker: bind on the control API's port, connect to the MQ
     CHECK(noted);
   }
 }
+
+TEST_CASE("Landlock for the broker: a watched folder in a workspace is readable, the rest of the workspace is not") {
+  BrokerTree t;
+  std::string ws = t.home + "/agents/main/workspace";
+  std::filesystem::create_directories(ws + "/inbox");
+  std::filesystem::create_directories(ws + "/private");
+  std::ofstream(ws + "/notes.txt") << "mine\n";
+  BrokerPaths b;
+  b.pineHome = t.home;
+  b.program = t.root + "/bin/pine-broker";
+  b.workspaces = {ws};
+  b.watchedFolders = {ws + "/inbox"};
+  Policy p = brokerPolicy(b);
+  for (bool masks : {true, false}) {  // with a mount namespace (masks hide the denied) and without
+    CAPTURE(masks);
+    auto rules = byPath(masks ? ll::computeRules(p, 6, {}, p.denyRead) : ll::computeRules(p, 6, {}));
+    REQUIRE(rules.count(ws + "/inbox"));
+    CHECK((rules[ws + "/inbox"] & (ll::kReadFile | ll::kReadDir)) == (ll::kReadFile | ll::kReadDir));
+    CHECK((rules[ws + "/inbox"] & (ll::kWriteFile | ll::kMakeReg | ll::kRemoveFile)) == 0);
+    if (!masks) {
+      // Nothing else of the workspace, and nothing above it, can be read: a file made there later has no rule.
+      CHECK((rules[ws] & ll::kReadFile) == 0);
+      CHECK((rules[ws] & ll::kReadDir) == 0);
+      CHECK(rules.count(ws + "/notes.txt") == 0);
+      CHECK(rules.count(ws + "/private") == 0);
+      CHECK((rules[t.home + "/agents/main"] & ll::kReadFile) == 0);
+    }
+  }
+}

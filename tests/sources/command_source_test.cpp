@@ -260,10 +260,7 @@ TEST_CASE("command source: a start pined refuses is listed as not running, with 
   pine::sources::Options options;
   options.startCommand = h.starter({"/bin/true"});
   options.status = h.status();
-  pine::sources::OpenConnector noMqtt = [](const pine::config::Source&) -> kj::Promise<kj::Own<kj::AsyncCapabilityStream>> {
-    KJ_FAIL_REQUIRE("no mqtt source here");
-  };
-  pine::sources::SourceManager manager(h.loop.io, h.loop.sink(), noMqtt, options);
+  pine::sources::SourceManager manager(h.loop.io, h.loop.sink(), noConnectors(), options);
   auto s = commandSource("interval", 60);
   manager.update({s});
   REQUIRE(h.loop.until([&] { return !manager.notRunning().empty(); }, 5s));

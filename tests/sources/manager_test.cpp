@@ -247,14 +247,14 @@ TEST_CASE("manager: types not implemented yet are logged once and not started") 
   Loop loop;
   Connectors conns;
   SourceManager manager(loop.io, loop.sink(), conns.opener(loop.io), fast());
-  pine::config::Source folder;
+  pine::config::Source folder;  // an FTP drop: not implemented yet
   folder.name = "drop";
-  folder.type = "folder";
-  folder.path = "/tmp/x";
+  folder.type = "ftp";
+  folder.port = 2121;
   manager.update({folder});
   manager.update({folder});
   CHECK(manager.running().empty());
-  CHECK(log.occurrences("source 'drop': type 'folder' is not implemented yet") == 1);
+  CHECK(log.occurrences("source 'drop': type 'ftp' is not implemented yet") == 1);
   auto bad = mqttSource("bad", "mqtt://user:pw@127.0.0.1:1", {"x"});
   manager.update({folder, bad});
   CHECK(manager.running().empty());

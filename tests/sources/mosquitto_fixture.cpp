@@ -265,6 +265,12 @@ Connectors::~Connectors() {
 
 void Connectors::setSecret(const std::string& name, const std::string& value) { store_->set(name, value); }
 
+pine::sources::OpenConnector noConnectors() {
+  return [](const pine::config::Source& s) -> kj::Promise<kj::Own<kj::AsyncCapabilityStream>> {
+    KJ_FAIL_REQUIRE("this test starts no MQTT connector", s.name);
+  };
+}
+
 pine::sources::OpenConnector Connectors::opener(kj::AsyncIoContext& io) {
   return [this, &io](const pine::config::Source& s) -> kj::Promise<kj::Own<kj::AsyncCapabilityStream>> {
     pine::mqtt::JobSpec spec;

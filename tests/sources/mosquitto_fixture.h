@@ -90,6 +90,9 @@ struct Loop {
   bool until(const std::function<bool()>& done, std::chrono::milliseconds timeout);
 };
 
+// For managers that run no mqtt source: a start fails, saying so.
+pine::sources::OpenConnector noConnectors();
+
 // Starts pine-mqtt (PINE_BIN_DIR) as pined does, without pined's sandbox: the job from
 // pine::mqttJobFor with the values of a .env of the test's own, fast reconnects.
 class Connectors {

@@ -1,0 +1,30 @@
+// SourceMemory on the store's source_state and source_status tables.
+#include "broker/store/store.h"
+#include "broker/sources/source_memory.h"
+#include "common/log.h"
+
+namespace pine::sources {
+namespace {
+
+class StoreMemory final : public SourceMemory {
+ public:
+  explicit StoreMemory(store::Store& store) : store_(store) {}
+  std::map<std::string, std::string> recall(const std::string& source) override { return store_.sourceStates(source); }
+  void remember(const std::string& source, const std::string& key, const std::string& value) override {
+    store_.putSourceState(source, key, value, nowMs());
+  }
+  void forget(const std::string& source, const std::string& key) override { store_.removeSourceState(source, key); }
+  void noteEvent(const std::string& source) override { store_.noteSourceEvents(source, nowMs(), 1); }
+  void noteError(const std::string& source, const std::string& error) override {
+    store_.noteSourceError(source, nowMs(), error);
+  }
+
+ private:
+  store::Store& store_;
+};
+
+}  // namespace
+
+std::shared_ptr<SourceMemory> storeMemory(store::Store& store) { return std::make_shared<StoreMemory>(store); }
+
+}  // namespace pine::sources

@@ -1,0 +1,168 @@
+// Folder sources with the real pined and broker in its real sandbox: the broker can read the
+// configured folders (one outside the home, one in main's workspace) and nothing beside them
+// (tried from inside by tests/fixtures/probe-broker); a new file becomes one event with its name,
+// size and sha256, a link to .env becomes none; nothing is reported twice across a restart, what
+// was added while pine was down is reported once; a folder added by the owner's reload is watched
+// (pined restarts the broker so that its sandbox holds it).
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/integration/harness.h"
+
+using namespace pine::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// sha256 of "hello\n"
+const char* kHelloSha = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
+
+std::vector<nlohmann::json> folderEvents(Pined& pined, const std::string& source) {
+  std::vector<nlohmann::json> out;
+  auto j = pined.api("GET", "/v1/events?topic=folder/" + source + "/%23&limit=1000").json();
+  if (j.is_object() && j.contains("events"))
+    for (auto& e : j["events"]) out.push_back(e);
+  return out;
+}
+
+size_t countNamed(const std::vector<nlohmann::json>& events, const std::string& name) {
+  size_t n = 0;
+  for (auto& e : events) n += e["payload"].value("name", "") == name;
+  return n;
+}
+
+void appendSources(const std::string& home, const std::string& entries) {
+  writeText(home + "/pine.yaml", readText(home + "/pine.yaml") + "sources:\n" + entries);
+}
+
+}  // namespace
+
+TEST_CASE("from inside the broker's sandbox: the configured folders are readable, their neighbours are not") {
+  LINUX_BACKEND_ONLY();
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  std::string watched = dir.path() + "/watched", beside = dir.path() + "/beside";
+  std::string ws = home + "/agents/main/workspace";
+  writeMinimalConfig(home, {"main"});
+  for (auto& d : {watched, beside, ws + "/inbox", ws + "/private"}) std::filesystem::create_directories(d);
+  writeText(watched + "/in.txt", "hello\n");
+  writeText(beside + "/secret.txt", "not for the broker\n");
+  writeText(ws + "/inbox/in.txt", "hello\n");
+  writeText(ws + "/notes.txt", "the agent's own\n");
+  writeText(ws + "/private/p.txt", "the agent's own\n");
+  appendSources(home, "  - {name: drop, type: folder, path: " + watched + "}\n"
+                      "  - {name: mine, type: folder, agent: main, path: " + ws + "/inbox}\n");
+  writeText(home + "/probe-paths", watched + "/\n" + watched + "/in.txt\n" + beside + "/\n" + beside + "/secret.txt\n" +
+                                       ws + "/inbox/\n" + ws + "/inbox/in.txt\n" + ws + "/\n" + ws + "/notes.txt\n" + ws +
+                                       "/private/p.txt\n" + home + "/.env\n");
+  writeText(home + "/.env", "PROBE_SECRET=never-read-by-the-broker-1234\n");
+  chmod((home + "/.env").c_str(), 0600);
+  Pined pined(home, {"--broker-program", testBinDir() + "/fixtures/probe-broker"}, {}, /*waitForApi=*/false);
+  std::string path = home + "/data/probe-result.json";
+  REQUIRE_MESSAGE(waitUntil([&] { return access(path.c_str(), F_OK) == 0; }, 10s), tailOf(pined.stderrText(), 4000));
+  auto r = nlohmann::json::parse(readText(path));
+  auto p = r["paths"];
+  INFO(p.dump(2));
+  // The legitimate use.
+  CHECK(p[watched + "/"] == 0);
+  CHECK(p[watched + "/in.txt"] == 0);
+  if (geteuid() != 0) {  // as root the workspace is the agent's own user's, closed to the broker's user
+    CHECK(p[ws + "/inbox/"] == 0);
+    CHECK(p[ws + "/inbox/in.txt"] == 0);
+  }
+  // What it may not read: a folder beside the configured one, the rest of the workspace, .env.
+  CHECK(p[beside + "/"] == EACCES);
+  CHECK(p[beside + "/secret.txt"] == EACCES);
+  // The workspace's other entries stay closed. (With a mount namespace its names can be listed:
+  // docs/sources.md says so.)
+  CHECK(p[ws + "/notes.txt"] != 0);
+  CHECK(p[ws + "/private/p.txt"] != 0);
+  CHECK(p[home + "/.env"] != 0);
+}
+
+TEST_CASE("folder source through the real broker: one event per new file, links not followed, none twice") {
+  LINUX_BACKEND_ONLY();
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  std::string watched = dir.path() + "/watched";
+  writeMinimalConfig(home, {"main"});
+  std::filesystem::create_directories(watched);
+  writeText(home + "/.env", "PINE_TEST_SECRET=never-in-an-event-5678\n");
+  chmod((home + "/.env").c_str(), 0600);
+  writeText(watched + "/before.txt", "hello\n");
+  std::filesystem::create_symlink(home + "/.env", watched + "/env-link");
+  std::filesystem::create_symlink("/etc/passwd", watched + "/passwd");
+  appendSources(home, "  - {name: drop, type: folder, path: " + watched + ", start: always, debounceMs: 100}\n");
+  {
+    Pined pined(home, {}, {});
+    REQUIRE_MESSAGE(waitUntil([&] { return countNamed(folderEvents(pined, "drop"), "before.txt") == 1; }, 10s),
+                    tailOf(pined.stderrText(), 4000));
+    writeText(watched + "/new.txt", "hello\n");
+    REQUIRE(waitUntil([&] { return countNamed(folderEvents(pined, "drop"), "new.txt") == 1; }, 10s));
+    auto events = folderEvents(pined, "drop");
+    for (auto& e : events) {
+      CHECK(e["trust"] == "untrusted");
+      CHECK(e["source"] == "drop");
+      CHECK(e.dump().find("never-in-an-event") == std::string::npos);
+      CHECK(e["payload"]["name"] != "env-link");
+      CHECK(e["payload"]["name"] != "passwd");
+    }
+    for (auto& e : events)
+      if (e["payload"]["name"] == "new.txt") {
+        CHECK(e["topic"] == "folder/drop/new");
+        CHECK(e["payload"]["size"] == 6);
+        CHECK(e["payload"]["sha256"] == kHelloSha);
+      }
+    CHECK(events.size() == 2);
+    CHECK(pined.stop() == 0);
+  }
+  writeText(watched + "/while-down.txt", "hello\n");
+  Pined pined(home, {}, {});
+  REQUIRE(waitUntil([&] { return countNamed(folderEvents(pined, "drop"), "while-down.txt") == 1; }, 10s));
+  std::this_thread::sleep_for(1s);
+  auto events = folderEvents(pined, "drop");
+  CHECK(countNamed(events, "before.txt") == 1);
+  CHECK(countNamed(events, "new.txt") == 1);
+  CHECK(events.size() == 3);
+}
+
+TEST_CASE("a folder added by the owner's reload: pined restarts the broker, whose sandbox then holds it") {
+  LINUX_BACKEND_ONLY();
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  std::string first = dir.path() + "/first", second = dir.path() + "/second";
+  writeMinimalConfig(home, {"main"});
+  std::filesystem::create_directories(first);
+  std::filesystem::create_directories(second);
+  std::string base = readText(home + "/pine.yaml");
+  appendSources(home, "  - {name: one, type: folder, path: " + first + ", start: always, debounceMs: 100}\n");
+  Pined pined(home, {}, {});
+  pid_t broker = pined.rolePid("broker");
+  REQUIRE(broker > 0);
+  // A reload that changes no folder keeps the broker.
+  auto reload = pined.ctl({"reload"});
+  CHECK_MESSAGE(reload.exitCode == 0, std::string(reload.out + reload.err));
+  std::this_thread::sleep_for(500ms);
+  CHECK(pined.rolePid("broker") == broker);
+  writeText(home + "/pine.yaml", base + "sources:\n  - {name: one, type: folder, path: " + first +
+                                     ", start: always, debounceMs: 100}\n  - {name: two, type: folder, path: " + second +
+                                     ", start: always, debounceMs: 100}\n");
+  reload = pined.ctl({"reload"});
+  CHECK_MESSAGE(reload.exitCode == 0, std::string(reload.out + reload.err));
+  REQUIRE_MESSAGE(waitUntil([&] { pid_t now = pined.rolePid("broker"); return now > 0 && now != broker; }, 15s),
+                  tailOf(pined.stderrText(), 4000));
+  REQUIRE(waitUntil([&] { return pined.api("GET", "/v1/events?limit=1").status == 200; }, 15s));
+  writeText(second + "/b.txt", "hello\n");
+  CHECK_MESSAGE(waitUntil([&] { return countNamed(folderEvents(pined, "two"), "b.txt") == 1; }, 10s),
+                tailOf(pined.stderrText(), 4000));
+  bool audited = false;
+  for (auto& e : pined.auditJson("broker.restart")) audited |= e.value("reason", "").find("folder") != std::string::npos;
+  CHECK(audited);
+}

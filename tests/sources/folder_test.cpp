@@ -1,0 +1,295 @@
+// Folder sources against real folders in a temp dir and a real store: new, changed and removed
+// files once each after they settle, what was reported kept across a restart, recursion, links
+// never followed (not to /etc/passwd, not to a .env), .env never read, a flood bounded.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "broker/sources/folder_source.h"
+#include "broker/sources/source_manager.h"
+#include "broker/store/store.h"
+#include "tests/sources/mosquitto_fixture.h"
+
+using namespace sources_test;
+using namespace std::chrono_literals;
+using pine::sources::Draft;
+using pine::sources::FolderOptions;
+using pine::sources::FolderSource;
+using pine::sources::SourceManager;
+
+namespace {
+
+// sha256 of "hello\n"
+const char* kHelloSha = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
+
+struct Dir {
+  std::string path;
+  Dir() {
+    char tmpl[] = "/tmp/pine-folder-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+    std::filesystem::create_directories(path + "/watched");
+  }
+  ~Dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string watched() const { return path + "/watched"; }
+};
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// A store, a loop, and what was committed: the sink commits each draft to the real store, then
+// calls its `committed`, as the broker's event bus does.
+struct Rig {
+  Dir dir;
+  std::unique_ptr<pine::store::Store> store = pine::store::Store::open(dir.path + "/pine.db");
+  std::shared_ptr<pine::sources::SourceMemory> memory = pine::sources::storeMemory(*store);
+  Loop loop;
+  std::vector<nlohmann::json> events;  // payloads, with "topic" and "trust" added
+  int committedCount = 0;
+  pine::sources::Sink sink() {
+    return [this](Draft d) {
+      std::vector<pine::store::Event> batch(1);
+      batch[0].id = "e" + std::to_string(++committedCount);
+      batch[0].topic = d.topic;
+      batch[0].source = d.source;
+      batch[0].trust = d.trust;
+      batch[0].payload = d.payload;
+      batch[0].origin = "source:" + d.source;
+      batch[0].timeMs = 1;
+      store->appendEvents(batch);
+      auto j = nlohmann::json::parse(d.payload);
+      j["topic"] = d.topic;
+      j["trust"] = d.trust;
+      events.push_back(j);
+      if (d.committed) d.committed();
+    };
+  }
+  pine::config::Source source(bool recursive = false, int debounceMs = 150) {
+    pine::config::Source s;
+    s.name = "drop";
+    s.type = "folder";
+    s.path = dir.watched();
+    s.recursive = recursive;
+    s.debounceMs = debounceMs;
+    return s;
+  }
+  std::unique_ptr<FolderSource> start(const pine::config::Source& s, FolderOptions o = {}) {
+    auto f = std::make_unique<FolderSource>(loop.io, s, memory, sink(), o);
+    auto why = f->start();
+    REQUIRE_MESSAGE(!why, *why);
+    return f;
+  }
+  size_t named(const std::string& name, const std::string& change = "") const {
+    size_t n = 0;
+    for (auto& e : events) n += e["name"] == name && (change.empty() || e["change"] == change);
+    return n;
+  }
+  bool waitFor(const std::string& name, const std::string& change) {
+    return loop.until([&] { return named(name, change) > 0; }, 5s);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("folder: a new file is one event with its name, size and sha256, after it settles") {
+  Rig rig;
+  auto src = rig.start(rig.source());
+  write(rig.dir.watched() + "/a.txt", "hello\n");
+  REQUIRE(rig.waitFor("a.txt", "new"));
+  rig.loop.run(500ms);  // nothing more comes
+  REQUIRE(rig.events.size() == 1);
+  auto& e = rig.events[0];
+  CHECK(e["size"] == 6);
+  CHECK(e["sha256"] == kHelloSha);
+  CHECK(e["topic"] == "folder/drop/new");
+  CHECK(e["trust"] == "untrusted");
+  // Remembered in the store once committed: name -> size, mtime, sha256.
+  auto kept = rig.store->sourceState("drop", "a.txt");
+  REQUIRE(kept);
+  CHECK(kept->find(kHelloSha) != std::string::npos);
+  CHECK(rig.store->sourceStatus("drop")->events == 1);
+}
+
+TEST_CASE("folder: a file written in pieces is reported once, after the last piece settled") {
+  Rig rig;
+  auto src = rig.start(rig.source(false, 800));  // gaps of 100 ms: far below it, even on a busy machine
+  std::string path = rig.dir.watched() + "/big.log";
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  for (int i = 0; i < 6; ++i) {
+    REQUIRE(::write(fd, "piece\n", 6) == 6);
+    rig.loop.run(100ms);  // each gap shorter than the debounce
+  }
+  close(fd);
+  CHECK(rig.events.empty());  // still being written a moment ago
+  REQUIRE(rig.waitFor("big.log", "new"));
+  rig.loop.run(700ms);
+  REQUIRE(rig.events.size() == 1);
+  CHECK(rig.events[0]["size"] == 36);
+}
+
+TEST_CASE("folder: a changed file is one 'changed' event; a touch without new content is none; removal is one") {
+  Rig rig;
+  write(rig.dir.watched() + "/a.txt", "hello\n");
+  auto src = rig.start(rig.source());
+  REQUIRE(rig.waitFor("a.txt", "new"));
+  write(rig.dir.watched() + "/a.txt", "hello, world\n");
+  REQUIRE(rig.waitFor("a.txt", "changed"));
+  rig.loop.run(400ms);
+  CHECK(rig.named("a.txt", "changed") == 1);
+  CHECK(rig.events.back()["size"] == 13);
+  // Same bytes, new mtime: nothing new to say.
+  size_t before = rig.events.size();
+  struct timespec later[2] = {{0, UTIME_NOW}, {time(nullptr) + 100, 0}};
+  REQUIRE(utimensat(AT_FDCWD, (rig.dir.watched() + "/a.txt").c_str(), later, 0) == 0);
+  rig.loop.run(600ms);
+  CHECK(rig.events.size() == before);
+  std::filesystem::remove(rig.dir.watched() + "/a.txt");
+  REQUIRE(rig.waitFor("a.txt", "removed"));
+  CHECK(rig.events.back()["topic"] == "folder/drop/removed");
+  CHECK(!rig.store->sourceState("drop", "a.txt"));
+}
+
+TEST_CASE("folder: after a restart, unchanged files are not reported again; what changed while down is, once") {
+  Rig rig;
+  write(rig.dir.watched() + "/same.txt", "hello\n");
+  write(rig.dir.watched() + "/edited.txt", "v1\n");
+  write(rig.dir.watched() + "/gone.txt", "bye\n");
+  {
+    auto src = rig.start(rig.source());
+    REQUIRE(rig.loop.until([&] { return rig.events.size() == 3; }, 5s));
+  }
+  rig.events.clear();
+  // While nobody watches.
+  write(rig.dir.watched() + "/edited.txt", "v2, longer\n");
+  write(rig.dir.watched() + "/added.txt", "new\n");
+  std::filesystem::remove(rig.dir.watched() + "/gone.txt");
+  auto src = rig.start(rig.source());
+  REQUIRE(rig.loop.until([&] { return rig.events.size() >= 3; }, 5s));
+  rig.loop.run(500ms);
+  CHECK(rig.events.size() == 3);
+  CHECK(rig.named("edited.txt", "changed") == 1);
+  CHECK(rig.named("added.txt", "new") == 1);
+  CHECK(rig.named("gone.txt", "removed") == 1);
+  CHECK(rig.named("same.txt") == 0);
+  // And a third start finds nothing at all.
+  src.reset();
+  rig.events.clear();
+  src = rig.start(rig.source());
+  rig.loop.run(600ms);
+  CHECK(rig.events.empty());
+}
+
+TEST_CASE("folder: sub-folders only with recursive, including ones made after the start") {
+  Rig rig;
+  std::filesystem::create_directories(rig.dir.watched() + "/sub/deeper");
+  write(rig.dir.watched() + "/sub/deeper/x.txt", "x\n");
+  write(rig.dir.watched() + "/top.txt", "top\n");
+  SUBCASE("not recursive") {
+    auto src = rig.start(rig.source(false));
+    REQUIRE(rig.waitFor("top.txt", "new"));
+    std::filesystem::create_directories(rig.dir.watched() + "/later");
+    write(rig.dir.watched() + "/later/y.txt", "y\n");
+    write(rig.dir.watched() + "/sub/z.txt", "z\n");
+    rig.loop.run(700ms);
+    CHECK(rig.events.size() == 1);
+  }
+  SUBCASE("recursive") {
+    auto src = rig.start(rig.source(true));
+    REQUIRE(rig.waitFor("sub/deeper/x.txt", "new"));
+    REQUIRE(rig.waitFor("top.txt", "new"));
+    std::filesystem::create_directories(rig.dir.watched() + "/later/on");
+    write(rig.dir.watched() + "/later/on/y.txt", "y\n");
+    REQUIRE(rig.waitFor("later/on/y.txt", "new"));
+    write(rig.dir.watched() + "/sub/z.txt", "z\n");
+    REQUIRE(rig.waitFor("sub/z.txt", "new"));
+    // A folder removed with its files: each reported file is removed.
+    std::filesystem::remove_all(rig.dir.watched() + "/later");
+    REQUIRE(rig.waitFor("later/on/y.txt", "removed"));
+  }
+}
+
+TEST_CASE("folder: links are never followed, .env never read: nothing of /etc/passwd or a .env reaches an event") {
+  Rig rig;
+  // A stand-in for pine's .env outside the folder, and links to it and to /etc/passwd inside.
+  write(rig.dir.path + "/.env", "PINE_SECRET=never-in-an-event-1234\n");
+  write(rig.dir.path + "/outside.txt", "outside\n");
+  std::filesystem::create_directories(rig.dir.path + "/outside-dir");
+  write(rig.dir.path + "/outside-dir/inner.txt", "inner\n");
+  std::string w = rig.dir.watched();
+  std::filesystem::create_symlink("/etc/passwd", w + "/passwd");
+  std::filesystem::create_symlink(rig.dir.path + "/.env", w + "/env-link");
+  std::filesystem::create_symlink(rig.dir.path + "/outside-dir", w + "/dir-link");
+  write(w + "/.env", "LOCAL_SECRET=also-never-read\n");
+  write(w + "/.ENV.local", "X=1\n");
+  write(w + "/ok.txt", "hello\n");
+  auto src = rig.start(rig.source(true));
+  REQUIRE(rig.waitFor("ok.txt", "new"));
+  // Made while watched: a link to the outside file, and a file replaced by a link.
+  std::filesystem::create_symlink(rig.dir.path + "/outside.txt", w + "/late-link");
+  std::filesystem::remove(w + "/ok.txt");
+  std::filesystem::create_symlink("/etc/passwd", w + "/ok.txt");
+  rig.loop.run(800ms);
+  for (auto& e : rig.events) {
+    std::string name = e["name"];
+    CHECK_MESSAGE((name == "ok.txt"), e.dump());
+    CHECK(e.dump().find("never") == std::string::npos);
+  }
+  CHECK(rig.named("ok.txt", "removed") == 1);  // a file that became a link is gone as a file
+  CHECK(rig.store->sourceStates("drop").empty());
+}
+
+TEST_CASE("folder: a flood is bounded by the queue; what did not fit is counted and reported later, once") {
+  Rig rig;
+  FolderOptions o;
+  o.maxPending = 40;
+  auto src = rig.start(rig.source(false, 100), o);
+  for (int i = 0; i < 300; ++i) write(rig.dir.watched() + "/f" + std::to_string(i), std::to_string(i));
+  REQUIRE(rig.loop.until([&] { return rig.events.size() >= 300; }, 20s));
+  rig.loop.run(500ms);
+  CHECK(rig.events.size() == 300);
+  std::set<std::string> names;
+  for (auto& e : rig.events) names.insert(e["name"].get<std::string>());
+  CHECK(names.size() == 300);
+  CHECK(src->dropped() > 0);
+  auto status = rig.store->sourceStatus("drop");
+  REQUIRE(status);
+  CHECK(status->error.find("too many changed files") != std::string::npos);
+}
+
+TEST_CASE("folder: the manager starts it while wanted, stops it, and says why one cannot run") {
+  Rig rig;
+  pine::sources::Options o;
+  o.memory = rig.memory;
+  SourceManager manager(rig.loop.io, rig.sink(), noConnectors(), o);
+  auto s = rig.source();
+  auto missing = s;
+  missing.name = "missing";
+  missing.path = rig.dir.path + "/nope";
+  manager.update({s, missing});
+  CHECK(manager.running() == std::vector<std::string>{"drop"});
+  CHECK(manager.notRunning()["missing"].find("No such file or directory") != std::string::npos);
+  write(rig.dir.watched() + "/a.txt", "hello\n");
+  REQUIRE(rig.waitFor("a.txt", "new"));
+  CHECK(manager.publish("drop", "x/y", "{}").wait(rig.loop.io.waitScope)->find("only receives") != std::string::npos);
+  manager.update({});  // nobody wants it: stopped, and nothing more is heard
+  CHECK(manager.running().empty());
+  write(rig.dir.watched() + "/b.txt", "hello\n");
+  rig.loop.run(500ms);
+  CHECK(rig.named("b.txt") == 0);
+  // Without a store to remember in, a folder source does not run.
+  SourceManager bare(rig.loop.io, rig.sink(), noConnectors());
+  bare.update({s});
+  CHECK(bare.notRunning()["drop"].find("store") != std::string::npos);
+}
