@@ -7,6 +7,7 @@
 
 #include "broker/control_api.h"
 #include "broker/owner_api.h"
+#include "broker/program_start.h"
 #include "broker/telegram/channels.h"
 #include "broker/task_recovery.h"
 #include "common/fd.h"
@@ -160,7 +161,9 @@ kj::Promise<void> Broker::run() {
   schedules_->armAll();
   telegram_->update();
   if (pinedRestarted && !sandboxNote_.empty()) telegram_->notice("sandboxDegraded", "pine: " + sandboxNote_);
-  router_->startSources(io_, [this](store::Event e) { background_.add(bus_->publish(std::move(e)).ignoreResult()); });
+  router_->startSources(
+      io_, [this](store::Event e) { background_.add(bus_->publish(std::move(e)).ignoreResult()); },
+      [this](const std::string& source) { return startSourceProgram(*io_.lowLevelProvider, supervisor_, source); });
   purgeOld();
   background_.add(supervisor_.readyRequest().send().ignoreResult());
   spdlog::info("broker {} ready; control API on unix:{} and http://{}:{}", getpid(), home_.socket(),

@@ -139,7 +139,18 @@ void EventRouter::deliverToSubscriptions(const store::Event& e) {
   }
 }
 
-void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish) {
+void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish,
+                               sources::ProgramStarter startProgram) {
+  sources::Options options;
+  options.startProgram = std::move(startProgram);
+  options.report = [this](const std::string& source, const std::string& found, const std::string& error) {
+    try {
+      if (error.empty()) store_.noteSourceLook(source, nowMs(), found);
+      else store_.noteSourceError(source, nowMs(), error);
+    } catch (std::exception& e) {
+      spdlog::warn("sources: could not note {}'s status: {}", source, e.what());
+    }
+  };
   // What a source hears is an event like any other: committed, then routed and delivered.
   sources_ = std::make_unique<sources::SourceManager>(io, [publish = std::move(publish)](sources::Draft d) {
     store::Event e;
@@ -149,7 +160,7 @@ void EventRouter::startSources(kj::AsyncIoContext& io, std::function<void(store:
     e.trust = d.trust;
     e.payload = d.payload;
     publish(std::move(e));
-  });
+  }, std::move(options));
   saving_ = saveCounts(io.provider->getTimer()).eagerlyEvaluate([](kj::Exception&& e) {
     spdlog::error("sources: counting events stopped: {}", e.getDescription().cStr());
   });

@@ -37,7 +37,9 @@ class EventRouter {
   // events counted so far (channels: the owner channels' states, filled in by the caller).
   SourceFacts sourceFacts() const;
   // Starts the source manager; what a source hears is published through `publish`.
-  void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish);
+  // Source programs are started by pined through `startProgram`.
+  void startSources(kj::AsyncIoContext& io, std::function<void(store::Event)> publish,
+                    sources::ProgramStarter startProgram = nullptr);
   // Starts the sources someone wants and stops the rest.
   void updateSources();
   std::optional<std::string> publishToSource(const std::string& source, const std::string& topic,

@@ -26,6 +26,8 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> telegram(TelegramContext context) override;
   kj::Promise<void> telegramFile(TelegramFileContext context) override;
   kj::Promise<void> checkHook(CheckHookContext context) override;
+  kj::Promise<void> startSourceProgram(StartSourceProgramContext context) override;
+  kj::Promise<void> sourceProgram(SourceProgramContext context) override;
 
  private:
   Supervisor& sup_;

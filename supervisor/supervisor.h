@@ -82,6 +82,9 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   // A child forked for a helper job ("egress"): reaped and audited like the others.
   void adoptChild(pid_t pid, const std::string& role);
   void killChild(pid_t pid, const std::string& role);
+  // A source program (source_program.cpp): reaped and audited like the others, killed with the
+  // broker that asked for it and at shutdown; resolves with its wait status.
+  kj::ForkedPromise<int> adoptSourceProgram(pid_t pid, const std::string& source);
   const Home& home() const { return options_.home; }
   // After `pinectl secret set/unset`: configuration may name the secret now.
   void secretsChanged();

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <set>
 #include <tuple>
 
 #include "broker/policy/topics.h"
@@ -13,6 +14,12 @@ namespace {
 bool sameConnection(const config::Source& a, const config::Source& b) {
   return std::tie(a.type, a.url, a.topics, a.publish, a.usernameSecret, a.passwordSecret, a.trust) ==
          std::tie(b.type, b.url, b.topics, b.publish, b.usernameSecret, b.passwordSecret, b.trust);
+}
+
+// A source that names a program (`use`), or whose type is a registered sourceTypes entry.
+bool runsProgram(const config::Source& s) {
+  static const std::set<std::string> builtin = {"webhook", "mqtt", "folder", "http", "command", "telegram", "ftp"};
+  return !s.use.empty() || !builtin.count(s.type);
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -35,6 +42,7 @@ SourceManager::SourceManager(kj::AsyncIoContext& io, Sink sink, Options options)
 SourceManager::~SourceManager() {
   // Join every client thread before the inbox they write to goes away.
   clients_.clear();
+  programs_.clear();
 }
 
 kj::Promise<void> SourceManager::pump() {
@@ -100,12 +108,29 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
       ++it;
     }
   }
+  for (auto it = programs_.begin(); it != programs_.end();) {
+    auto w = byName.find(it->first);
+    bool keep = w != byName.end() && sameProgram(it->second->source(), *w->second);
+    if (!keep) spdlog::info("source '{}': stopping its program ({})", it->first, w == byName.end() ? "nobody wants it any more" : "configuration changed");
+    it = keep ? std::next(it) : programs_.erase(it);
+  }
   for (auto it = refused_.begin(); it != refused_.end();)
     it = byName.count(it->first) ? std::next(it) : refused_.erase(it);
 
   for (const auto& s : wanted) {
     if (clients_.count(s.name)) continue;
     if (s.type == "webhook") continue;  // served by the control API at /hooks/<name> (hook_intake)
+    if (runsProgram(s)) {
+      if (programs_.count(s.name)) continue;
+      if (!options_.startProgram) {
+        refuse(s, fmt::format("source '{}': source programs are not started here", s.name));
+        continue;
+      }
+      refused_.erase(s.name);
+      programs_[s.name] = std::make_unique<ProgramSource>(io_.provider->getTimer(), s, options_.startProgram, sink_,
+                                                          options_.report);
+      continue;
+    }
     MqttAddress address;
     if (auto why = whyNotStartable(s, address)) {
       refuse(s, std::move(*why));
@@ -126,17 +151,26 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
 std::vector<std::string> SourceManager::running() const {
   std::vector<std::string> out;
   for (const auto& [name, client] : clients_) out.push_back(name);
+  for (const auto& [name, program] : programs_)
+    if (!program->whyNotRunning()) out.push_back(name);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
 std::map<std::string, std::string> SourceManager::notRunning() const {
   std::map<std::string, std::string> out;
   for (const auto& [name, r] : refused_) out[name] = r.reason;
+  for (const auto& [name, program] : programs_)
+    if (auto why = program->whyNotRunning()) out[name] = *why;
   return out;
 }
 
 std::optional<std::string> SourceManager::publish(const std::string& source, const std::string& topic,
                                                   const std::string& payload) {
+  if (auto p = programs_.find(source); p != programs_.end()) {
+    if (auto why = checkPublishTopic(p->second->source(), topic)) return why;
+    return p->second->publish(topic, payload);
+  }
   auto it = clients_.find(source);
   if (it == clients_.end()) {
     auto r = refused_.find(source);
@@ -146,7 +180,12 @@ std::optional<std::string> SourceManager::publish(const std::string& source, con
         "start: always",
         source);
   }
-  const config::Source& s = it->second->source();
+  if (auto why = checkPublishTopic(it->second->source(), topic)) return why;
+  return it->second->publish(topic, payload);
+}
+
+std::optional<std::string> SourceManager::checkPublishTopic(const config::Source& s, const std::string& topic) const {
+  const std::string& source = s.name;
   if (auto why = policy::validateTopic(topic))
     return fmt::format("source '{}' cannot publish on '{}': {}", source, topic, *why);
   if (s.publish.empty())
@@ -155,7 +194,7 @@ std::optional<std::string> SourceManager::publish(const std::string& source, con
         "list to send there",
         source, topic);
   for (const auto& pattern : s.publish)
-    if (policy::topicMatches(pattern, topic)) return it->second->publish(topic, payload);
+    if (policy::topicMatches(pattern, topic)) return std::nullopt;
   return fmt::format("source '{}' may not publish on '{}': it is not on the source's publish list ({})", source, topic,
                      joined(s.publish));
 }

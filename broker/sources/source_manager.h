@@ -15,6 +15,7 @@
 #include "broker/sources/draft.h"
 #include "broker/sources/inbox.h"
 #include "broker/sources/mqtt_client.h"
+#include "broker/sources/program_source.h"
 #include "broker/sources/wanted.h"
 #include "config/model.h"
 
@@ -22,6 +23,8 @@ namespace pine::sources {
 
 struct Options {
   Backoff reconnect;  // waits between attempts when a broker goes away
+  ProgramStarter startProgram;  // asks pined to start a source program (none: they are not started)
+  ProgramReport report;         // a program's status line and errors, for the store
 };
 
 class SourceManager {
@@ -58,6 +61,7 @@ class SourceManager {
   void deliver(std::vector<InboxItem> items);
   void refuse(const config::Source& s, std::string reason);
   std::optional<std::string> whyNotStartable(const config::Source& s, MqttAddress& address) const;
+  std::optional<std::string> checkPublishTopic(const config::Source& s, const std::string& topic) const;
 
   kj::AsyncIoContext& io_;
   Sink sink_;
@@ -67,6 +71,7 @@ class SourceManager {
   uint64_t nextId_ = 1;
   std::map<std::string, std::unique_ptr<MqttClient>> clients_;  // by source name
   std::map<std::string, Refused> refused_;                      // wanted but not running
+  std::map<std::string, std::unique_ptr<ProgramSource>> programs_;  // source programs, by name
 };
 
 }  // namespace pine::sources
