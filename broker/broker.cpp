@@ -8,6 +8,7 @@
 
 #include "broker/control_api.h"
 #include "broker/owner_api.h"
+#include "broker/program_start.h"
 #include "broker/source_polls.h"
 #include "broker/telegram/channels.h"
 #include "broker/task_recovery.h"
@@ -165,6 +166,9 @@ kj::Promise<void> Broker::run() {
   sources::Options sourceOptions;
   sourceOptions.http = httpSourceServices([this]() { return supervisor_; }, *store_, *bus_);
   sourceOptions.startCommand = commandStarter(io_, supervisor_);
+  sourceOptions.startProgram = [this](const std::string& source) {
+    return startSourceProgram(*io_.lowLevelProvider, supervisor_, source);
+  };
   router_->startSources(
       io_,
       [this](store::Event e, std::function<void()> committed) {

@@ -37,6 +37,7 @@ const std::map<std::string, BrokerTools::Handler>& BrokerTools::handlers() {
       {"add_skill", [](BrokerTools& t, const nlohmann::json& a) { return t.addSkill(a); }},
       {"create_agent", [](BrokerTools& t, const nlohmann::json& a) { return t.createAgent(a); }},
       {"add_source", [](BrokerTools& t, const nlohmann::json& a) { return t.addSource(a); }},
+      {"add_source_type", [](BrokerTools& t, const nlohmann::json& a) { return t.addSourceType(a); }},
   };
   return table;
 }

@@ -50,6 +50,7 @@ class BrokerTools {
   kj::Promise<ToolAnswer> addSkill(const nlohmann::json& args);
   kj::Promise<ToolAnswer> createAgent(const nlohmann::json& args);
   kj::Promise<ToolAnswer> addSource(const nlohmann::json& args);
+  kj::Promise<ToolAnswer> addSourceType(const nlohmann::json& args);  // source_type_tool.cpp
   // Asks pined to write one configuration file: nullopt, or why it refused.
   kj::Promise<std::optional<std::string>> changeConfig(const std::string& path, const std::string& content,
                                                        const std::string& reason);
@@ -63,6 +64,8 @@ class BrokerTools {
 // setup_tools.cpp. What a setup tool is given, checked before anyone is asked: the owner never
 // approves a call that cannot be carried out. nullopt when fine, else what is wrong.
 std::optional<std::string> checkSetupArgs(const RunContext& run, const std::string& tool, const nlohmann::json& args);
+// source_type_tool.cpp: add_source_type's arguments (name, path), checked before pined is asked.
+std::optional<std::string> checkSourceTypeArgs(const RunContext& run, const nlohmann::json& args);
 // What add_source's decision looks at (policy/setup_rules.h).
 policy::AddSourceRequest addSourceRequest(const RunContext& run, const nlohmann::json& args);
 

@@ -169,6 +169,14 @@ void EventRouter::startSources(kj::AsyncIoContext& io, Publish publish, sources:
                                sources::Options options) {
   options.status = sourceStatus(store_);
   options.memory = sources::storeMemory(store_);  // what folder sources reported, across restarts
+  options.report = [this](const std::string& source, const std::string& found, const std::string& error) {
+    try {
+      if (error.empty()) store_.noteSourceLook(source, nowMs(), found);
+      else store_.noteSourceError(source, nowMs(), error);
+    } catch (std::exception& e) {
+      spdlog::warn("sources: could not note {}'s status: {}", source, e.what());
+    }
+  };
   // What a source hears is an event like any other: committed, then routed and delivered.
   auto sink = [publish = std::move(publish)](sources::Draft d) {
     auto committed = std::move(d.committed);

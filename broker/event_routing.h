@@ -42,7 +42,8 @@ class EventRouter {
   // Starts the source manager; what a source hears is published through `publish`, which calls
   // `committed` (when set) once the event is committed.
   // `open` starts a source's MQTT connector (pined's openMqtt); `options` says how http sources
-  // poll (broker/source_polls.h) and how command sources start (broker/command_start.h).
+  // poll (broker/source_polls.h), how command sources start (broker/command_start.h) and source
+  // programs (broker/program_start.h).
   using Publish = std::function<void(store::Event, std::function<void()> committed)>;
   void startSources(kj::AsyncIoContext& io, Publish publish, sources::OpenConnector open, sources::Options options = {});
   // Starts the sources someone wants and stops the rest.

@@ -8,6 +8,7 @@
 #include "broker/policy/setup_rules.h"
 #include "broker/policy/taint.h"
 #include "broker/policy/topics.h"
+#include "broker/source_type_tool.h"
 #include "common/log.h"
 #include "common/refusal.h"
 #include "common/tool_table.h"
@@ -257,6 +258,24 @@ kj::Promise<RunGate::BrokerCall> RunGate::checkBrokerTool(const std::string& too
   } else {
     v = policy::decideToolCall(*run_.config, agent, facts, call);
   }
+  if (tool == "add_source_type" && v.decision == policy::Decision::Ask) {
+    // The question shows the program as pined read it; the yes is to that SHA-256 only.
+    return programQuestion(run_, args).then([this, call, v](ProgramQuestion q) mutable {
+      if (q.refused) {
+        v = policy::refused(*q.refused);
+      } else {
+        v.reason += q.question;
+        call.args["sha256"] = q.sha256;
+      }
+      return decideBrokerTool(call, v);
+    });
+  }
+  return decideBrokerTool(call, v);
+}
+
+kj::Promise<RunGate::BrokerCall> RunGate::decideBrokerTool(policy::ToolCall call, policy::Verdict v) {
+  const std::string tool = call.tool;
+  const nlohmann::json args = call.args;
   bool reads = onlyReads(tool, args);
   if (!reads) {
     if (auto repeat = run_.journal.repeatOf(tool, args)) {

@@ -50,6 +50,8 @@ class RunGate {
   };
   // Decides one call, asks the owner when the rules say so, audits the outcome.
   kj::Promise<Decided> decide(const policy::ToolCall& call, policy::Verdict verdict);
+  // checkBrokerTool's second half, once the verdict is known: repeats, the question, the journal.
+  kj::Promise<BrokerCall> decideBrokerTool(policy::ToolCall call, policy::Verdict verdict);
   // A resumed run: the approval an earlier attempt asked for this very call, not yet acted on.
   std::optional<store::ApprovalRow> earlierApproval(const policy::ToolCall& call);
   void noteTaint(const std::string& tool, const std::string& server);

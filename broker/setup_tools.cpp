@@ -147,6 +147,7 @@ std::optional<std::string> checkSetupArgs(const RunContext& run, const std::stri
     }
     return std::nullopt;
   }
+  if (tool == "add_source_type") return checkSourceTypeArgs(run, args);  // source_type_tool.cpp
   if (tool == "add_source") {
     if (!args.contains("source") || !args["source"].is_object())
       return "\"source\" is the source's entry as pine.yaml writes it (name, type and the type's fields)";

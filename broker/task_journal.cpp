@@ -1,9 +1,9 @@
 #include "broker/task_journal.h"
 
-#include <openssl/evp.h>
 
 #include "broker/approval_desk.h"
 #include "common/log.h"
+#include "common/sha256_hex.h"
 
 namespace pine {
 namespace {
@@ -39,16 +39,8 @@ TaskJournal::TaskJournal(store::Store& store, std::string taskId, int attempt)
 
 std::string TaskJournal::hashOf(const nlohmann::json& args) {
   std::string text = args.dump();
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  if (EVP_Digest(text.data(), text.size(), md, &n, EVP_sha256(), nullptr) != 1) return "sha256-failed:" + text;
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < n; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
+  std::string hash = sha256Hex(text);
+  return hash.empty() ? "sha256-failed:" + text : hash;
 }
 
 long long TaskJournal::begin(const std::string& tool, const nlohmann::json& args, StepSide side,

@@ -163,9 +163,14 @@ std::vector<Tool> makeTable() {
                             {"mode", {{"type", "string"}, {"enum", {"auto", "manual"}}}},
                             {"tools", {{"type", "array"}, {"items", typed("string")}}}}},
                           {"required", {"id", "description", "instructions"}}}});
+  row({.name = "add_source_type", .side = Pined, .mainOnly = true, .decide = Decide::AddSourceType,
+       .description = "Register a new kind of event source: a program in your workspace that prints events as JSON "
+                      "lines (docs/sources.md, source programs). It runs with pine's rights, so the owner is asked "
+                      "every time and sees its size, SHA-256 and first lines; only in a conversation that has read "
+                      "no outside content. What the owner confirmed is copied into pine's home and runs from there; "
+                      "a source then names it with type: NAME.",
+       .parameters = object({{"name", typed("string")}, {"path", typed("string")}}, {"name", "path"})});
   // Named by configuration and decided by their rules, not carried out yet: no run is given them.
-  row({.name = "add_source_type", .side = Pined, .mainOnly = true, .carriedOut = false,
-       .decide = Decide::AddSourceType, .description = "", .parameters = object({}, {})});
   row({.name = "add_mcp_server", .side = Pined, .carriedOut = false, .decide = Decide::AddMcpServer,
        .description = "", .parameters = object({}, {})});
   return t;

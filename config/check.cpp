@@ -9,6 +9,7 @@
 #include "common/web_address.h"
 #include "config/command_line.h"
 #include "config/load.h"
+#include "config/program_digest.h"
 
 namespace pine::config {
 
@@ -36,6 +37,12 @@ std::string octal(unsigned mode) {
 std::string relTo(const Home& home, const std::string& full) {
   if (full.rfind(home.root + "/", 0) == 0) return full.substr(home.root.size() + 1);
   return full;
+}
+
+// " (SHA-256 abc...)" of a program file, or "" when it cannot be read (load reports a missing one).
+std::string digestNote(const std::string& home, const std::string& file) {
+  std::string sha = programSha256(home, file);
+  return sha.empty() ? "" : " (SHA-256 " + sha + ")";
 }
 
 std::string joinNames(const std::vector<std::string>& names) {
@@ -184,7 +191,7 @@ std::vector<SecurityNote> securityNotes(const Home& home, const HomeFacts& facts
                        "remove the source if you did not mean pine to watch that folder"});
     if (!s.use.empty())
       notes.push_back({pineFile, at + ".use",
-                       "source '" + s.name + "' runs the program " + s.use +
+                       "source '" + s.name + "' runs the program " + s.use + digestNote(home.root, s.use) +
                            " inside pine with pine's rights; no sandbox applies",
                        "read that file; remove the source if you do not know what it does"});
   }
@@ -203,7 +210,7 @@ std::vector<SecurityNote> securityNotes(const Home& home, const HomeFacts& facts
   for (std::size_t i = 0; i < home.pine.sourceTypes.size(); ++i) {
     const SourceType& t = home.pine.sourceTypes[i];
     notes.push_back({pineFile, "sourceTypes[" + std::to_string(i) + "].file",
-                     "source type '" + t.name + "' is the program " + t.file +
+                     "source type '" + t.name + "' is the program " + t.file + digestNote(home.root, t.file) +
                          ", run inside pine with pine's rights; no sandbox applies",
                      "read that file; remove the entry if you do not know what it does"});
   }

@@ -370,6 +370,7 @@ void readSourceTypeFields(Map& m, const std::string& type, Source& s) {
     m.require("passwordSecret");
     m.strList("allowFrom", s.allowFrom);
   } else {
+    checkTopicList(m, "publish", s.publish, false);  // what agents may send to the program (docs/sources.md)
     YAML::Node opts = m.take("options");
     Map om(c, opts, m.pathOf("options"), m.schemaOf("options"), m.valuePos("options"));
     for (auto& [k, v] : om.entries()) {

@@ -82,6 +82,22 @@ interface Supervisor {
   # agent and the time limit from its own configuration, never from the broker. stdout and stderr: the
   # read ends of the command's pipes, by fd passing. process: wait for it, or kill it and all it started;
   # dropping it kills it too. Fails, saying why, where the sandbox cannot be built: nothing runs unconfined.
+
+  startSourceProgram @14 (source :Text) -> (process :WorkerProcess, socket :Socket, pid :Int32);
+  # Start the program of the source named: a source with `use: FILE`, or one whose type is a registered
+  # `sourceTypes` entry; pined looks both up in its own configuration, the broker names only the source.
+  # The owner's program runs with pine's rights (no sandbox), in source-data/<source>/, with a minimal
+  # environment; socket is the broker's end of its stdin and stdout (JSON lines both ways); its stderr goes
+  # to pined's log. Dropping process (or the broker going away) kills it; it never outlives pined.
+
+  sourceProgram @15 (agent :Text, path :Text, name :Text, sha256 :Text)
+      -> (size :UInt64, sha256 :Text, head :Text, file :Text, error :Text);
+  # add_source_type. path: a regular file inside agent's workspace (relative to it or absolute under it,
+  # no symlink anywhere on the way). With sha256 empty: only its facts (size, SHA-256 in hex, its first
+  # 20 lines with control characters escaped) for the owner's question. With the sha256 the owner
+  # confirmed and a name ([a-z0-9_-]): pined reads it again, refuses when it changed, and copies it to
+  # source-types/<name>-<first 12 of sha256> (mode 0500) in pine's home; file is that path, relative to
+  # the home, for the sourceTypes entry. error says why not, and nothing is copied then.
 }
 
 struct EgressRequest {

@@ -11,7 +11,7 @@
 namespace pine {
 
 struct ChildInfo {
-  std::string role;  // "broker" or "worker"
+  std::string role;  // "broker", "worker", "egress" or "source"
   long long startedAtMs = 0;
   unsigned restarts = 0;
   std::string taskId;

@@ -10,8 +10,10 @@
 #include "supervisor/egress_call.h"
 #include "supervisor/hook_check.h"
 #include "supervisor/mqtt_call.h"
+#include "supervisor/program_file.h"
 #include "supervisor/source_command.h"
 #include "supervisor/source_fetch.h"
+#include "supervisor/source_program.h"
 #include "supervisor/telegram_call.h"
 #include "supervisor/secrets/config_writer.h"
 #include "supervisor/socket_carrier.h"
@@ -28,12 +30,15 @@ void setExitStatus(proto::ExitStatus::Builder out, int status) {
 
 namespace {
 
+// A worker's or a source program's handle (role "worker" or "source"); `keep` lives as long as
+// the handle (a source program's stderr copy).
 class WorkerProcessImpl final : public proto::WorkerProcess::Server {
  public:
-  WorkerProcessImpl(Supervisor& sup, pid_t pid, kj::ForkedPromise<int> exit)
-      : sup_(sup), pid_(pid), exit_(kj::mv(exit)) {}
-  // The broker dropped its handle: the task is over, so is the worker.
-  ~WorkerProcessImpl() noexcept(false) { sup_.killWorker(pid_); }
+  WorkerProcessImpl(Supervisor& sup, pid_t pid, kj::ForkedPromise<int> exit, std::string role = "worker",
+                    kj::Promise<void> keep = kj::READY_NOW)
+      : sup_(sup), pid_(pid), exit_(kj::mv(exit)), role_(std::move(role)), keep_(kj::mv(keep)) {}
+  // The broker dropped its handle: the task (or the source) is over, so is the process.
+  ~WorkerProcessImpl() noexcept(false) { sup_.killChild(pid_, role_); }
 
  protected:
   kj::Promise<void> wait(WaitContext context) override {
@@ -41,7 +46,7 @@ class WorkerProcessImpl final : public proto::WorkerProcess::Server {
         [context](int status) mutable { setExitStatus(context.getResults().initExit(), status); });
   }
   kj::Promise<void> kill(KillContext) override {
-    sup_.killWorker(pid_);
+    sup_.killChild(pid_, role_);
     return kj::READY_NOW;
   }
 
@@ -49,6 +54,8 @@ class WorkerProcessImpl final : public proto::WorkerProcess::Server {
   Supervisor& sup_;
   pid_t pid_;
   kj::ForkedPromise<int> exit_;
+  std::string role_;
+  kj::Promise<void> keep_;
 };
 
 }  // namespace
@@ -199,6 +206,66 @@ kj::Promise<void> SupervisorService::openMqtt(OpenMqttContext context) {
 
 kj::Promise<void> SupervisorService::runSourceCommand(RunSourceCommandContext context) {
   return pine::runSourceCommand(sup_, io_, context);
+}
+
+kj::Promise<void> SupervisorService::startSourceProgram(StartSourceProgramContext context) {
+  std::string source = context.getParams().getSource();
+  KJ_REQUIRE(isValidAgentId(source), "startSourceProgram: bad source name");
+  StartedProgram p = [&] {
+    try {
+      return pine::startSourceProgram(sup_, io_, source);
+    } catch (std::exception& e) {
+      spdlog::error("source '{}': its program was not started: {}", source, e.what());
+      KJ_FAIL_REQUIRE("the source program was not started", e.what());
+    }
+  }();
+  auto results = context.getResults();
+  results.setPid(p.pid);
+  results.setSocket(kj::heap<SocketCarrier>(p.brokerEnd));
+  results.setProcess(kj::heap<WorkerProcessImpl>(sup_, p.pid, kj::mv(p.exit), "source", kj::mv(p.stderrLog)));
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> SupervisorService::sourceProgram(SourceProgramContext context) {
+  auto p = context.getParams();
+  std::string agent = p.getAgent(), path = p.getPath(), name = p.getName(), confirmed = p.getSha256();
+  KJ_REQUIRE(isValidAgentId(agent), "sourceProgram: bad agent id");
+  KJ_REQUIRE(path.size() >= 1 && path.size() <= 4096, "sourceProgram: bad path");
+  auto results = context.getResults();
+  auto cfg = sup_.config();
+  if (!cfg || !cfg->agents.count(agent)) {
+    results.setError("no agent '" + agent + "'");
+    return kj::READY_NOW;
+  }
+  // Only the main agent registers programs (add_source_type is main's); pined holds to it too.
+  if (agent != "main") {
+    results.setError("only the main agent can add a source type");
+    return kj::READY_NOW;
+  }
+  ProgramFile f = readProgramFile(sup_.home().agents() + "/" + agent + "/workspace", path);
+  if (!f.error.empty()) {
+    results.setError(f.error);
+    return kj::READY_NOW;
+  }
+  results.setSize(f.size);
+  results.setSha256(f.sha256);
+  results.setHead(f.head);
+  if (confirmed.empty()) return kj::READY_NOW;
+  KJ_REQUIRE(isValidAgentId(name), "sourceProgram: bad source type name");
+  if (confirmed != f.sha256) {
+    audit("source_type.refused", {{"agent", agent}, {"path", path}, {"confirmed", confirmed}, {"now", f.sha256}});
+    results.setError("the file changed after you were asked (SHA-256 " + confirmed.substr(0, 12) + "... then, " +
+                     f.sha256.substr(0, 12) + "... now): nothing was registered; ask again");
+    return kj::READY_NOW;
+  }
+  try {
+    std::string file = installProgram(sup_.home().root, name, f.sha256, f.content);
+    audit("source_type.install", {{"agent", agent}, {"path", path}, {"name", name}, {"sha256", f.sha256}, {"file", file}});
+    results.setFile(file);
+  } catch (std::exception& e) {
+    results.setError(e.what());
+  }
+  return kj::READY_NOW;
 }
 
 }  // namespace pine

@@ -36,6 +36,8 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> openMqtt(OpenMqttContext context) override;
   kj::Promise<void> pollSource(PollSourceContext context) override;
   kj::Promise<void> runSourceCommand(RunSourceCommandContext context) override;
+  kj::Promise<void> startSourceProgram(StartSourceProgramContext context) override;
+  kj::Promise<void> sourceProgram(SourceProgramContext context) override;
 
  private:
   Supervisor& sup_;

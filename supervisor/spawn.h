@@ -25,6 +25,7 @@ struct SpawnSpec {
   std::vector<std::string> args;  // argv, argv[0] included
   std::vector<std::string> env;   // the whole environment: nothing is inherited
   int fd3 = -1;                   // becomes the child's fd 3 (its one link); -1 for none
+  int stdinFd = -1;               // -1: /dev/null
   int stdoutFd = -1;              // -1: inherit ours
   int stderrFd = -1;              // -1: inherit ours
   // Carried out by pine-launch just before the program's exec; null: the program runs unconfined.
@@ -41,7 +42,7 @@ struct SpawnSpec {
 // Starts the child in a new session (it leads its own process group, so it and
 // everything it starts can be signalled together), with SIGKILL as its
 // parent-death signal (Linux; macOS has none), signals unblocked and at their
-// defaults, stdin on /dev/null and every descriptor above 3 closed, then inside
+// defaults, stdin on /dev/null (or stdinFd) and every descriptor above 3 closed, then inside
 // its sandbox when one is given. Throws std::runtime_error when the sandbox could
 // not be entered or the program could not be executed, with the step that failed
 // and why; on macOS also for a Linux plan (`sandbox`), which cannot be entered there.

@@ -82,7 +82,7 @@ int childMain(void* arg) {
 
   int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0) failChild(report, errno);
-  if (dup2(devnull, 0) < 0) failChild(report, errno);
+  if (dup2(spec.stdinFd >= 0 ? spec.stdinFd : devnull, 0) < 0) failChild(report, errno);
   if (spec.stdoutFd >= 0 && dup2(spec.stdoutFd, 1) < 0) failChild(report, errno);
   if (spec.stderrFd >= 0 && dup2(spec.stderrFd, 2) < 0) failChild(report, errno);
   if (spec.fd3 >= 0) {

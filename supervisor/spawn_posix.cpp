@@ -7,7 +7,7 @@
 // - a new session: POSIX_SPAWN_SETSID;
 // - signals unblocked and at their defaults: POSIX_SPAWN_SETSIGMASK (empty) and
 //   POSIX_SPAWN_SETSIGDEF (every signal that may be caught);
-// - stdin on /dev/null, stdout/stderr and fd 3 as asked, nothing else open:
+// - stdin on /dev/null (or stdinFd), stdout/stderr and fd 3 as asked, nothing else open:
 //   file actions under POSIX_SPAWN_CLOEXEC_DEFAULT, which closes every descriptor
 //   that no file action names (so fds 1 and 2, when kept, are named by
 //   posix_spawn_file_actions_addinherit_np);
@@ -100,7 +100,10 @@ pid_t spawnChild(const SpawnSpec& spec) {
 
   // In the order spawn_linux.cpp arranges them: 0, 1, 2, then 3, then the working directory.
   Actions fa;
-  check(posix_spawn_file_actions_addopen(&fa.a, 0, "/dev/null", O_RDWR, 0), "posix_spawn_file_actions_addopen");
+  if (spec.stdinFd >= 0)
+    check(posix_spawn_file_actions_adddup2(&fa.a, spec.stdinFd, 0), "posix_spawn_file_actions_adddup2");
+  else
+    check(posix_spawn_file_actions_addopen(&fa.a, 0, "/dev/null", O_RDWR, 0), "posix_spawn_file_actions_addopen");
   for (auto [from, to] : {std::pair{spec.stdoutFd, 1}, std::pair{spec.stderrFd, 2}}) {
     if (from < 0 || from == to)
       check(posix_spawn_file_actions_addinherit_np(&fa.a, to), "posix_spawn_file_actions_addinherit_np");

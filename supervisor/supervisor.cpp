@@ -299,6 +299,7 @@ kj::Promise<void> Supervisor::keepBroker() {
     // Workers belonged to the broker's tasks, which died with it; command sources to its sources.
     children_.signalRole("worker", SIGKILL);
     children_.signalRole("command", SIGKILL);
+    children_.signalRole("source", SIGKILL);  // so did the source programs it ran
     if (stopping_) return kj::READY_NOW;
     int64_t delay = backoff_.nextDelay(msSince(started));
     spdlog::warn("broker {} {}; restarting in {} ms", pid, describeWaitStatus(status), delay);
@@ -451,6 +452,22 @@ void Supervisor::adoptChild(pid_t pid, const std::string& role) {
   }));
 }
 
+kj::ForkedPromise<int> Supervisor::adoptSourceProgram(pid_t pid, const std::string& source) {
+  long long started = nowMs();
+  return children_.add(pid, {"source", started, 0, source, ""})
+      .then([pid, source, started](int status) {
+        auto fields = exitFields(status);
+        fields["process"] = "source";
+        fields["process_pid"] = pid;
+        fields["source"] = source;
+        fields["uptime_ms"] = msSince(started);
+        audit("process.exit", fields);
+        return status;
+      })
+      .eagerlyEvaluate(nullptr)
+      .fork();
+}
+
 void Supervisor::killChild(pid_t pid, const std::string& role) {
   for (auto& [p, info] : children_.list())
     if (p == pid && info.role == role) children_.signal(pid, SIGKILL);
@@ -470,6 +487,7 @@ kj::Promise<void> Supervisor::shutdown() {
   }
   children_.signalRole("worker", SIGKILL);
   children_.signalRole("command", SIGKILL);
+  children_.signalRole("source", SIGKILL);
   children_.signalRole("broker", SIGTERM);
   auto& timer = io_.provider->getTimer();
   return waitAllReaped(timer.now() + 1500 * kj::MILLISECONDS).then([this, &timer]() {

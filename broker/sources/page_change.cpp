@@ -1,22 +1,13 @@
 #include "broker/sources/page_change.h"
 
-#include <openssl/evp.h>
 #include <strings.h>
 
 #include <nlohmann/json.hpp>
 
+#include "common/sha256_hex.h"
+
 namespace pine::sources {
 namespace {
-
-std::string sha256Hex(const std::string& text) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  if (EVP_Digest(text.data(), text.size(), md, &n, EVP_sha256(), nullptr) != 1) throw std::runtime_error("sha256 failed");
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < n; ++i) out += {hex[md[i] >> 4], hex[md[i] & 15]};
-  return out;
-}
 
 // At most `cap` bytes, not ending inside a UTF-8 sequence.
 std::string cutText(const std::string& text, size_t cap) {

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 #include <tuple>
 
 #include "broker/policy/topics.h"
@@ -29,6 +30,12 @@ bool sameFolder(const config::Source& a, const config::Source& b) {
   return std::tie(a.path, a.recursive, a.debounceMs, a.trust) == std::tie(b.path, b.recursive, b.debounceMs, b.trust);
 }
 
+// A source that names a program (`use`), or whose type is a registered sourceTypes entry.
+bool runsProgram(const config::Source& s) {
+  static const std::set<std::string> builtin = {"webhook", "mqtt", "folder", "http", "command", "telegram", "ftp"};
+  return !s.use.empty() || !builtin.count(s.type);
+}
+
 std::string joined(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
@@ -52,6 +59,7 @@ SourceManager::~SourceManager() {
   links_.clear();
   commands_.clear();
   folders_.clear();
+  programs_.clear();
 }
 
 void SourceManager::refuse(const config::Source& s, std::string reason) {
@@ -105,6 +113,12 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
       ++it;
     }
   }
+  for (auto it = programs_.begin(); it != programs_.end();) {
+    auto w = byName.find(it->first);
+    bool keep = w != byName.end() && sameProgram(it->second->source(), *w->second);
+    if (!keep) spdlog::info("source '{}': stopping its program ({})", it->first, w == byName.end() ? "nobody wants it any more" : "configuration changed");
+    it = keep ? std::next(it) : programs_.erase(it);
+  }
   for (auto it = refused_.begin(); it != refused_.end();)
     it = byName.count(it->first) ? std::next(it) : refused_.erase(it);
   polls_.update(wanted);
@@ -113,6 +127,17 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
     if (links_.count(s.name) || folders_.count(s.name)) continue;
     if (s.type == "webhook") continue;  // served by the control API at /hooks/<name> (hook_intake)
     if (s.type == "http" && options_.http) continue;  // polled by polls_ (http_poller.h)
+    if (runsProgram(s)) {
+      if (programs_.count(s.name)) continue;
+      if (!options_.startProgram) {
+        refuse(s, fmt::format("source '{}': source programs are not started here", s.name));
+        continue;
+      }
+      refused_.erase(s.name);
+      programs_[s.name] = std::make_unique<ProgramSource>(io_.provider->getTimer(), s, options_.startProgram, sink_,
+                                                          options_.report);
+      continue;
+    }
     if (s.type == "folder") {
       startFolder(s);
       continue;
@@ -166,6 +191,8 @@ std::vector<std::string> SourceManager::running() const {
   for (const auto& [name, command] : commands_)
     if (!command->notRunning()) out.push_back(name);
   for (const auto& [name, folder] : folders_) out.push_back(name);
+  for (const auto& [name, program] : programs_)
+    if (!program->whyNotRunning()) out.push_back(name);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -177,18 +204,24 @@ std::map<std::string, std::string> SourceManager::notRunning() const {
     if (!link->running()) out[name] = link->reason();
   for (const auto& [name, command] : commands_)
     if (command->notRunning()) out[name] = *command->notRunning();
+  for (const auto& [name, program] : programs_)
+    if (auto why = program->whyNotRunning()) out[name] = *why;
   return out;
 }
 
 kj::Promise<std::optional<std::string>> SourceManager::publish(const std::string& source, const std::string& topic,
                                                                const std::string& payload) {
-  auto it = links_.find(source);
   if (polls_.has(source)) return answer(fmt::format("source '{}' is an http source: it only receives", source));
   if (commands_.count(source))
     return answer(
         fmt::format("source '{}' is a command: it only brings events in, nothing is published through it", source));
-  if (it == links_.end()) {
   if (folders_.count(source)) return answer(fmt::format("source '{}' is a folder: it only receives", source));
+  if (auto p = programs_.find(source); p != programs_.end()) {
+    if (auto why = checkPublish(p->second->source(), topic, payload)) return answer(std::move(*why));
+    return p->second->publish(topic, payload);
+  }
+  auto it = links_.find(source);
+  if (it == links_.end()) {
     auto r = refused_.find(source);
     if (r != refused_.end()) return answer("cannot publish through " + r->second.reason);
     return answer(fmt::format(
@@ -196,21 +229,27 @@ kj::Promise<std::optional<std::string>> SourceManager::publish(const std::string
         "start: always",
         source));
   }
-  const config::Source& s = it->second->source();
+  if (auto why = checkPublish(it->second->source(), topic, payload)) return answer(std::move(*why));
+  return it->second->publish(topic, payload);
+}
+
+std::optional<std::string> SourceManager::checkPublish(const config::Source& s, const std::string& topic,
+                                                       const std::string& payload) const {
+  const std::string& source = s.name;
   if (auto why = policy::validateTopic(topic))
-    return answer(fmt::format("source '{}' cannot publish on '{}': {}", source, topic, *why));
+    return fmt::format("source '{}' cannot publish on '{}': {}", source, topic, *why);
   if (s.publish.empty())
-    return answer(fmt::format(
+    return fmt::format(
         "source '{}' only receives: it has no publish list. Add '{}' (or a pattern with + or #) to its publish "
         "list to send there",
-        source, topic));
+        source, topic);
   if (payload.size() > kMaxPayloadBytes)
-    return answer(fmt::format("source '{}': the message is {} bytes, more than the {} a source carries", source,
-                              payload.size(), kMaxPayloadBytes));
+    return fmt::format("source '{}': the message is {} bytes, more than the {} a source carries", source,
+                       payload.size(), kMaxPayloadBytes);
   for (const auto& pattern : s.publish)
-    if (policy::topicMatches(pattern, topic)) return it->second->publish(topic, payload);
-  return answer(fmt::format("source '{}' may not publish on '{}': it is not on the source's publish list ({})", source,
-                            topic, joined(s.publish)));
+    if (policy::topicMatches(pattern, topic)) return std::nullopt;
+  return fmt::format("source '{}' may not publish on '{}': it is not on the source's publish list ({})", source, topic,
+                     joined(s.publish));
 }
 
 }  // namespace pine::sources

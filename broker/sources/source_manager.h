@@ -17,6 +17,7 @@
 #include "broker/sources/folder_source.h"
 #include "broker/sources/http_poller.h"
 #include "broker/sources/mqtt_link.h"
+#include "broker/sources/program_source.h"
 #include "broker/sources/wanted.h"
 #include "config/model.h"
 
@@ -30,6 +31,8 @@ struct Options {
   CommandLimits commandLimits;
   std::shared_ptr<SourceMemory> memory;  // what folder sources remember; without it they do not run
   FolderOptions folder;
+  ProgramStarter startProgram;  // asks pined to start a source program (none: they are not started)
+  ProgramReport report;         // a program's status line and errors, for the store
 };
 
 class SourceManager {
@@ -67,6 +70,9 @@ class SourceManager {
   void refuse(const config::Source& s, std::string reason);
   std::optional<std::string> whyNotStartable(const config::Source& s) const;
   bool startFolder(const config::Source& s);  // folder_source.h; false when refused
+  // Why a publish on topic through s is refused (pine's own topics, not on its publish list, too big).
+  std::optional<std::string> checkPublish(const config::Source& s, const std::string& topic,
+                                          const std::string& payload) const;
 
   kj::AsyncIoContext& io_;
   Sink sink_;
@@ -77,6 +83,7 @@ class SourceManager {
   HttpPolls polls_;                                                 // the `http` sources
   std::map<std::string, std::unique_ptr<CommandSource>> commands_;  // by source name (command_source.h)
   std::map<std::string, std::unique_ptr<FolderSource>> folders_;    // by source name (folder_source.h)
+  std::map<std::string, std::unique_ptr<ProgramSource>> programs_;  // source programs, by name
 };
 
 }  // namespace pine::sources

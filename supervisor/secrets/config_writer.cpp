@@ -1,7 +1,6 @@
 #include "supervisor/secrets/config_writer.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "common/log.h"
 #include "common/names.h"
 #include "common/path_parts.h"
+#include "common/sha256_hex.h"
 #include "config/load.h"
 
 namespace pine::secrets {
@@ -142,14 +142,6 @@ ChangeResult refuse(const std::string& rel, const std::string& by, const std::st
 }
 
 }  // namespace
-
-std::string sha256Hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr) != 1)
-    throw std::runtime_error("sha256 failed");
-  return hex(md, len);
-}
 
 void writeFileAtomicAt(int dirfd, const std::string& name, std::string_view content, unsigned mode) {
   unsigned char rnd[8];

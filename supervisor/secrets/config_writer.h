@@ -45,7 +45,5 @@ ChangeResult createAgentFiles(const std::string& home, const std::string& id, co
 // Throws std::runtime_error naming `name` (never the content).
 void writeFileAtomicAt(int dirfd, const std::string& name, std::string_view content, unsigned mode);
 
-// Lowercase hex SHA-256.
-std::string sha256Hex(std::string_view data);
 
 }  // namespace pine::secrets

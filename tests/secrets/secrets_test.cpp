@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "config/env_file.h"
+#include "common/sha256_hex.h"
 #include "supervisor/secrets/config_writer.h"
 #include "supervisor/secrets/hmac.h"
 #include "supervisor/secrets/secret_store.h"
@@ -384,13 +385,13 @@ TEST_CASE("config change: a valid one is written with mode 600 and audited witho
   CHECK(lines[0]["event"] == "config.change");
   CHECK(lines[0]["file"] == rel);
   CHECK(lines[0]["by"] == "owner:pinectl");
-  CHECK(lines[0]["sha256"] == pine::secrets::sha256Hex(text));
+  CHECK(lines[0]["sha256"] == pine::sha256Hex(text));
   CHECK(lines[0]["bytes"] == text.size());
   CHECK(audit.text().find(kCanary) == std::string::npos);
   CHECK(leftovers(h.root).empty());
 
   // RFC 6234 / FIPS 180 "abc".
-  CHECK(pine::secrets::sha256Hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(pine::sha256Hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST_CASE("config change: an invalid one is refused with positions and nothing changes") {
