@@ -786,7 +786,7 @@ TEST_CASE("add_source: a folder in the workspace goes through, a connection is a
 
   // Secrets and programs are the owner's: refused before anyone is asked. So is a name taken.
   t = message(pined, "relay-src",
-              add(R"({"name": "hook", "type": "webhook", "topic": "hook/in", "secret": "HOOK"})") +
+              add(R"({"name": "hook", "type": "mqtt", "url": "mqtt://127.0.0.1:1883", "topics": ["a"], "passwordSecret": "PW"})") +
                   add(R"({"name": "runner", "use": "sources/runner.js"})") +
                   add(R"({"name": "inbox", "type": "folder", "path": ")" + ws + R"(/other"})") +
                   add(R"({"name": "wide", "type": "folder", "path": ")" + ws + R"(/w"})", true));
