@@ -180,12 +180,13 @@ kj::Promise<void> TaskRunner::supervise(const std::string& id, proto::Supervisor
       return WorkerOutcome{false, "the worker ended before answering (" + how + ")"};
     };
     auto exited = process.waitRequest().send().then(describeExit);
-    // A closed link usually means the worker is exiting: give it a moment so the task says how.
+    // A closed link usually means the worker is exiting: give it a moment so the task says how
+    // (2 s: pined reaps it and answers wait() late on a loaded machine, ASan builds in CI).
     auto gone = live.link->onDisconnect()
                     .then([]() { return std::string("the worker closed its link before answering"); },
                           [](kj::Exception&& e) { return "the worker's link broke: " + describeRemote(e); })
                     .then([this, process, describeExit](std::string why) mutable {
-                      auto grace = io_.provider->getTimer().afterDelay(500 * kj::MILLISECONDS).then([why]() {
+                      auto grace = io_.provider->getTimer().afterDelay(2000 * kj::MILLISECONDS).then([why]() {
                         return WorkerOutcome{false, why};
                       });
                       return process.waitRequest().send().then(describeExit).exclusiveJoin(kj::mv(grace));
