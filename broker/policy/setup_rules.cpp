@@ -55,7 +55,7 @@ Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& fa
   const bool tainted = isTainted(facts);
   const bool manual = effectiveMode(facts) == config::Mode::Manual;
   const bool command = !req.commandLine.empty();
-  if (req.folderInsideWorkspace && !command && !req.forAllAgents && !req.trustOwner && !tainted && !manual)
+  if (req.folderInsideWorkspace && !command && req.ftpUrl.empty() && !req.forAllAgents && !req.trustOwner && !tainted && !manual)
     return allowed("a folder inside the agent's own workspace");
   std::string why;
   auto add = [&](const std::string& w) { why += (why.empty() ? "" : "; ") + w; };
@@ -70,6 +70,11 @@ Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& fa
     add(req.localReason.empty()
             ? "it fetches " + req.httpUrl + ", a public address (never followed into your local network)"
             : "it fetches " + req.httpUrl + " on your LOCAL NETWORK (" + req.localReason + ")");
+  if (!req.ftpUrl.empty())
+    add("it lists the FTP folder " + req.ftpUrl +
+        (req.localReason.empty() ? ", a public address (never followed into your local network)"
+                                 : " on your LOCAL NETWORK (" + req.localReason + ")") +
+        ", logging in with your .env entries " + req.ftpLogin);
   if (req.forAllAgents) add("it is a source for all agents");
   if (req.trustOwner) add("its reports would count as yours (trust: owner)");
   if (tainted) add(taintWords(facts));

@@ -32,6 +32,8 @@ struct AddSourceRequest {
   std::string localReason = {};       // why that address is on the local network ("": public)
   std::string commandLine = {};       // a command source: the command line as shown, with where and when it runs
   std::string folder = {};            // a folder source's path, as asked for (named in the question)
+  std::string ftpUrl = {};            // an ftp source's folder: the question names it (localReason as for http)
+  std::string ftpLogin = {};          // the .env entries it logs in with ("FTP_USER and FTP_PASSWORD")
 };
 // Reduced runs and conversations without the owner: refused. For all agents:
 // the main agent only. A folder inside its workspace, untrusted, for this agent
