@@ -876,7 +876,10 @@ TEST_CASE("add_source: an ftp source is asked, naming the folder, the local netw
   CHECK_MESSAGE(has(t, "answer", "add_source: error: add_source cannot set up secrets (\"tokenSecret\")"), t.dump());
   CHECK(pined.api("GET", "/v1/approvals").json()["approvals"].empty());
 
-  // The legitimate one: asked in bypass too, naming the folder as local and the entries; approved, written local.
+  // The legitimate one, once the owner stored the login: asked in bypass too, naming the folder as local and
+  // the entries; approved, written local.
+  REQUIRE(pined.ctl({"secret", "set", "SCAN_USER"}, "scanner-user\n").exitCode == 0);
+  REQUIRE(pined.ctl({"secret", "set", "SCAN_PASSWORD"}, "scanner-password-1\n").exitCode == 0);
   auto started = message(pined, "relay-ftp",
                          add(R"({"name": "scans", "type": "ftp", "url": "ftp://192.168.1.30/out/", )" + login + "}"), false);
   auto a = pendingFor(pined, "relay-ftp");
