@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "broker/sources/ftp_listing.h"
+#include "broker/sources/poll_set.h"
 
 namespace pine::sources {
 namespace {
@@ -100,32 +101,13 @@ FtpPolls::FtpPolls(kj::Timer& timer, FtpServices services, kj::Duration firstLoo
     : timer_(timer), services_(std::move(services)), firstLook_(firstLook) {}
 
 void FtpPolls::update(const std::vector<config::Source>& wanted) {
-  std::map<std::string, const config::Source*> byName;
-  for (const auto& s : wanted)
-    if (s.type == "ftp") byName[s.name] = &s;
-  for (auto it = polls_.begin(); it != polls_.end();) {
-    auto w = byName.find(it->first);
-    if (w != byName.end() && sameSettings(it->second->source(), *w->second)) {
-      ++it;
-      continue;
-    }
-    spdlog::info("source '{}': {}", it->first, w == byName.end() ? "stopped, nobody wants it any more"
-                                                                 : "configuration changed, restarting it");
-    it = polls_.erase(it);
-  }
-  if (!services_) return;
-  for (const auto& [name, s] : byName) {
-    if (polls_.count(name)) continue;
-    polls_[name] = std::make_unique<FtpPoller>(timer_, *s, services_, firstLook_);
-    spdlog::info("source '{}': started (lists {} every {} s{})", name, s->url, s->intervalSec,
-                 s->localNetwork ? ", on the local network" : "");
-  }
+  updatePolls<FtpPoller>(polls_, wanted, "ftp", &sameSettings, bool(services_), [this](const config::Source& s) {
+    spdlog::info("source '{}': started (lists {} every {} s{})", s.name, s.url, s.intervalSec,
+                 s.localNetwork ? ", on the local network" : "");
+    return std::make_unique<FtpPoller>(timer_, s, services_, firstLook_);
+  });
 }
 
-std::vector<std::string> FtpPolls::names() const {
-  std::vector<std::string> out;
-  for (const auto& [name, p] : polls_) out.push_back(name);
-  return out;
-}
+std::vector<std::string> FtpPolls::names() const { return pollNames(polls_); }
 
 }  // namespace pine::sources

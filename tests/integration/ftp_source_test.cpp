@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,36 +67,8 @@ class FtpServer {
   std::string log_;
 };
 
-struct Status {
-  long long looked = 0, errors = 0;
-  std::string found, error;
-};
-Status statusOf(const std::string& home, const std::string& source) {
-  Status s;
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2((home + "/data/pine.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_busy_timeout(db, 2000);
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT looked_ms, found, errors, error FROM source_status WHERE source = ?", -1, &st,
-                           nullptr) == SQLITE_OK) {
-      sqlite3_bind_text(st, 1, source.c_str(), -1, SQLITE_TRANSIENT);
-      if (sqlite3_step(st) == SQLITE_ROW) {
-        s.looked = sqlite3_column_int64(st, 0);
-        s.found = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
-        s.errors = sqlite3_column_int64(st, 2);
-        s.error = reinterpret_cast<const char*>(sqlite3_column_text(st, 3));
-      }
-    }
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(db);
-  return s;
-}
-
-nlohmann::json eventsOf(Pined& p, const std::string& topic) {
-  auto j = p.api("GET", "/v1/events?topic=" + topic).json();
-  return j.is_object() && j.contains("events") ? j["events"] : nlohmann::json::array();
-}
+constexpr auto statusOf = &sourceStatus;  // harness.h
+constexpr auto eventsOf = &topicEvents;
 
 // Every file of pine's home but .env (where the owner put the password): the database, its
 // journal, the logs, the audit log, the configuration.
