@@ -79,13 +79,7 @@ std::string homeFilesText(const std::string& home) {
   return all;
 }
 
-void setInterval(const std::string& home, int from, int to) {
-  std::string yaml = readText(home + "/pine.yaml");
-  std::string a = "intervalSec: " + std::to_string(from);
-  REQUIRE(contains(yaml, a));
-  yaml.replace(yaml.find(a), a.size(), "intervalSec: " + std::to_string(to));
-  writeText(home + "/pine.yaml", yaml);
-}
+constexpr auto setInterval = &setIntervalSec;  // harness.h
 
 void setSecrets(Pined& pined) {
   REQUIRE(pined.ctl({"secret", "set", "FTP_USER"}, kUser + "\n").exitCode == 0);

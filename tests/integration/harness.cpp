@@ -399,6 +399,14 @@ nlohmann::json topicEvents(Pined& p, const std::string& topic) {
   return j.is_object() && j.contains("events") ? j["events"] : nlohmann::json::array();
 }
 
+void setIntervalSec(const std::string& home, int from, int to) {
+  std::string yaml = readText(home + "/pine.yaml");
+  const std::string a = "intervalSec: " + std::to_string(from);
+  if (yaml.find(a) == std::string::npos) throw std::runtime_error("pine.yaml has no '" + a + "'");
+  yaml.replace(yaml.find(a), a.size(), "intervalSec: " + std::to_string(to));
+  writeText(home + "/pine.yaml", yaml);
+}
+
 bool taskEnded(const nlohmann::json& t) {
   return t.is_object() && (t.value("state", "") == "done" || t.value("state", "") == "failed");
 }
