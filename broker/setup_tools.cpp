@@ -9,6 +9,7 @@
 
 #include "broker/broker_tools.h"
 #include "broker/skills.h"
+#include "broker/sources/source_kinds.h"
 #include "common/fd.h"
 #include "common/log.h"
 #include "common/names.h"
@@ -168,6 +169,9 @@ std::optional<std::string> checkSetupArgs(const RunContext& run, const std::stri
     // What runs a program outside the sandbox, or needs a secret, is the owner's to set up.
     if (src.contains("use"))
       return "a source program runs outside the sandbox with pine's rights: the owner sets it up in pine.yaml";
+    // Only the types that run; a registered program type is the owner's program, asked about below.
+    if (!src.contains("type") || !src["type"].is_string()) return "\"type\" is the source's type, a string";
+    if (auto why = sources::whyNotForAgents(type, run.config->pine.sourceTypes)) return why;
     if (type == "command") {
       // Runs in the agent's own sandbox; the owner sees the words before it exists (decideAddSource).
       if (auto why = commandWordsProblem(src)) return why;
@@ -220,6 +224,10 @@ policy::AddSourceRequest addSourceRequest(const RunContext& run, const nlohmann:
                     (mode == "lines" ? std::string("all the time, each line it prints an event")
                                      : "every " + std::to_string(every) + " s");
   }
+  const std::string type = src.value("type", "");
+  for (const auto& t : run.config->pine.sourceTypes)
+    if (t.name == type) r.program = "'" + t.name + "' (" + t.file + ")";
+  if (type == "mqtt" && src.contains("url") && src["url"].is_string()) r.connectsTo = src["url"].get<std::string>();
   if (src.value("type", "") == "folder" && src.contains("path") && src["path"].is_string()) {
     std::string path = src["path"].get<std::string>();
     r.folder = path;

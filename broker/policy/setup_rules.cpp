@@ -55,12 +55,20 @@ Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& fa
   const bool tainted = isTainted(facts);
   const bool manual = effectiveMode(facts) == config::Mode::Manual;
   const bool command = !req.commandLine.empty();
-  if (req.folderInsideWorkspace && !command && req.ftpUrl.empty() && !req.forAllAgents && !req.trustOwner && !tainted && !manual)
+  // Only a folder is ever "inside the workspace": anything that also runs or connects is asked.
+  const bool runsOrConnects = command || !req.program.empty() || !req.connectsTo.empty() || !req.httpUrl.empty() ||
+                              !req.ftpUrl.empty();
+  if (req.folderInsideWorkspace && !runsOrConnects && !req.forAllAgents && !req.trustOwner && !tainted && !manual)
     return allowed("a folder inside the agent's own workspace");
   std::string why;
   auto add = [&](const std::string& w) { why += (why.empty() ? "" : "; ") + w; };
   // The owner sees a command line before it is set up, in every mode, bypass included (layer 5).
   if (command) add("it runs the command " + req.commandLine);
+  else if (!req.program.empty())
+    add("it starts your registered source program " + req.program +
+        " with pine's rights, outside any sandbox, with the options the agent gave");
+  else if (!req.connectsTo.empty())
+    add("it connects to " + req.connectsTo + " as an MQTT client (its messages become events)");
   else if (!req.folder.empty() && !req.folderInsideWorkspace)
     add("it watches the folder " + req.folder +
         ", outside the agent's workspace: pine reads it, and its files' names and hashes become events");

@@ -31,6 +31,8 @@ struct AddSourceRequest {
   std::string httpUrl = {};           // an http source's address: the question names it
   std::string localReason = {};       // why that address is on the local network ("": public)
   std::string commandLine = {};       // a command source: the command line as shown, with where and when it runs
+  std::string program = {};           // a registered source type: its name and file, as the question shows it
+  std::string connectsTo = {};        // an mqtt source's server address
   std::string folder = {};            // a folder source's path, as asked for (named in the question)
   std::string ftpUrl = {};            // an ftp source's folder: the question names it (localReason as for http)
   std::string ftpLogin = {};          // the .env entries it logs in with ("FTP_USER and FTP_PASSWORD")

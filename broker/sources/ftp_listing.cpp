@@ -10,14 +10,14 @@
 namespace pine::sources {
 namespace {
 
-std::string lower(std::string_view s) {
+std::string ftpLower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = (char)std::tolower((unsigned char)c);
   return out;
 }
 
 // A decimal size, or -1 when it is not one (or does not fit).
-std::int64_t sizeOf(std::string_view s) {
+std::int64_t decimalSize(std::string_view s) {
   if (s.empty() || s.size() > 18) return -1;
   std::int64_t v = 0;
   for (char c : s) {
@@ -28,7 +28,7 @@ std::int64_t sizeOf(std::string_view s) {
 }
 
 // MLSD's modify fact, YYYYMMDDHHMMSS[.sss] in UTC, as ISO 8601; "" when it is not one.
-std::string isoTime(std::string_view v) {
+std::string mlsdTime(std::string_view v) {
   if (v.size() < 14) return "";
   for (std::size_t i = 0; i < 14; ++i)
     if (v[i] < '0' || v[i] > '9') return "";
@@ -38,7 +38,7 @@ std::string isoTime(std::string_view v) {
 }
 
 // Splits `text` into lines (LF or CRLF) and hands each to `line`; false once the listing is refused.
-bool eachLine(std::string_view text, FtpListing& out, const std::function<void(std::string_view)>& line) {
+bool eachListingLine(std::string_view text, FtpListing& out, const std::function<void(std::string_view)>& line) {
   if (text.size() > kMaxFtpListingBytes) {
     out.error = "the listing is over " + std::to_string(kMaxFtpListingBytes >> 20) + " MiB";
     return false;
@@ -59,7 +59,7 @@ bool eachLine(std::string_view text, FtpListing& out, const std::function<void(s
   return true;
 }
 
-void keep(FtpListing& out, FtpEntry e) {
+void keepEntry(FtpListing& out, FtpEntry e) {
   if (!ftpNameProblem(e.name).empty()) {
     ++out.refused;
     return;
@@ -82,7 +82,7 @@ std::string ftpNameProblem(std::string_view name) {
 
 FtpListing parseMlsd(std::string_view text) {
   FtpListing out;
-  eachLine(text, out, [&](std::string_view l) {
+  eachListingLine(text, out, [&](std::string_view l) {
     // "facts; name": facts hold no ';' in their values, so the first "; " ends them. A line
     // without facts starts with the space.
     std::size_t cut = l.front() == ' ' ? 0 : l.find("; ");
@@ -97,13 +97,13 @@ FtpListing parseMlsd(std::string_view text) {
       facts = semi == std::string_view::npos ? std::string_view() : facts.substr(semi + 1);
       std::size_t eq = fact.find('=');
       if (eq == std::string_view::npos) continue;
-      std::string key = lower(fact.substr(0, eq));
+      std::string key = ftpLower(fact.substr(0, eq));
       std::string_view value = fact.substr(eq + 1);
-      if (key == "type") type = lower(value);
-      else if (key == "size") e.size = sizeOf(value);
-      else if (key == "modify") e.modified = isoTime(value);
+      if (key == "type") type = ftpLower(value);
+      else if (key == "size") e.size = decimalSize(value);
+      else if (key == "modify") e.modified = mlsdTime(value);
     }
-    if (type == "file") keep(out, std::move(e));
+    if (type == "file") keepEntry(out, std::move(e));
   });
   return out;
 }
@@ -112,7 +112,7 @@ FtpListing parseUnixList(std::string_view text) {
   static const std::array<const char*, 12> months = {"jan", "feb", "mar", "apr", "may", "jun",
                                                      "jul", "aug", "sep", "oct", "nov", "dec"};
   FtpListing out;
-  eachLine(text, out, [&](std::string_view l) {
+  eachListingLine(text, out, [&](std::string_view l) {
     if (l.size() < 10 || l[0] != '-') return;  // plain files only: not folders, links, "total N"
     // The fields up to the name, split on runs of spaces: mode, links, owner, [group,] size,
     // month, day, time or year. The month (after the size) is the anchor.
@@ -128,9 +128,9 @@ FtpListing parseUnixList(std::string_view text) {
       if (i > start) f.push_back({start, i - start});
     }
     for (std::size_t m = 3; m + 2 < f.size() && m <= 5; ++m) {
-      std::string mon = lower(l.substr(f[m].at, f[m].len));
+      std::string mon = ftpLower(l.substr(f[m].at, f[m].len));
       if (std::find(months.begin(), months.end(), mon) == months.end()) continue;
-      std::int64_t size = sizeOf(l.substr(f[m - 1].at, f[m - 1].len));
+      std::int64_t size = decimalSize(l.substr(f[m - 1].at, f[m - 1].len));
       if (size < 0) continue;
       std::size_t nameAt = f[m + 2].at + f[m + 2].len + 1;  // one space after the time or year
       if (nameAt >= l.size()) return;
@@ -138,7 +138,7 @@ FtpListing parseUnixList(std::string_view text) {
       e.size = size;
       e.modified = std::string(l.substr(f[m].at, nameAt - 1 - f[m].at));
       e.name = std::string(l.substr(nameAt));
-      keep(out, std::move(e));
+      keepEntry(out, std::move(e));
       return;
     }
   });

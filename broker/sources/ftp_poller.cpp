@@ -13,13 +13,13 @@ namespace {
 
 const std::string kFilePrefix = "f:";  // a source_state row per file seen: "f:NAME" -> "SIZE|MODIFIED"
 
-bool sameSettings(const config::Source& a, const config::Source& b) {
+bool sameFtpSettings(const config::Source& a, const config::Source& b) {
   return std::tie(a.url, a.intervalSec, a.usernameSecret, a.passwordSecret, a.localNetwork, a.plainFtp, a.topic,
                   a.trust) == std::tie(b.url, b.intervalSec, b.usernameSecret, b.passwordSecret, b.localNetwork,
                                        b.plainFtp, b.topic, b.trust);
 }
 
-std::string describe(kj::Exception& e) { return e.getDescription().cStr(); }
+std::string errorText(kj::Exception& e) { return e.getDescription().cStr(); }
 
 std::string seen(const FtpEntry& e) { return std::to_string(e.size) + "|" + e.modified; }
 
@@ -28,7 +28,7 @@ std::string seen(const FtpEntry& e) { return std::to_string(e.size) + "|" + e.mo
 FtpPoller::FtpPoller(kj::Timer& timer, config::Source source, const FtpServices& services, kj::Duration firstLook)
     : timer_(timer), source_(std::move(source)), services_(services) {
   task_ = every(firstLook).eagerlyEvaluate([name = source_.name](kj::Exception&& e) {
-    spdlog::error("source '{}': stopped polling: {}", name, describe(e));
+    spdlog::error("source '{}': stopped polling: {}", name, errorText(e));
   });
 }
 
@@ -42,7 +42,7 @@ kj::Promise<void> FtpPoller::look() {
   // Whatever fails in one look (the store, the link to pined) is that look's error: the next one comes.
   return kj::evalNow([this]() { return services_.list(source_.name); })
       .then([this](FtpAnswer a) { return judge(std::move(a)); })
-      .catch_([this](kj::Exception&& e) { fail(describe(e)); });
+      .catch_([this](kj::Exception&& e) { fail(errorText(e)); });
 }
 
 kj::Promise<void> FtpPoller::judge(FtpAnswer answer) {
@@ -101,7 +101,7 @@ FtpPolls::FtpPolls(kj::Timer& timer, FtpServices services, kj::Duration firstLoo
     : timer_(timer), services_(std::move(services)), firstLook_(firstLook) {}
 
 void FtpPolls::update(const std::vector<config::Source>& wanted) {
-  updatePolls<FtpPoller>(polls_, wanted, "ftp", &sameSettings, bool(services_), [this](const config::Source& s) {
+  updatePolls<FtpPoller>(polls_, wanted, "ftp", &sameFtpSettings, bool(services_), [this](const config::Source& s) {
     spdlog::info("source '{}': started (lists {} every {} s{})", s.name, s.url, s.intervalSec,
                  s.localNetwork ? ", on the local network" : "");
     return std::make_unique<FtpPoller>(timer_, s, services_, firstLook_);

@@ -7,6 +7,7 @@
 
 #include "broker/policy/topics.h"
 #include "broker/sources/payload.h"
+#include "common/log.h"
 
 namespace pine::sources {
 namespace {
@@ -28,8 +29,9 @@ class Events final : public proto::mqtt::MqttEvents::Server {
   kj::Promise<void> message(MessageContext context) override {
     auto p = context.getParams();
     auto payload = p.getPayload();
-    link_.heard(text(p.getTopic()), std::string(reinterpret_cast<const char*>(payload.begin()), payload.size()));
-    return kj::READY_NOW;
+    // A stream call that ends when its event is committed: a flood waits on the store here, the
+    // connector's window fills, and what the connector cannot queue (16 MiB) it drops and reports.
+    return link_.heard(text(p.getTopic()), std::string(reinterpret_cast<const char*>(payload.begin()), payload.size()));
   }
   kj::Promise<void> status(StatusContext context) override {
     auto p = context.getParams();
@@ -118,31 +120,55 @@ void MqttLink::status(bool connected, bool refused, std::string text) {
   spdlog::warn("{}", text);
 }
 
-void MqttLink::heard(std::string topic, std::string payload) {
-  const std::string where = "source '" + source_.name + "'";
-  // A stranger's topic must not land in pine's own topic space (approval/, agent/, ...).
-  if (auto why = policy::validateTopic(topic)) {
-    spdlog::warn("{}: dropped a message on {}: {}", where, printable(topic), *why);
+void MqttLink::dropped(const std::string& why) {
+  // A sender that keeps sending what is dropped must not flood the log: the first drop, then a
+  // count at most every 10 s.
+  int64_t now = nowMs();
+  if (now - droppedLoggedMs_ < 10000) {
+    ++droppedUnlogged_;
     return;
   }
+  if (droppedUnlogged_ == 0) spdlog::warn("source '{}': dropped a message {}", source_.name, why);
+  else
+    spdlog::warn("source '{}': dropped {} more message(s) in the last seconds; the last: {}", source_.name,
+                 droppedUnlogged_ + 1, why);
+  droppedUnlogged_ = 0;
+  droppedLoggedMs_ = now;
+}
+
+kj::Promise<void> MqttLink::heard(std::string topic, std::string payload) {
+  // A stranger's topic must not land in pine's own topic space (approval/, agent/, ...).
+  if (auto why = policy::validateTopic(topic)) {
+    dropped("on " + printable(topic) + ": " + *why);
+    return kj::READY_NOW;
+  }
   if (policy::isReservedTopic(topic)) {
-    spdlog::warn("{}: dropped a message on {}: that is pine's own topic space (agent/, approval/, pine/, state/, timer/)",
-                 where, printable(topic));
-    return;
+    dropped("on " + printable(topic) + ": that is pine's own topic space (agent/, approval/, pine/, state/, timer/)");
+    return kj::READY_NOW;
   }
   auto json = payloadToJson(payload);
   if (!json) {
-    spdlog::warn("{}: dropped a message of {} bytes on {}: more than the {} bytes an event may carry", where,
-                 payload.size(), printable(topic), kMaxPayloadBytes);
-    return;
+    dropped(fmt::format("of {} bytes on {}: more than the {} bytes an event may carry", payload.size(), printable(topic),
+                        kMaxPayloadBytes));
+    return kj::READY_NOW;
   }
+  auto paf = kj::newPromiseAndFulfiller<void>();
+  auto fulfiller = std::make_shared<kj::Own<kj::PromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
+  Draft d{source_.name, std::move(topic), config::enumName(source_.trust), std::move(*json),
+          [fulfiller]() { (*fulfiller)->fulfill(); }};
+  const std::string where = "source '" + source_.name + "'";
   try {
-    sink_(Draft{source_.name, std::move(topic), config::enumName(source_.trust), std::move(*json), {}});
+    sink_(std::move(d));
   } catch (const std::exception& e) {
     spdlog::error("{}: the broker did not take a message: {}", where, e.what());
+    return kj::READY_NOW;
   } catch (const kj::Exception& e) {
     spdlog::error("{}: the broker did not take a message: {}", where, e.getDescription().cStr());
+    return kj::READY_NOW;
   }
+  // An event that was not committed (its callback dropped unfulfilled) is logged where it failed;
+  // the stream goes on with the next message.
+  return paf.promise.catch_([](kj::Exception&&) {});
 }
 
 kj::Promise<std::optional<std::string>> MqttLink::publish(const std::string& topic, const std::string& payload) {

@@ -48,12 +48,14 @@ class MqttLink {
   kj::Promise<std::optional<std::string>> publish(const std::string& topic, const std::string& payload);
 
   // From the connector (MqttEvents).
-  void heard(std::string topic, std::string payload);
+  // Resolves once the event is committed (or was dropped): the connector sends the next then.
+  kj::Promise<void> heard(std::string topic, std::string payload);
   void status(bool connected, bool refused, std::string text);
 
  private:
   kj::Promise<void> start();
   kj::Promise<void> again(std::string why);
+  void dropped(const std::string& why);
 
   kj::AsyncIoContext& io_;
   config::Source source_;
@@ -65,6 +67,8 @@ class MqttLink {
   std::string reason_;
   std::string lastLogged_;
   bool everConnected_ = false;
+  uint64_t droppedUnlogged_ = 0;
+  int64_t droppedLoggedMs_ = 0;
   kj::Maybe<kj::Own<RpcLink>> link_;
   kj::Maybe<proto::mqtt::MqttSession::Client> session_;
   kj::Promise<void> running_ = nullptr;

@@ -4,11 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <set>
 #include <tuple>
 
 #include "broker/policy/topics.h"
 #include "broker/sources/payload.h"
+#include "broker/sources/source_kinds.h"
 
 namespace pine::sources {
 namespace {
@@ -28,12 +28,6 @@ bool sameCommand(const config::Source& a, const config::Source& b) {
 // What a running folder source depends on.
 bool sameFolder(const config::Source& a, const config::Source& b) {
   return std::tie(a.path, a.recursive, a.debounceMs, a.trust) == std::tie(b.path, b.recursive, b.debounceMs, b.trust);
-}
-
-// A source that names a program (`use`), or whose type is a registered sourceTypes entry.
-bool runsProgram(const config::Source& s) {
-  static const std::set<std::string> builtin = {"webhook", "mqtt", "folder", "http", "command", "telegram", "ftp"};
-  return !s.use.empty() || !builtin.count(s.type);
 }
 
 std::string joined(const std::vector<std::string>& v) {

@@ -786,7 +786,7 @@ TEST_CASE("add_source: a folder in the workspace goes through, a connection is a
 
   // Secrets and programs are the owner's: refused before anyone is asked. So is a name taken.
   t = message(pined, "relay-src",
-              add(R"({"name": "hook", "type": "webhook", "topic": "hook/in", "secret": "HOOK"})") +
+              add(R"({"name": "hook", "type": "mqtt", "url": "mqtt://127.0.0.1:1883", "topics": ["a"], "passwordSecret": "PW"})") +
                   add(R"({"name": "runner", "use": "sources/runner.js"})") +
                   add(R"({"name": "inbox", "type": "folder", "path": ")" + ws + R"(/other"})") +
                   add(R"({"name": "wide", "type": "folder", "path": ")" + ws + R"(/w"})", true));
@@ -894,6 +894,50 @@ TEST_CASE("add_source: an ftp source is asked, naming the folder, the local netw
   std::string yaml = readText(home + "/pine.yaml");
   CHECK(contains(yaml, R"("name":"scans")"));
   CHECK(contains(yaml, R"("network":"local")"));
+}
+
+TEST_CASE("add_source: only types that run; a registered source program asks, naming the program") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, {{"relay-kinds", "description: src\nmode: bypass\ntools: [read, add_source]\n"}},
+            "sourceTypes:\n  - {name: imap, file: source-types/imap.sh}\n");
+  writeText(home + "/source-types/imap.sh", "#!/bin/sh\nsleep 600\n");
+  Pined pined(home, fixtureWorker(), {});
+  auto add = [](const std::string& source) { return "CALL add_source {\"source\": " + source + "}\n"; };
+  // Types that do not run for an agent are refused before anyone is asked, naming what can be set up.
+  for (auto [source, words] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"name": "tg", "type": "telegram"})", "telegram is a channel to the owner"},
+           {R"({"name": "gh", "type": "webhook"})", "a webhook needs a secret that only the owner sets up"},
+           {R"({"name": "x", "type": "smtp"})", "there is no source type 'smtp'"},
+           {R"({"name": "y"})", "\"type\" is the source's type"}}) {
+    auto t = message(pined, "relay-kinds", add(source));
+    CHECK_MESSAGE(has(t, "answer", "add_source: error: " + words), t.dump());
+    if (words.rfind("\"type\"", 0) != 0)
+      CHECK_MESSAGE(has(t, "answer", "or of a registered source type: imap"), t.dump());
+  }
+  CHECK(pined.api("GET", "/v1/approvals").json()["approvals"].empty());
+  CHECK(readText(home + "/pine.yaml").find("\"tg\"") == std::string::npos);
+
+  // Legitimate twins: a registered program type is asked about in bypass too, naming the program;
+  // an mqtt source names its server.
+  auto started = message(pined, "relay-kinds", add(R"({"name": "mail", "type": "imap", "options": {"box": "INBOX"}})"), false);
+  auto a = pendingFor(pined, "relay-kinds");
+  REQUIRE(a.is_object());
+  CHECK_MESSAGE(contains(a["reason"].get<std::string>(),
+                         "it starts your registered source program 'imap' (source-types/imap.sh) with pine's rights"),
+                a.dump());
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/deny", "{}").status == 200);
+  auto t = waitTask(pined, "relay-kinds", started["task"]);
+  CHECK(readText(home + "/pine.yaml").find("\"mail\"") == std::string::npos);
+
+  started = message(pined, "relay-kinds",
+                    add(R"({"name": "house", "type": "mqtt", "url": "mqtt://127.0.0.1:1883", "topics": ["a/#"]})"), false);
+  a = pendingFor(pined, "relay-kinds");
+  REQUIRE(a.is_object());
+  CHECK_MESSAGE(contains(a["reason"].get<std::string>(), "it connects to mqtt://127.0.0.1:1883 as an MQTT client"), a.dump());
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
+  t = waitTask(pined, "relay-kinds", started["task"]);
+  CHECK_MESSAGE(has(t, "answer", "add_source: ok: source 'house' added"), t.dump());
 }
 
 TEST_CASE("add_source: a command asks even in bypass mode, and the question shows its command line") {

@@ -144,6 +144,28 @@ TEST_CASE("setup: add_source of an ftp source asks in every mode, naming the fol
   check("an ftp source is never a workspace folder", decideAddSource(gonzo, setupFacts(Mode::Bypass), pub), Decision::Ask);
 }
 
+TEST_CASE("setup: add_source of a registered program type asks in every mode, naming the program") {
+  auto gonzo = agent("gonzo");
+  AddSourceRequest prog{"mail"};
+  prog.program = "'imap' (source-types/imap-0123456789ab)";
+  for (Mode mode : {Mode::Manual, Mode::Auto, Mode::Bypass}) {
+    auto v = decideAddSource(gonzo, setupFacts(mode), prog);
+    check("a program asks", v, Decision::Ask);
+    CHECK(v.reason.find("it starts your registered source program 'imap' (source-types/imap-0123456789ab) with "
+                        "pine's rights, outside any sandbox") != std::string::npos);
+  }
+  // Claiming to be a folder in the workspace does not make a program go through.
+  auto sneaky = prog;
+  sneaky.folderInsideWorkspace = true;
+  check("a program never goes through as a folder", decideAddSource(gonzo, setupFacts(Mode::Bypass), sneaky),
+        Decision::Ask);
+  AddSourceRequest mqtt{"house"};
+  mqtt.connectsTo = "mqtts://mqtt.lan:8883";
+  auto v = decideAddSource(gonzo, setupFacts(Mode::Bypass), mqtt);
+  check("mqtt asks", v, Decision::Ask);
+  CHECK(v.reason.find("it connects to mqtts://mqtt.lan:8883 as an MQTT client") != std::string::npos);
+}
+
 TEST_CASE("setup: add_source of a command asks in every mode, bypass included, and shows the command line") {
   auto gonzo = agent("gonzo");
   AddSourceRequest cmd{"disk"};

@@ -2,13 +2,18 @@
 // drafts and trust, publish list, payload rules, reconnecting.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <functional>
 #include <sstream>
+#include <utility>
 
 #include "broker/sources/payload.h"
 #include "tests/sources/mosquitto_fixture.h"
 
 using namespace sources_test;
 using namespace std::chrono_literals;
+using pine::sources::Draft;
+using pine::sources::Sink;
 using pine::sources::SourceManager;
 
 namespace {
@@ -209,6 +214,63 @@ TEST_CASE("manager: messages on pine's own topics are dropped, others pass") {
   CHECK(count(loop.drafts, "approval/123") == 0);
   CHECK(count(loop.drafts, "agent/main") == 0);
   CHECK(log.occurrences("dropped a message on \"approval/123\": that is pine's own topic space") == 1);
+}
+
+TEST_CASE("manager: a flooding source waits on the store, stays bounded, and does not hold up another") {
+  LogCapture log;
+  Mosquitto broker;
+  Loop loop;
+  Client client(broker.port());
+  Connectors conns;
+  // A store that stalls on the flooding source: its drafts are kept, their commits held back.
+  std::vector<std::function<void()>> held;
+  size_t mostHeld = 0;
+  Sink stalling = [&](Draft d) {
+    if (d.topic.rfind("flood/", 0) == 0 && d.topic != "flood/probe") {
+      held.push_back(std::move(d.committed));
+      mostHeld = std::max(mostHeld, held.size());
+    } else if (d.committed) {
+      std::exchange(d.committed, nullptr)();
+    }
+    loop.drafts.push_back(std::move(d));
+  };
+  SourceManager manager(loop.io, stalling, conns.opener(loop.io), fast());
+  manager.update({mqttSource("flood", broker.url(), {"flood/#"}), mqttSource("quiet", broker.url(), {"quiet/#"})});
+  REQUIRE(waitSubscribed(loop, client, "flood/probe", 10s));
+  REQUIRE(waitSubscribed(loop, client, "quiet/probe", 10s));
+
+  const std::string kib2(2048, 'x');
+  for (int i = 0; i < 20000; ++i) client.publish("flood/x", kib2);  // 40 MB, more than the connector queues
+  loop.run(3000ms);
+  // What waits on the store is what the link's window lets through, not the flood.
+  CHECK(!held.empty());
+  CHECK_MESSAGE(mostHeld < 2000, "drafts waiting on the store: " << mostHeld);
+  // The other source is heard while the flood waits.
+  client.publish("quiet/hello", "1");
+  CHECK(loop.until([&] { return find(loop.drafts, "quiet/hello") != nullptr; }, 15s));
+  // The store catches up: the flood goes on, and what the connector could not queue is reported.
+  size_t before = count(loop.drafts, "flood/x");
+  auto release = [&] {
+    auto commits = std::move(held);
+    held.clear();
+    for (auto& c : commits)
+      if (c) c();
+  };
+  REQUIRE(loop.until([&] {
+    release();
+    return count(loop.drafts, "flood/x") > before + 1000;
+  }, 30s));
+  REQUIRE(loop.until([&] {
+    release();
+    return log.occurrences("dropped: they came faster than the broker took them") > 0;
+  }, 30s));
+  CHECK(count(loop.drafts, "flood/x") < 20000);
+
+  // Legitimate twin: a burst the store keeps up with arrives whole, nothing dropped.
+  loop.until([&] { release(); return false; }, 2000ms);
+  size_t start = count(loop.drafts, "quiet/burst");
+  for (int i = 0; i < 2000; ++i) client.publish("quiet/burst", "\"" + std::to_string(i) + "\"");
+  CHECK(loop.until([&] { return count(loop.drafts, "quiet/burst") == start + 2000; }, 30s));
 }
 
 TEST_CASE("manager: reconnects after mosquitto restarts") {

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "broker/sources/source_manager.h"
@@ -83,7 +84,11 @@ struct Loop {
   kj::AsyncIoContext io = kj::setupAsyncIo();
   std::vector<pine::sources::Draft> drafts;
   pine::sources::Sink sink() {
-    return [this](pine::sources::Draft d) { drafts.push_back(std::move(d)); };
+    // Committed at once, as a store that keeps up would (an mqtt source sends its next message then).
+    return [this](pine::sources::Draft d) {
+      if (d.committed) std::exchange(d.committed, nullptr)();
+      drafts.push_back(std::move(d));
+    };
   }
   void run(std::chrono::milliseconds ms);  // turns the loop for this long
   // Turns the loop until `done` or the timeout; true when done.
