@@ -10,6 +10,7 @@
 #include "broker/owner_api.h"
 #include "broker/program_start.h"
 #include "broker/source_polls.h"
+#include "broker/ftp_lists.h"
 #include "broker/telegram/channels.h"
 #include "broker/task_recovery.h"
 #include "common/fd.h"
@@ -165,6 +166,7 @@ kj::Promise<void> Broker::run() {
   if (pinedRestarted && !sandboxNote_.empty()) telegram_->notice("sandboxDegraded", "pine: " + sandboxNote_);
   sources::Options sourceOptions;
   sourceOptions.http = httpSourceServices([this]() { return supervisor_; }, *store_, *bus_);
+  sourceOptions.ftp = ftpSourceServices([this]() { return supervisor_; }, *store_, *bus_);
   sourceOptions.startCommand = commandStarter(io_, supervisor_);
   sourceOptions.startProgram = [this](const std::string& source) {
     return startSourceProgram(*io_.lowLevelProvider, supervisor_, source);

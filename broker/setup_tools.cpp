@@ -5,6 +5,7 @@
 #include <kj/debug.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "broker/broker_tools.h"
 #include "broker/skills.h"
@@ -65,7 +66,14 @@ std::string joinErrors(capnp::List<capnp::Text>::Reader errors) {
   return out;
 }
 
+// Why an ftp source's address is on the local network ("": public): its host read as http's is.
+std::string ftpLocalReason(const std::string& url) {
+  const size_t sep = url.find("://");
+  return sep == std::string::npos ? "" : localNetworkReason("https://" + url.substr(sep + 3));
+}
+
 // A command source's words: a list of 1 to 64 strings, each non-empty, at most 4096 bytes, no NUL.
+
 std::optional<std::string> commandWordsProblem(const nlohmann::json& src) {
   const char* shape = "\"command\" is the program and its arguments as a list of strings, e.g. [\"df\", \"-h\"]";
   if (!src.contains("command") || !src["command"].is_array() || src["command"].empty() || src["command"].size() > 64)
@@ -170,13 +178,21 @@ std::optional<std::string> checkSetupArgs(const RunContext& run, const std::stri
     } else if (src.contains("command")) {
       return "\"command\" belongs to a source of type command";
     }
+    // An ftp source names the .env entries of its login (the question shows them); their values stay the owner's.
+    const bool ftp = type == "ftp";
+    if (ftp && (!src.contains("usernameSecret") || !src["usernameSecret"].is_string() ||
+                !src.contains("passwordSecret") || !src["passwordSecret"].is_string()))
+      return "an ftp source names its login's .env entries in usernameSecret and passwordSecret (the owner stores "
+             "them with `pinectl secret set NAME`)";
+    if (ftp && src.contains("tls"))
+      return "\"tls\" is the owner's to write in pine.yaml: without TLS the password crosses the network in clear";
     for (const char* key : {"secret", "usernameSecret", "passwordSecret", "tokenSecret"})
-      if (src.contains(key))
+      if (src.contains(key) && !(ftp && (std::string_view(key) == "usernameSecret" || std::string_view(key) == "passwordSecret")))
         return std::string("add_source cannot set up secrets (\"") + key +
                "\"): the owner stores it with `pinectl secret set NAME` and adds the source";
     if (args.contains("forAllAgents") && !args["forAllAgents"].is_boolean()) return "\"forAllAgents\" is true or false";
     // Public or local is what the owner confirms in the question, written from the address itself.
-    if (type == "http" && src.contains("network"))
+    if ((type == "http" || type == "ftp") && src.contains("network"))
       return "\"network\" is written by pine: the owner's question says whether the address is on the local network";
     return std::nullopt;
   }
@@ -194,6 +210,11 @@ policy::AddSourceRequest addSourceRequest(const RunContext& run, const nlohmann:
   if (src.value("type", "") == "http" && src.contains("url") && src["url"].is_string()) {
     r.httpUrl = src["url"].get<std::string>();
     r.localReason = localNetworkReason(r.httpUrl);
+  }
+  if (src.value("type", "") == "ftp" && src.contains("url") && src["url"].is_string()) {
+    r.ftpUrl = src["url"].get<std::string>();
+    r.localReason = ftpLocalReason(r.ftpUrl);
+    r.ftpLogin = src.value("usernameSecret", "") + " and " + src.value("passwordSecret", "");
   }
   if (src.value("type", "") == "command" && !commandWordsProblem(src)) {
     const std::string mode = src.contains("mode") && src["mode"].is_string() ? src["mode"].get<std::string>() : "interval";
@@ -225,6 +246,8 @@ kj::Promise<ToolAnswer> BrokerTools::addSource(const nlohmann::json& args) {
   // What the owner confirmed: the question named the address as local or public.
   if (entry.value("type", "") == "http" && entry.contains("url") && entry["url"].is_string())
     entry["network"] = localNetworkReason(entry["url"].get<std::string>()).empty() ? "public" : "local";
+  if (entry.value("type", "") == "ftp" && entry.contains("url") && entry["url"].is_string())
+    entry["network"] = ftpLocalReason(entry["url"].get<std::string>()).empty() ? "public" : "local";
   return addToPineYaml("sources", entry, "source '" + name + "'").then([this, name, forAll](std::optional<std::string> e) {
     if (e) return toolError("the source was not added:\n" + *e);
     run_.services.reloadConfiguration();

@@ -51,19 +51,19 @@ std::string joinNames(const std::vector<std::string>& names) {
   return out;
 }
 
-// An http source that may reach the local network says so; one confirmed as public whose address
+// An http or ftp source that may reach the local network says so; one confirmed as public whose address
 // is plainly local would only ever be refused by egress.
 void httpSourceNotes(const std::string& pineFile, const std::string& at, const Source& s,
                      std::vector<SecurityNote>& notes) {
   std::string local = localNetworkReason(s.url);
   if (s.localNetwork)
     notes.push_back({pineFile, at + ".network",
-                     "http source '" + s.name + "' may reach your local network (this machine, private addresses): " +
+                     s.type + " source '" + s.name + "' may reach your local network (this machine, private addresses): " +
                          s.url,
                      "remove network: local unless that address is yours"});
   else if (!local.empty())
     notes.push_back({pineFile, at + ".url",
-                     "http source '" + s.name + "' is public, but " + local + ": every look will be refused",
+                     s.type + " source '" + s.name + "' is public, but " + local + ": every look will be refused",
                      "write network: local if the address is on your own network"});
 }
 
@@ -174,7 +174,11 @@ std::vector<SecurityNote> securityNotes(const Home& home, const HomeFacts& facts
                        "telegram source '" + s.name + "' talks to " + s.baseUrl +
                            ", not Telegram's own server: that server sees the bot token and every message",
                        "remove baseUrl unless you run that Bot API server yourself"});
-    if (s.type == "http") httpSourceNotes(pineFile, at, s, notes);
+    if (s.type == "http" || s.type == "ftp") httpSourceNotes(pineFile, at, s, notes);
+    if (s.type == "ftp" && s.plainFtp)
+      notes.push_back({pineFile, at + ".tls",
+                       "ftp source '" + s.name + "' logs in without TLS: its password crosses the network in clear",
+                       "use ftps:// or a server with AUTH TLS, and remove tls: none"});
     if (s.type == "command")
       notes.push_back({pineFile, at + ".command",
                        "command source '" + s.name + "' runs `" + shownCommandLine(s.command) + "` in the sandbox of agent '" +

@@ -98,7 +98,7 @@ struct Source {
   std::string topic;
   HookAuth hook;
   // mqtt
-  std::string url;  // also http
+  std::string url;  // also http, ftp
   std::vector<std::string> topics;
   std::vector<std::string> publish;
   std::string usernameSecret;
@@ -111,7 +111,7 @@ struct Source {
   // http, command
   int intervalSec = 900;
   std::string tokenSecret;  // also telegram
-  bool localNetwork = false;  // http: `network: local`, the owner confirmed an address on the local network
+  bool localNetwork = false;  // http, ftp: `network: local`, the owner confirmed an address on the local network
   std::string tokenHeader;    // http: the token's header, sent bare; empty: "Authorization: Bearer <token>"
   std::vector<std::string> command;
   // command: "interval" (a run every intervalSec, killed after timeoutSec) or "lines" (one
@@ -122,11 +122,11 @@ struct Source {
   std::vector<std::int64_t> allow;
   std::string baseUrl;                // empty: Telegram's own https://api.telegram.org
   std::vector<std::int64_t> groups;   // group chats heard (their members still must be paired or allowed)
-  int maxFileMb = 20;                 // photos, documents and voice notes larger than this are refused
+  int maxFileMb = 20;                 // (ftp: files fetched) photos, documents and voice notes larger than this are refused
   std::map<std::string, bool> notify; // kinds of notice sent to the paired chats; absent: on
-  // ftp
-  int port = 0;
-  std::vector<std::string> allowFrom;
+  // ftp (also url, usernameSecret, passwordSecret, intervalSec, localNetwork, topic, maxFileMb)
+  bool plainFtp = false;  // `tls: none` on an ftp:// address: the owner chose a login in clear
+  bool fetch = false;     // each new file is fetched into the owning agent's inbox
   // registered source types: passed through to the program, checked by it
   std::map<std::string, std::string> options;
 };

@@ -235,7 +235,7 @@ const std::vector<std::string>& typeKeys(const std::string& type) {
       {"http", {"url", "intervalSec", "tokenSecret", "tokenHeader", "network", "topic"}},
       {"command", {"command", "intervalSec", "mode", "timeoutSec"}},
       {"telegram", {"tokenSecret", "allow", "baseUrl", "groups", "maxFileMb", "notify"}},
-      {"ftp", {"port", "passwordSecret", "allowFrom"}},
+      {"ftp", {"url", "tls", "usernameSecret", "passwordSecret", "intervalSec", "network", "fetch", "topic"}},
       {"", {"options"}},
   };
   static const std::vector<std::string> none;
@@ -278,6 +278,44 @@ void readHttpSourceFields(Map& m, Source& s) {
   if (m.has("tokenHeader") && !m.has("tokenSecret"))
     m.ctx().error(m.keyPos("tokenHeader"), m.pathOf("tokenHeader"), "tokenHeader without tokenSecret",
                   "set tokenSecret: NAME (a .env entry) or remove tokenHeader");
+}
+
+// An ftp source (docs/sources.md, "ftp"): a remote folder, always with a login, TLS unless the
+// owner writes `tls: none` on an ftp:// address.
+void readFtpSourceFields(Map& m, Source& s) {
+  Ctx& c = m.ctx();
+  if (checkUrl(m, "url", s.url, {"ftps", "ftp"}) &&
+      s.url.find_first_of("?#", s.url.find("://") + 3) != std::string::npos)
+    c.error(m.valuePos("url"), m.pathOf("url"), "an FTP address has no query or fragment",
+            "write the folder as ftps://host[:port]/dir/");
+  m.require("url");
+  std::string tls;
+  if (m.str("tls", tls)) {
+    if (tls == "none" && s.url.rfind("ftp://", 0) == 0) s.plainFtp = true;
+    else if (tls == "none")
+      c.error(m.valuePos("tls"), m.pathOf("tls"), "tls: none on an ftps:// address",
+              "ftps:// is TLS from the start; write ftp:// to choose a login in clear, or remove tls");
+    else if (tls != "required")
+      c.error(m.valuePos("tls"), m.pathOf("tls"), "expected 'required' or 'none', got '" + tls + "'",
+              "required (the default) needs AUTH TLS on ftp://; none sends the password in clear");
+  }
+  m.secretName("usernameSecret", s.usernameSecret);
+  m.require("usernameSecret");
+  m.secretName("passwordSecret", s.passwordSecret);
+  m.require("passwordSecret");
+  m.integer("intervalSec", s.intervalSec, 60, 7 * 86400);
+  // pined and egress can fetch one file (listFtp's file), but nothing writes it into the inbox yet.
+  if (m.boolean("fetch", s.fetch) && s.fetch)
+    c.error(m.valuePos("fetch"), m.pathOf("fetch"), "fetching files into the agent's inbox is not built yet",
+            "remove fetch (or write fetch: false): each new or changed file is still an event that names it");
+  readEventTopic(m, s.topic);
+  std::string network;
+  if (m.str("network", network)) {
+    if (network == "local") s.localNetwork = true;
+    else if (network != "public")
+      c.error(m.valuePos("network"), m.pathOf("network"), "expected 'public' or 'local', got '" + network + "'",
+              "local confirms a server on your own network (this machine, the LAN); public is the default");
+  }
 }
 
 // A command source's mode and its clock: an interval run is killed before the next is due;
@@ -364,11 +402,7 @@ void readSourceTypeFields(Map& m, const std::string& type, Source& s) {
     }
     nm.finish();
   } else if (type == "ftp") {
-    m.integer("port", s.port, 1, 65535);
-    m.require("port");
-    m.secretName("passwordSecret", s.passwordSecret);
-    m.require("passwordSecret");
-    m.strList("allowFrom", s.allowFrom);
+    readFtpSourceFields(m, s);
   } else {
     checkTopicList(m, "publish", s.publish, false);  // what agents may send to the program (docs/sources.md)
     YAML::Node opts = m.take("options");

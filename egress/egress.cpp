@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "egress/address_policy.h"
+#include "egress/ftp_options.h"
 #include "egress/request/placeholders.h"
 #include "common/cloexec.h"
 
@@ -303,8 +304,15 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
     return fail(std::string("invalid URL: ") + curl_url_strerror(rc));
   }
   const std::string scheme = lowerAscii(checked.get(CURLUPART_SCHEME).value_or(""));
-  if (scheme != "https" && scheme != "http") return fail("only http and https URLs are allowed");
-  if (scheme == "http" && !policy.allowPlainHttp) return fail("plain http is refused (allowPlainHttp is off)");
+  const FtpMode ftp = ftpModeOf(request);
+  if (ftp != FtpMode::None) {
+    // ftps: TLS from the first byte; ftp: AUTH TLS required, unless allowPlainHttp (`tls: none`).
+    if (scheme != "ftps" && scheme != "ftp") return fail("FTP-LIST and FTP-RETR take ftp and ftps URLs only");
+    if (!request.headers.empty() || !request.body.empty()) return fail("an FTP request has no headers and no body");
+  } else {
+    if (scheme != "https" && scheme != "http") return fail("only http and https URLs are allowed");
+    if (scheme == "http" && !policy.allowPlainHttp) return fail("plain http is refused (allowPlainHttp is off)");
+  }
   const std::string host = checked.get(CURLUPART_HOST).value_or("");
   const std::string port = checked.get(CURLUPART_PORT, CURLU_DEFAULT_PORT).value_or("");
   if (host.empty() || port.empty()) return fail("the URL has no host");
@@ -444,7 +452,8 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
   set(CURLOPT_ERRORBUFFER, errbuf);
   set(CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: other threads run in this process
   set(CURLOPT_CURLU, url.h);
-  set(CURLOPT_PROTOCOLS_STR, policy.allowPlainHttp ? "http,https" : "https");
+  if (ftp != FtpMode::None) set(CURLOPT_PROTOCOLS_STR, scheme.c_str());
+  else set(CURLOPT_PROTOCOLS_STR, policy.allowPlainHttp ? "http,https" : "https");
   set(CURLOPT_FOLLOWLOCATION, 0L);
   set(CURLOPT_NETRC, static_cast<long>(CURL_NETRC_IGNORED));
   set(CURLOPT_PROXY, "");     // "" and NOPROXY "*": the http_proxy/https_proxy/all_proxy
@@ -468,17 +477,23 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
     set(CURLOPT_LOW_SPEED_LIMIT, 1L);  // bytes a second: "nothing arrives"
     set(CURLOPT_LOW_SPEED_TIME, std::max(1L, policy.idleTimeoutMs / 1000));
   }
-  set(CURLOPT_ACCEPT_ENCODING, "");  // curl decodes, so redaction and the size cap see plain bytes
   set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(policy.maxResponseBytes));
   set(CURLOPT_OPENSOCKETFUNCTION, &onOpenSocket);
   set(CURLOPT_OPENSOCKETDATA, &t);
-  set(CURLOPT_HEADERFUNCTION, &onHeaderLine);
-  set(CURLOPT_HEADERDATA, &t);
   set(CURLOPT_WRITEFUNCTION, &onBody);
   set(CURLOPT_WRITEDATA, &t);
-  if (headerList) set(CURLOPT_HTTPHEADER, headerList.get());
   if (resolveList) set(CURLOPT_RESOLVE, resolveList.get());
-  if (request.method == "GET" && request.body.empty()) {
+  if (ftp != FtpMode::None) {
+    setOk = setOk && setFtpOptions(c, ftp, scheme == "ftp" && policy.allowPlainHttp);
+    if (ftp == FtpMode::List) t.head.headers = {{"Ftp-Listing", "mlsd"}};
+  } else {
+    set(CURLOPT_ACCEPT_ENCODING, "");  // curl decodes, so redaction and the size cap see plain bytes
+    set(CURLOPT_HEADERFUNCTION, &onHeaderLine);
+    set(CURLOPT_HEADERDATA, &t);
+    if (headerList) set(CURLOPT_HTTPHEADER, headerList.get());
+  }
+  if (ftp != FtpMode::None) {
+  } else if (request.method == "GET" && request.body.empty()) {
     set(CURLOPT_HTTPGET, 1L);
   } else if (request.method == "HEAD" && request.body.empty()) {
     set(CURLOPT_NOBODY, 1L);
@@ -489,7 +504,16 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
   }
   if (!setOk) return fail("this libcurl lacks an option egress needs (libcurl 7.85 or newer)");
 
-  const CURLcode rc = curl_easy_perform(c);
+  CURLcode rc = curl_easy_perform(c);
+  if (ftp == FtpMode::List && rc == CURLE_FTP_COULDNT_RETR_FILE && t.bodyBytes == 0 && !t.headSent && !t.thrown &&
+      t.error.empty()) {
+    // The server refused MLSD (RFC 3659): the same folder again with LIST, unix `ls -l` lines.
+    t.head.headers = {{"Ftp-Listing", "list"}};
+    errbuf[0] = '\0';
+    if (curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, static_cast<const char*>(nullptr)) != CURLE_OK)
+      return fail("cannot fall back to LIST");
+    rc = curl_easy_perform(c);
+  }
   if (t.thrown) std::rethrow_exception(t.thrown);
   if (!t.error.empty()) return failScrubbed(t.error);
   if (rc == CURLE_FILESIZE_EXCEEDED) {
@@ -501,6 +525,8 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
     // What a hostile or broken server did, in words; curl's own text stays in the message.
     switch (rc) {
       case CURLE_OPERATION_TIMEDOUT: why = "timed out (" + why + ")"; break;
+      case CURLE_LOGIN_DENIED: why = "the FTP server refused the login (" + why + ")"; break;
+      case CURLE_USE_SSL_FAILED: why = "the FTP server does not offer TLS (AUTH TLS), which is required (" + why + ")"; break;
       case CURLE_PEER_FAILED_VERIFICATION:
       case CURLE_SSL_CACERT_BADFILE: why = "TLS verification failed: " + why; break;
       // The scheme was checked above: an unsupported protocol now is the server's answer (its version).

@@ -98,6 +98,14 @@ interface Supervisor {
   # confirmed and a name ([a-z0-9_-]): pined reads it again, refuses when it changed, and copies it to
   # source-types/<name>-<first 12 of sha256> (mode 0500) in pine's home; file is that path, relative to
   # the home, for the sourceTypes entry. error says why not, and nothing is copied then.
+
+  listFtp @16 (source :Text, file :Text, sink :ByteSink) -> (status :UInt16, headers :List(Header), error :Text);
+  # One look at the remote folder of the ftp source named, made by a pine-egress process: pined builds
+  # the request from the source's configuration (its url, the login of its usernameSecret and
+  # passwordSecret, TLS as configured). file: empty for the listing (MLSD, or LIST where the server
+  # has no MLSD; the header Ftp-Listing says which), else the name of one file in that folder to
+  # fetch (a plain name, at most maxFileMb; only for a source with fetch: true). The bytes go to sink
+  # unread by pined: the broker parses the listing.
 }
 
 struct EgressRequest {

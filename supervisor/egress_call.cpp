@@ -333,6 +333,8 @@ kj::Promise<void> EgressProcesses::egress(
   auto p = context.getParams();
   auto r = p.getRequest();
   KJ_REQUIRE(r.getMethod().size() > 0 && r.getMethod().size() <= 16, "egress: bad method");
+  // FTP is an ftp source's (ftp_list.h), with the login pined puts in; never the broker's to ask for.
+  KJ_REQUIRE(!r.getMethod().startsWith("FTP-"), "egress: FTP requests are made for ftp sources only");
   KJ_REQUIRE(r.getUrl().size() > 0 && r.getUrl().size() <= 8192, "egress: the URL is empty or over 8 KiB");
   KJ_REQUIRE(r.getHeaders().size() <= 64, "egress: more than 64 headers");
   KJ_REQUIRE(r.getBody().size() <= kMaxBody, "egress: body over 16 MiB");

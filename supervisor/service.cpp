@@ -13,6 +13,7 @@
 #include "supervisor/program_file.h"
 #include "supervisor/source_command.h"
 #include "supervisor/source_fetch.h"
+#include "supervisor/ftp_list.h"
 #include "supervisor/source_program.h"
 #include "supervisor/telegram_call.h"
 #include "supervisor/secrets/config_writer.h"
@@ -182,6 +183,11 @@ kj::Promise<void> SupervisorService::telegramFile(TelegramFileContext context) {
 kj::Promise<void> SupervisorService::pollSource(PollSourceContext context) {
   context.allowCancellation();
   return pine::pollSource(sup_, egress_, context);
+}
+
+kj::Promise<void> SupervisorService::listFtp(ListFtpContext context) {
+  context.allowCancellation();
+  return pine::listFtp(sup_, egress_, context);
 }
 
 kj::Promise<void> SupervisorService::checkHook(CheckHookContext context) {

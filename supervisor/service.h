@@ -35,6 +35,7 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> checkHook(CheckHookContext context) override;
   kj::Promise<void> openMqtt(OpenMqttContext context) override;
   kj::Promise<void> pollSource(PollSourceContext context) override;
+  kj::Promise<void> listFtp(ListFtpContext context) override;
   kj::Promise<void> runSourceCommand(RunSourceCommandContext context) override;
   kj::Promise<void> startSourceProgram(StartSourceProgramContext context) override;
   kj::Promise<void> sourceProgram(SourceProgramContext context) override;

@@ -56,7 +56,8 @@ Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& fa
   const bool manual = effectiveMode(facts) == config::Mode::Manual;
   const bool command = !req.commandLine.empty();
   // Only a folder is ever "inside the workspace": anything that also runs or connects is asked.
-  const bool runsOrConnects = command || !req.program.empty() || !req.connectsTo.empty() || !req.httpUrl.empty();
+  const bool runsOrConnects = command || !req.program.empty() || !req.connectsTo.empty() || !req.httpUrl.empty() ||
+                              !req.ftpUrl.empty();
   if (req.folderInsideWorkspace && !runsOrConnects && !req.forAllAgents && !req.trustOwner && !tainted && !manual)
     return allowed("a folder inside the agent's own workspace");
   std::string why;
@@ -77,6 +78,11 @@ Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& fa
     add(req.localReason.empty()
             ? "it fetches " + req.httpUrl + ", a public address (never followed into your local network)"
             : "it fetches " + req.httpUrl + " on your LOCAL NETWORK (" + req.localReason + ")");
+  if (!req.ftpUrl.empty())
+    add("it lists the FTP folder " + req.ftpUrl +
+        (req.localReason.empty() ? ", a public address (never followed into your local network)"
+                                 : " on your LOCAL NETWORK (" + req.localReason + ")") +
+        ", logging in with your .env entries " + req.ftpLogin);
   if (req.forAllAgents) add("it is a source for all agents");
   if (req.trustOwner) add("its reports would count as yours (trust: owner)");
   if (tainted) add(taintWords(facts));

@@ -34,6 +34,8 @@ struct AddSourceRequest {
   std::string program = {};           // a registered source type: its name and file, as the question shows it
   std::string connectsTo = {};        // an mqtt source's server address
   std::string folder = {};            // a folder source's path, as asked for (named in the question)
+  std::string ftpUrl = {};            // an ftp source's folder: the question names it (localReason as for http)
+  std::string ftpLogin = {};          // the .env entries it logs in with ("FTP_USER and FTP_PASSWORD")
 };
 // Reduced runs and conversations without the owner: refused. For all agents:
 // the main agent only. A folder inside its workspace, untrusted, for this agent

@@ -4,6 +4,7 @@
 
 #include <tuple>
 
+#include "broker/sources/poll_set.h"
 #include "common/web_address.h"
 
 namespace pine::sources {
@@ -97,32 +98,13 @@ HttpPolls::HttpPolls(kj::Timer& timer, HttpServices services, kj::Duration first
     : timer_(timer), services_(std::move(services)), firstLook_(firstLook) {}
 
 void HttpPolls::update(const std::vector<config::Source>& wanted) {
-  std::map<std::string, const config::Source*> byName;
-  for (const auto& s : wanted)
-    if (s.type == "http") byName[s.name] = &s;
-  for (auto it = polls_.begin(); it != polls_.end();) {
-    auto w = byName.find(it->first);
-    if (w != byName.end() && sameSettings(it->second->source(), *w->second)) {
-      ++it;
-      continue;
-    }
-    spdlog::info("source '{}': {}", it->first, w == byName.end() ? "stopped, nobody wants it any more"
-                                                                 : "configuration changed, restarting it");
-    it = polls_.erase(it);
-  }
-  if (!services_) return;
-  for (const auto& [name, s] : byName) {
-    if (polls_.count(name)) continue;
-    polls_[name] = std::make_unique<HttpPoller>(timer_, *s, services_, firstLook_);
-    spdlog::info("source '{}': started (polls {} every {} s{})", name, s->url, s->intervalSec,
-                 s->localNetwork ? ", on the local network" : "");
-  }
+  updatePolls<HttpPoller>(polls_, wanted, "http", &sameSettings, bool(services_), [this](const config::Source& s) {
+    spdlog::info("source '{}': started (polls {} every {} s{})", s.name, s.url, s.intervalSec,
+                 s.localNetwork ? ", on the local network" : "");
+    return std::make_unique<HttpPoller>(timer_, s, services_, firstLook_);
+  });
 }
 
-std::vector<std::string> HttpPolls::names() const {
-  std::vector<std::string> out;
-  for (const auto& [name, p] : polls_) out.push_back(name);
-  return out;
-}
+std::vector<std::string> HttpPolls::names() const { return pollNames(polls_); }
 
 }  // namespace pine::sources

@@ -20,7 +20,7 @@ bool runsProgram(const config::Source& s) {
 }
 
 const std::vector<std::string>& typesAgentsSetUp() {
-  static const std::vector<std::string> types = {"mqtt", "folder", "http", "command"};
+  static const std::vector<std::string> types = {"mqtt", "folder", "http", "command", "ftp"};
   return types;
 }
 
@@ -38,7 +38,6 @@ std::optional<std::string> whyNotForAgents(const std::string& type, const std::v
     return "a webhook needs a secret that only the owner sets up (`pinectl secret set`, then the hook in pine.yaml); " +
            offer;
   if (type == "telegram") return "telegram is a channel to the owner, set up by the owner in pine.yaml; " + offer;
-  if (type == "ftp") return "ftp sources do not run yet; " + offer;
   if (type.empty()) return "the source has no \"type\"; " + offer;
   return "there is no source type '" + type + "'; " + offer;
 }

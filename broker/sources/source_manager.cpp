@@ -47,7 +47,8 @@ SourceManager::SourceManager(kj::AsyncIoContext& io, Sink sink, OpenConnector op
       sink_(std::move(sink)),
       open_(std::move(open)),
       options_(options),
-      polls_(io.provider->getTimer(), options_.http) {}
+      polls_(io.provider->getTimer(), options_.http),
+      ftpPolls_(io.provider->getTimer(), options_.ftp) {}
 
 SourceManager::~SourceManager() {
   links_.clear();
@@ -116,11 +117,13 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
   for (auto it = refused_.begin(); it != refused_.end();)
     it = byName.count(it->first) ? std::next(it) : refused_.erase(it);
   polls_.update(wanted);
+  ftpPolls_.update(wanted);
 
   for (const auto& s : wanted) {
     if (links_.count(s.name) || folders_.count(s.name)) continue;
     if (s.type == "webhook") continue;  // served by the control API at /hooks/<name> (hook_intake)
     if (s.type == "http" && options_.http) continue;  // polled by polls_ (http_poller.h)
+    if (s.type == "ftp" && options_.ftp) continue;    // listed by ftpPolls_ (ftp_poller.h)
     if (runsProgram(s)) {
       if (programs_.count(s.name)) continue;
       if (!options_.startProgram) {
@@ -182,6 +185,7 @@ std::vector<std::string> SourceManager::running() const {
   for (const auto& [name, link] : links_)
     if (link->running()) out.push_back(name);
   for (auto& name : polls_.names()) out.push_back(name);
+  for (auto& name : ftpPolls_.names()) out.push_back(name);
   for (const auto& [name, command] : commands_)
     if (!command->notRunning()) out.push_back(name);
   for (const auto& [name, folder] : folders_) out.push_back(name);
@@ -206,6 +210,7 @@ std::map<std::string, std::string> SourceManager::notRunning() const {
 kj::Promise<std::optional<std::string>> SourceManager::publish(const std::string& source, const std::string& topic,
                                                                const std::string& payload) {
   if (polls_.has(source)) return answer(fmt::format("source '{}' is an http source: it only receives", source));
+  if (ftpPolls_.has(source)) return answer(fmt::format("source '{}' is an ftp source: it only receives", source));
   if (commands_.count(source))
     return answer(
         fmt::format("source '{}' is a command: it only brings events in, nothing is published through it", source));

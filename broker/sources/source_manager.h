@@ -15,6 +15,7 @@
 #include "broker/sources/command_source.h"
 #include "broker/sources/draft.h"
 #include "broker/sources/folder_source.h"
+#include "broker/sources/ftp_poller.h"
 #include "broker/sources/http_poller.h"
 #include "broker/sources/mqtt_link.h"
 #include "broker/sources/program_source.h"
@@ -26,6 +27,7 @@ namespace pine::sources {
 struct Options {
   Backoff restart;  // waits before starting a source's connector again (it could not start, or ended)
   HttpServices http;  // what `http` sources poll through; unset: they do not run
+  FtpServices ftp;    // what `ftp` sources list through; unset: they do not run
   CommandStarter startCommand;  // command sources: asks pined to run one (empty: they do not run)
   SourceStatus status;          // command sources: their status lines and memory in the store
   CommandLimits commandLimits;
@@ -81,6 +83,7 @@ class SourceManager {
   std::map<std::string, std::unique_ptr<MqttLink>> links_;          // by source name
   std::map<std::string, Refused> refused_;                          // wanted but not running
   HttpPolls polls_;                                                 // the `http` sources
+  FtpPolls ftpPolls_;                                               // the `ftp` sources
   std::map<std::string, std::unique_ptr<CommandSource>> commands_;  // by source name (command_source.h)
   std::map<std::string, std::unique_ptr<FolderSource>> folders_;    // by source name (folder_source.h)
   std::map<std::string, std::unique_ptr<ProgramSource>> programs_;  // source programs, by name

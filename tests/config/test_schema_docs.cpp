@@ -50,7 +50,7 @@ sources:
   - {name: status, type: http, url: "https://status.example/api", intervalSec: 300, tokenSecret: STATUS_TOKEN}
   - {name: disk, type: command, command: [df, -h], intervalSec: 3600}
   - {name: telegram, type: telegram, tokenSecret: TELEGRAM_TOKEN, allow: [123456789], baseUrl: "https://api.telegram.org", groups: [-1001234], maxFileMb: 10, notify: {send: true, bypassPaused: true, approvalTimeout: false, taskFailed: true, budget: true, sandboxDegraded: true}}
-  - {name: drop, type: ftp, port: 2121, passwordSecret: FTP_PASSWORD, allowFrom: [192.168.1.0/24]}
+  - {name: drop, type: ftp, url: "ftps://files.example:990/drop/", usernameSecret: FTP_USER, passwordSecret: FTP_PASSWORD, intervalSec: 600, network: public, fetch: false, topic: files/drop, tls: required}
   - {name: mail, type: imap, options: {host: imap.example, folder: INBOX}}
   - {name: oneoff, use: source-types/once.js}
 routes:
@@ -124,7 +124,7 @@ void writeFull(const TempHome& h) {
   h.write("source-types/once.js", "export default {}\n");
   h.write("certs/mqtt-ca.pem", "-----BEGIN CERTIFICATE-----\nnot checked by the loader\n-----END CERTIFICATE-----\n");
   h.write(".env",
-          "CI_HOOK=ci-hook-value-0123456789\nFORM_HOOK=form-hook-value-0123456789\nMQTT_USER=c\nMQTT_PASSWORD=d\nSTATUS_TOKEN=e\nTELEGRAM_TOKEN=f\nFTP_PASSWORD=g\n"
+          "CI_HOOK=ci-hook-value-0123456789\nFORM_HOOK=form-hook-value-0123456789\nMQTT_USER=c\nMQTT_PASSWORD=d\nSTATUS_TOKEN=e\nTELEGRAM_TOKEN=f\nFTP_USER=h\nFTP_PASSWORD=g\n"
           "OPENAI_KEY=h\nANTHROPIC_KEY=i\nGH_TOKEN=j\nCAL_TOKEN=k\n");
 }
 

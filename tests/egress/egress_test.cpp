@@ -404,6 +404,19 @@ TEST_CASE("plain http is refused unless allowed") {
     r = run(req, policy);
     REQUIRE_MESSAGE(r.error, url);
   }
+  // The FTP methods take ftp and ftps only, and nothing but the URL: no http through them, no headers.
+  EgressRequest ftp;
+  ftp.method = "FTP-LIST";
+  ftp.url = base(plain) + "/echo";
+  r = run(ftp, policy);
+  REQUIRE(r.error);
+  CHECK(r.error->find("ftp and ftps URLs only") != std::string::npos);
+  ftp.url = "ftp://127.0.0.1:1/";
+  ftp.headers = {{"X-Any", "1"}};
+  r = run(ftp, policy);
+  REQUIRE(r.error);
+  CHECK(r.error->find("no headers and no body") != std::string::npos);
+  CHECK(plain.requests().size() == 1);  // none of them reached the server
 }
 
 TEST_CASE("the response size cap") {

@@ -856,6 +856,46 @@ TEST_CASE("add_source: an http source is asked, naming the address and the local
   CHECK(readText(home + "/pine.yaml").find(R"("network":"public")") != std::string::npos);
 }
 
+TEST_CASE("add_source: an ftp source is asked, naming the folder, the local network and the login's .env entries; "
+          "network and tls are the owner's") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, {{"relay-ftp", "description: src\nmode: bypass\ntools: [read, add_source]\n"}}, "");
+  Pined pined(home, fixtureWorker(), {});
+  auto add = [](const std::string& source) { return "CALL add_source {\"source\": " + source + "}\n"; };
+  const std::string login = R"("usernameSecret": "SCAN_USER", "passwordSecret": "SCAN_PASSWORD")";
+  // The agent cannot choose public or local, nor a login in clear; a login is required.
+  auto t = message(pined, "relay-ftp",
+                   add(R"({"name": "a", "type": "ftp", "url": "ftp://192.168.1.30/out/", "network": "public", )" + login + "}") +
+                       add(R"({"name": "b", "type": "ftp", "url": "ftp://192.168.1.30/out/", "tls": "none", )" + login + "}") +
+                       add(R"({"name": "c", "type": "ftp", "url": "ftp://192.168.1.30/out/"})") +
+                       add(R"({"name": "d", "type": "http", "url": "https://example.com/", "tokenSecret": "SCAN_PASSWORD"})"));
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: \"network\" is written by pine"), t.dump());
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: \"tls\" is the owner's"), t.dump());
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: an ftp source names its login's .env entries"), t.dump());
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: add_source cannot set up secrets (\"tokenSecret\")"), t.dump());
+  CHECK(pined.api("GET", "/v1/approvals").json()["approvals"].empty());
+
+  // The legitimate one, once the owner stored the login: asked in bypass too, naming the folder as local and
+  // the entries; approved, written local.
+  REQUIRE(pined.ctl({"secret", "set", "SCAN_USER"}, "scanner-user\n").exitCode == 0);
+  REQUIRE(pined.ctl({"secret", "set", "SCAN_PASSWORD"}, "scanner-password-1\n").exitCode == 0);
+  auto started = message(pined, "relay-ftp",
+                         add(R"({"name": "scans", "type": "ftp", "url": "ftp://192.168.1.30/out/", )" + login + "}"), false);
+  auto a = pendingFor(pined, "relay-ftp");
+  REQUIRE(a.is_object());
+  CHECK_MESSAGE(contains(a["reason"].get<std::string>(), "it lists the FTP folder ftp://192.168.1.30/out/ on your LOCAL "
+                                                         "NETWORK (192.168.1.30 is a private address), logging in with "
+                                                         "your .env entries SCAN_USER and SCAN_PASSWORD"),
+                a.dump());
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
+  t = waitTask(pined, "relay-ftp", started["task"]);
+  CHECK_MESSAGE(has(t, "answer", "add_source: ok: source 'scans' added"), t.dump());
+  std::string yaml = readText(home + "/pine.yaml");
+  CHECK(contains(yaml, R"("name":"scans")"));
+  CHECK(contains(yaml, R"("network":"local")"));
+}
+
 TEST_CASE("add_source: only types that run; a registered source program asks, naming the program") {
   TempDir dir;
   std::string home = dir.path() + "/home";
@@ -866,7 +906,6 @@ TEST_CASE("add_source: only types that run; a registered source program asks, na
   auto add = [](const std::string& source) { return "CALL add_source {\"source\": " + source + "}\n"; };
   // Types that do not run for an agent are refused before anyone is asked, naming what can be set up.
   for (auto [source, words] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"name": "drop", "type": "ftp", "url": "ftp://files.example/in/"})", "ftp sources do not run yet"},
            {R"({"name": "tg", "type": "telegram"})", "telegram is a channel to the owner"},
            {R"({"name": "gh", "type": "webhook"})", "a webhook needs a secret that only the owner sets up"},
            {R"({"name": "x", "type": "smtp"})", "there is no source type 'smtp'"},
@@ -877,7 +916,7 @@ TEST_CASE("add_source: only types that run; a registered source program asks, na
       CHECK_MESSAGE(has(t, "answer", "or of a registered source type: imap"), t.dump());
   }
   CHECK(pined.api("GET", "/v1/approvals").json()["approvals"].empty());
-  CHECK(readText(home + "/pine.yaml").find("\"drop\"") == std::string::npos);
+  CHECK(readText(home + "/pine.yaml").find("\"tg\"") == std::string::npos);
 
   // Legitimate twins: a registered program type is asked about in bypass too, naming the program;
   // an mqtt source names its server.

@@ -371,6 +371,42 @@ std::vector<std::string> toolResults(const std::string& home, const std::string&
   return out;
 }
 
+SourceStatus sourceStatus(const std::string& home, const std::string& source) {
+  SourceStatus s;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2((home + "/data/pine.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 2000);
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT looked_ms, found, events, errors, error FROM source_status WHERE source = ?", -1,
+                           &st, nullptr) == SQLITE_OK) {
+      sqlite3_bind_text(st, 1, source.c_str(), -1, SQLITE_TRANSIENT);
+      if (sqlite3_step(st) == SQLITE_ROW) {
+        s.looked = sqlite3_column_int64(st, 0);
+        s.found = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+        s.events = sqlite3_column_int64(st, 2);
+        s.errors = sqlite3_column_int64(st, 3);
+        s.error = reinterpret_cast<const char*>(sqlite3_column_text(st, 4));
+      }
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return s;
+}
+
+nlohmann::json topicEvents(Pined& p, const std::string& topic) {
+  auto j = p.api("GET", "/v1/events?topic=" + topic).json();
+  return j.is_object() && j.contains("events") ? j["events"] : nlohmann::json::array();
+}
+
+void setIntervalSec(const std::string& home, int from, int to) {
+  std::string yaml = readText(home + "/pine.yaml");
+  const std::string a = "intervalSec: " + std::to_string(from);
+  if (yaml.find(a) == std::string::npos) throw std::runtime_error("pine.yaml has no '" + a + "'");
+  yaml.replace(yaml.find(a), a.size(), "intervalSec: " + std::to_string(to));
+  writeText(home + "/pine.yaml", yaml);
+}
+
 bool taskEnded(const nlohmann::json& t) {
   return t.is_object() && (t.value("state", "") == "done" || t.value("state", "") == "failed");
 }

@@ -119,6 +119,17 @@ std::vector<size_t> countInMemory(pid_t pid, const std::vector<std::string>& nee
 // The oldest approval waiting (as GET /v1/approvals lists it) whose id is not `notId`, once
 // there is one; null after 20 seconds.
 nlohmann::json pendingApproval(Pined& p, const std::string& notId = "");
+// The status line the broker keeps for a source (source_status, read-only); zeros when it has none.
+struct SourceStatus {
+  long long looked = 0, events = 0, errors = 0;
+  std::string found, error;
+};
+SourceStatus sourceStatus(const std::string& home, const std::string& source);
+// The events on `topic` as GET /v1/events lists them (an empty array when there are none).
+nlohmann::json topicEvents(Pined& p, const std::string& topic);
+// Writes the first "intervalSec: FROM" of pine.yaml as TO (a polling source whose interval changed
+// starts again at the next reload and looks at once); throws when pine.yaml has none.
+void setIntervalSec(const std::string& home, int from, int to);
 // Whether a task (as the API lists it) has ended, done or failed.
 bool taskEnded(const nlohmann::json& t);
 // Whether the API says this conversation of `agent` is tainted (false when it is not listed).

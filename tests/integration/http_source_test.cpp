@@ -3,7 +3,6 @@
 // that checks the conditional requests and records every request's headers.
 #include <doctest/doctest.h>
 #include <signal.h>
-#include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
@@ -30,38 +29,9 @@ std::string dataFilesText(const std::string& dir) {
   return all;
 }
 
-// The status line the broker keeps for a source (source_status), read-only.
-struct Status {
-  long long looked = 0, events = 0, errors = 0;
-  std::string found, error;
-};
-Status statusOf(const std::string& home, const std::string& source) {
-  Status s;
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2((home + "/data/pine.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_busy_timeout(db, 2000);
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT looked_ms, found, events, errors, error FROM source_status WHERE source = ?", -1,
-                           &st, nullptr) == SQLITE_OK) {
-      sqlite3_bind_text(st, 1, source.c_str(), -1, SQLITE_TRANSIENT);
-      if (sqlite3_step(st) == SQLITE_ROW) {
-        s.looked = sqlite3_column_int64(st, 0);
-        s.found = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
-        s.events = sqlite3_column_int64(st, 2);
-        s.errors = sqlite3_column_int64(st, 3);
-        s.error = reinterpret_cast<const char*>(sqlite3_column_text(st, 4));
-      }
-    }
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(db);
-  return s;
-}
-
-nlohmann::json eventsOf(Pined& p, const std::string& topic) {
-  auto j = p.api("GET", "/v1/events?topic=" + topic).json();
-  return j.is_object() && j.contains("events") ? j["events"] : nlohmann::json::array();
-}
+// Shared with the other source tests (harness.h).
+constexpr auto statusOf = &sourceStatus;
+constexpr auto eventsOf = &topicEvents;
 
 size_t countPath(const PageServer& s, const std::string& path) {
   size_t n = 0;
@@ -69,13 +39,7 @@ size_t countPath(const PageServer& s, const std::string& path) {
   return n;
 }
 
-void setInterval(const std::string& home, int from, int to) {
-  std::string yaml = readText(home + "/pine.yaml");
-  std::string a = "intervalSec: " + std::to_string(from);
-  REQUIRE(contains(yaml, a));
-  yaml.replace(yaml.find(a), a.size(), "intervalSec: " + std::to_string(to));
-  writeText(home + "/pine.yaml", yaml);
-}
+constexpr auto setInterval = &setIntervalSec;  // harness.h
 
 }  // namespace http_source_it
 

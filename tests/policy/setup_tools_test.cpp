@@ -118,6 +118,32 @@ TEST_CASE("setup: add_source of an http source asks in every mode, naming the ad
   CHECK(v.reason.find("LOCAL") == std::string::npos);
 }
 
+TEST_CASE("setup: add_source of an ftp source asks in every mode, naming the folder, the local network and the "
+          "login's .env entries") {
+  auto gonzo = agent("gonzo");
+  AddSourceRequest local{"scans"};
+  local.ftpUrl = "ftp://192.168.1.30/outbox/";
+  local.localReason = "192.168.1.30 is a private address";
+  local.ftpLogin = "SCAN_USER and SCAN_PASSWORD";
+  for (auto mode : {Mode::Auto, Mode::Bypass, Mode::Manual}) {
+    auto v = decideAddSource(gonzo, setupFacts(mode), local);
+    check("ftp asks", v, Decision::Ask);
+    CHECK(v.reason.find("ftp://192.168.1.30/outbox/ on your LOCAL NETWORK (192.168.1.30 is a private address)") !=
+          std::string::npos);
+    CHECK(v.reason.find("logging in with your .env entries SCAN_USER and SCAN_PASSWORD") != std::string::npos);
+  }
+  AddSourceRequest pub = local;
+  pub.ftpUrl = "ftps://files.example.com/drop/";
+  pub.localReason.clear();
+  auto v = decideAddSource(gonzo, setupFacts(Mode::Bypass), pub);
+  check("public ftp asks too", v, Decision::Ask);
+  CHECK(v.reason.find("ftps://files.example.com/drop/, a public address") != std::string::npos);
+  CHECK(v.reason.find("LOCAL") == std::string::npos);
+  // Not a folder in the workspace, whatever the request says: still asked.
+  pub.folderInsideWorkspace = true;
+  check("an ftp source is never a workspace folder", decideAddSource(gonzo, setupFacts(Mode::Bypass), pub), Decision::Ask);
+}
+
 TEST_CASE("setup: add_source of a registered program type asks in every mode, naming the program") {
   auto gonzo = agent("gonzo");
   AddSourceRequest prog{"mail"};

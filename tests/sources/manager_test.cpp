@@ -309,10 +309,9 @@ TEST_CASE("manager: types not implemented yet are logged once and not started") 
   Loop loop;
   Connectors conns;
   SourceManager manager(loop.io, loop.sink(), conns.opener(loop.io), fast());
-  pine::config::Source folder;  // an FTP drop: not implemented yet
+  pine::config::Source folder;  // an ftp source without its services (no pined to list through)
   folder.name = "drop";
   folder.type = "ftp";
-  folder.port = 2121;
   manager.update({folder});
   manager.update({folder});
   CHECK(manager.running().empty());

@@ -191,6 +191,18 @@ TEST_CASE("egress: pined fills in the secret, the server gets it, what comes bac
   unknown.setSink(kj::heap<test::ByteCollector>(ignored));
   err = unknown.send().wait(f.io.waitScope).getError().cStr();
   CHECK(err.find("NOT_THERE") != std::string::npos);
+  // FTP is pined's, for ftp sources only: the broker cannot have egress log in anywhere with a secret.
+  auto ftp = f.client.egressRequest();
+  ftp.initRequest().setMethod("FTP-LIST");
+  ftp.getRequest().setUrl("ftp://${secret:API_KEY}:x@127.0.0.1:" + std::to_string(server.port()) + "/");
+  ftp.setSink(kj::heap<test::ByteCollector>(ignored));
+  std::string refused;
+  try {
+    ftp.send().wait(f.io.waitScope);
+  } catch (kj::Exception& e) {
+    refused = e.getDescription().cStr();
+  }
+  CHECK_MESSAGE(refused.find("FTP requests are made for ftp sources only") != std::string::npos, refused);
   std::filesystem::remove_all(tmpl);
 }
 
