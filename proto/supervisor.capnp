@@ -98,6 +98,17 @@ interface Supervisor {
   # confirmed and a name ([a-z0-9_-]): pined reads it again, refuses when it changed, and copies it to
   # source-types/<name>-<first 12 of sha256> (mode 0500) in pine's home; file is that path, relative to
   # the home, for the sourceTypes entry. error says why not, and nothing is copied then.
+
+  reserved16 @16 () -> ();
+  # Taken by another branch; dropped at merge.
+
+  startMcpServer @17 (agent :Text, server :Text) -> (process :WorkerProcess, socket :Socket, pid :Int32);
+  # Start the local MCP server `server` of `agent` (its mcpServers entry with `command`): pined looks
+  # it up in its own configuration, the broker names only the agent and the server. The owner's
+  # program runs with pine's rights (no sandbox), in mcp-data/<agent>/<server>/, with a minimal
+  # environment plus the entry's `env`, whose ${secret:NAME} placeholders pined fills in here;
+  # socket is the broker's end of its stdin and stdout (MCP's stdio transport); its stderr goes to
+  # pined's log. Dropping process (or the broker going away) kills it; it never outlives pined.
 }
 
 struct EgressRequest {
