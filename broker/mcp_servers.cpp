@@ -28,7 +28,9 @@ struct McpServers::Session {
   std::string agent, server;
   std::string state = "stopped";  // starting, running, failed, stopped
   std::string error;
-  std::unique_ptr<mcp::Client> client;
+  // Shared with every promise taken from it: a Client must outlive them (mcp/client.h), and a
+  // session that failed lets go of it while a call may still be settling.
+  std::shared_ptr<mcp::Client> client;
   std::function<kj::Promise<std::string>()> exited;
   kj::Promise<void> watch = nullptr;
   kj::Maybe<kj::ForkedPromise<void>> starting;
@@ -45,7 +47,15 @@ McpServers::McpServers(kj::Timer& timer, store::Store& store, Starter start, Mcp
   tasks_.add(idleLoop());
 }
 
-McpServers::~McpServers() noexcept(false) {}
+McpServers::~McpServers() noexcept(false) {
+  // A session's promises hold the session: let go of them here, or neither would ever be freed.
+  for (auto& [key, s] : sessions_) {
+    s->starting = nullptr;
+    s->watch = nullptr;
+    s->client.reset();
+    s->exited = nullptr;
+  }
+}
 
 void McpServers::taskFailed(kj::Exception&& e) { spdlog::warn("MCP servers: {}", describe(e)); }
 
@@ -85,7 +95,8 @@ kj::Promise<void> McpServers::ensure(SessionPtr s) {
   auto started =
       start_(s->agent, s->server)
           .then([this, s, gen](sources::ProgramLink link) {
-            s->client = std::make_unique<mcp::Client>(kj::mv(link.stream), timer_, limits_.client);
+            auto client = std::make_shared<mcp::Client>(kj::mv(link.stream), timer_, limits_.client);
+            s->client = client;
             s->exited = link.exited;
             s->watch = link.exited()
                            .then([this, s, gen](std::string how) {
@@ -96,11 +107,12 @@ kj::Promise<void> McpServers::ensure(SessionPtr s) {
             s->client->onToolsChanged([this, s, gen]() {
               if (gen == s->generation) relist(s);
             });
-            return s->client->initialize();
+            return client->initialize().attach(kj::mv(client));
           })
           .then([s, gen]() {
             KJ_REQUIRE(gen == s->generation && s->client != nullptr, "the server went away while starting");
-            return s->client->listTools();
+            auto client = s->client;
+            return client->listTools().attach(kj::mv(client));
           })
           .then(
               [this, s, gen](std::vector<mcp::ToolInfo> tools) {
@@ -164,7 +176,8 @@ void McpServers::adopt(Session& s, std::vector<mcp::ToolInfo> tools) {
 void McpServers::relist(SessionPtr s) {
   if (!s->client || s->state != "running") return;
   unsigned gen = s->generation;
-  tasks_.add(s->client->listTools().then(
+  auto client = s->client;
+  tasks_.add(client->listTools().attach(kj::mv(client)).then(
       [this, s, gen](std::vector<mcp::ToolInfo> tools) {
         if (gen == s->generation) adopt(*s, std::move(tools));
       },
@@ -187,7 +200,7 @@ void McpServers::died(Session& s, const std::string& why) {
   audit("mcp.failed", {{"agent", s.agent}, {"server", s.server}, {"reason", s.error}, {"retry_sec", delay}});
   // Dropped on the next turn of the loop, never from inside their own callbacks: dropping the
   // process handle has pined kill what is left of it.
-  auto client = kj::heap<std::unique_ptr<mcp::Client>>(std::move(s.client));
+  auto client = kj::heap<std::shared_ptr<mcp::Client>>(std::move(s.client));
   auto watch = kj::heap<kj::Promise<void>>(kj::mv(s.watch));
   auto exited = kj::heap<std::function<kj::Promise<std::string>()>>(std::move(s.exited));
   s.watch = nullptr;
@@ -240,13 +253,14 @@ std::vector<McpTool> McpServers::tools(const std::string& agent, const std::stri
 }
 
 kj::Promise<McpAnswer> McpServers::call(const std::string& agent, const std::string& server,
-                                              const std::string& tool, const nlohmann::json& args) {
+                                              const std::string& tool, const nlohmann::json& args,
+                                              std::function<void(const std::string&)> progress) {
   auto it = sessions_.find(agent + "/" + server);
   auto fail = [&](std::string why) { return McpAnswer{"MCP server '" + server + "': " + why, true, false}; };
   if (it == sessions_.end()) return fail("not started");
   SessionPtr s = it->second;
   s->lastUsedMs = nowMs();
-  return ensure(s).then([this, s, tool, args, server]() -> kj::Promise<McpAnswer> {
+  return ensure(s).then([this, s, tool, args, server, progress = std::move(progress)]() mutable -> kj::Promise<McpAnswer> {
     auto fail = [&](std::string why) { return McpAnswer{"MCP server '" + server + "': " + why, true, false}; };
     if (s->state != "running" || !s->client) return fail(s->error.empty() ? "not running" : s->error);
     bool known = std::any_of(s->tools.begin(), s->tools.end(), [&](const mcp::ToolInfo& t) { return t.name == tool; });
@@ -261,7 +275,9 @@ kj::Promise<McpAnswer> McpServers::call(const std::string& agent, const std::str
       --s->calls;
       s->lastUsedMs = nowMs();
     });
-    return s->client->callTool(tool, args, limits_.callTimeoutSec * kj::SECONDS)
+    auto client = s->client;
+    return client->callTool(tool, args, limits_.callTimeoutSec * kj::SECONDS, std::move(progress))
+        .attach(std::shared_ptr<mcp::Client>(client))
         .then([](mcp::ToolResult r) { return McpAnswer{std::move(r.text), r.isError, true}; },
               [this, s, gen, server](kj::Exception&& e) {
                 std::string why = describe(e);

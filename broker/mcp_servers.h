@@ -64,8 +64,9 @@ class McpServers : private kj::TaskSet::ErrorHandler {
   std::vector<McpTool> tools(const std::string& agent, const std::string& server) const;
   // One call of an enabled tool (by its name on the server). The result as the model reads it; an
   // error result saying why when the server failed, timed out or the tool is disabled.
+  // progress gets the server's progress messages (outside content) while the call runs.
   kj::Promise<McpAnswer> call(const std::string& agent, const std::string& server, const std::string& tool,
-                                    const nlohmann::json& args);
+                              const nlohmann::json& args, std::function<void(const std::string&)> progress = {});
   // pinectl mcp: every server of every agent, its state and its tools.
   nlohmann::json report(const config::Home& cfg) const;
   // pinectl mcp review SERVER: starts the server named so for each agent that has it, and answers the

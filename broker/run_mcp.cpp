@@ -1,5 +1,7 @@
 #include "broker/run_mcp.h"
 
+#include <algorithm>
+
 #include "broker/broker_tools.h"
 #include "broker/mcp_servers.h"
 #include "broker/policy/profile.h"
@@ -76,7 +78,16 @@ kj::Promise<ToolAnswer> BrokerTools::callMcp(const std::string& tool, const nloh
   auto row = findMcpTool(run_, tool);
   if (mcp == nullptr || !row) return toolError("'" + tool + "' is not a tool of this run");
   std::string server = row->server;
-  return mcp->call(run_.req.agent, server, row->name, args).then([server, tool](McpAnswer a) {
+  // The server's progress notes reach the owner's screens as one bounded line, its controls stripped.
+  auto progress = [services = &run_.services, task = run_.taskId, tool](const std::string& note) {
+    size_t cut = std::min<size_t>(note.size(), 200);
+    while (cut < note.size() && cut > 0 && (static_cast<unsigned char>(note[cut]) & 0xC0) == 0x80) --cut;
+    std::string line = stripTerminalControls(note.substr(0, cut));
+    for (char& c : line)
+      if (c == '\n' || c == '\r') c = ' ';
+    services->progress(task, tool + ": " + line);
+  };
+  return mcp->call(run_.req.agent, server, row->name, args, progress).then([server, tool](McpAnswer a) {
     // Whatever a server returns may have been written by a stranger: data for the model, fenced.
     if (!a.fromServer) return ToolAnswer{a.text, a.isError};
     return ToolAnswer{fenceOutside("the result of " + tool + " (MCP server '" + server + "')", a.text), a.isError};
