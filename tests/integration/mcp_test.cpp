@@ -6,11 +6,13 @@
 // answer, none, requests to the client, a changed tool list) leaves the broker serving and the
 // call failed or refused with a reason; a changed tool is disabled until `pinectl mcp review`.
 #include <doctest/doctest.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include "tests/integration/harness.h"
 
@@ -303,4 +305,45 @@ TEST_CASE("MCP: runs started by outside events get no MCP tools unless untrusted
   // The owner's own run of the closed agent has them.
   auto owner = message(pined, "probe-closed", "hello");
   CHECK(contains(owner.value("answer", ""), "mcp__files__echo"));
+}
+
+TEST_CASE("MCP: a server that dies is started again at the next need; readOnly: true and approve patterns") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  mcpHome(home, {{"relay-ro", "description: r\ntools: [read]\napprove: [mcp__ro__look]\nmcpServers:\n" +
+                                  server("ro", "honest", "    taints: true\n    approve: tainted\n    readOnly: true\n")}});
+  Pined pined(home, mcpWorker(), {});
+
+  // readOnly: true: even echo goes ahead in a tainted conversation...
+  auto t = message(pined, "relay-ro", "CALL mcp__ro__echo {\"text\": \"one\"}\nCALL mcp__ro__echo {\"text\": \"two\"}\n");
+  CAPTURE(t.dump());
+  CHECK(contains(answerOf(t), "two"));
+  CHECK(sessionTainted(pined, "relay-ro", "main"));
+  // ...but a tool an approve pattern names waits, read-only or not.
+  auto started = message(pined, "relay-ro", "CALL mcp__ro__look {}\n", false);
+  auto ap = pendingApproval(pined);
+  REQUIRE(ap.is_object());
+  CHECK(ap["tool"] == "mcp__ro__look");
+  CHECK(contains(ap.value("reason", ""), "approve lists"));
+  CHECK(pined.api("POST", "/v1/approvals/" + ap["id"].get<std::string>() + "/approve", "{}").status == 200);
+  auto ended = endedTask(pined, "relay-ro", started["task"]);
+  CHECK(contains(answerOf(ended), "mcp__ro__look: ok:"));
+
+  // The server dies: pinectl mcp says so, and the next run starts it again.
+  auto pids = processesMentioning("--mode=honest");
+  REQUIRE(pids.size() == 1);
+  kill(pids[0], SIGKILL);
+  nlohmann::json s;
+  REQUIRE(waitUntil([&] {
+    s = mcpServerState(pined, "relay-ro", "ro");
+    return s.is_object() && s["state"] == "failed";
+  }, 10s));
+  CAPTURE(s.dump());
+  CHECK(contains(s.value("error", ""), "killed by signal 9"));
+  std::this_thread::sleep_for(1200ms);  // its first restart waits 1 s
+  auto again = message(pined, "relay-ro", "CALL mcp__ro__echo {\"text\": \"back\"}\n");
+  CHECK(contains(answerOf(again), "back"));
+  s = mcpServerState(pined, "relay-ro", "ro");
+  CHECK(s["state"] == "running");
+  CHECK(s["starts"] == 2);
 }
