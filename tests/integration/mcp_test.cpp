@@ -68,6 +68,22 @@ nlohmann::json endedTask(Pined& p, const std::string& agent, const std::string& 
   return ended;
 }
 
+// Sends `text` to `agent` without waiting; the question that comes up must be about `tool`, its
+// reason must say `why`; answers it (approve or deny) and returns the ended task (null if none).
+// `asked` gets the approval's id.
+nlohmann::json answered(Pined& p, const std::string& agent, const std::string& text, const std::string& tool,
+                        const std::string& why, const std::string& answer, std::string& asked) {
+  auto started = p.api("POST", "/v1/agents/" + agent + "/messages", nlohmann::json{{"text", text}, {"wait", false}}.dump()).json();
+  auto ap = pendingApproval(p, asked);
+  if (!ap.is_object()) return nullptr;
+  CAPTURE(ap.dump());
+  CHECK(ap["tool"] == tool);
+  CHECK(contains(ap.value("reason", ""), why));
+  asked = ap["id"];
+  CHECK(p.api("POST", "/v1/approvals/" + asked + "/" + answer, "{}").status == 200);
+  return endedTask(p, agent, started.value("task", ""));
+}
+
 }  // namespace
 
 TEST_CASE("MCP: pined starts a local server with its env; its tools reach the run; results are fenced outside content") {
@@ -147,30 +163,21 @@ TEST_CASE("MCP: taints marks the conversation; approve: tainted asks once tainte
   CHECK(contains(answerOf(t), "mcp__web__echo: ok:"));
   CHECK(sessionTainted(pined, "relay-taint", "main"));
   // Tainted now: the read-only tool goes ahead without asking, echo waits for the owner, who says no.
-  auto started = message(pined, "relay-taint", "CALL mcp__web__look {}\nCALL mcp__web__echo {\"text\": \"two\"}\n", false);
-  auto ap = pendingApproval(pined);
-  REQUIRE(ap.is_object());
-  CHECK(ap["tool"] == "mcp__web__echo");
-  CHECK(contains(ap.value("reason", ""), "approve: tainted"));
-  CHECK(pined.api("POST", "/v1/approvals/" + ap["id"].get<std::string>() + "/deny", "{}").status == 200);
-  auto ended = endedTask(pined, "relay-taint", started["task"]);
+  std::string asked;
+  auto ended = answered(pined, "relay-taint", "CALL mcp__web__look {}\nCALL mcp__web__echo {\"text\": \"two\"}\n",
+                        "mcp__web__echo", "approve: tainted", "deny", asked);
   REQUIRE(ended.is_object());
   CAPTURE(ended.dump());
   CHECK(contains(answerOf(ended), "mcp__web__look: ok:"));
   CHECK(contains(answerOf(ended), "mcp__web__echo: error: not approved: the owner denied"));
-  size_t asked = 0;
+  size_t questions = 0;
   for (auto& d : audit(pined, "tool.decision"))
-    if (d["decision"] == "asked") asked += d["tool"] == "mcp__web__look" ? 100 : 1;
-  CHECK(asked == 1);
+    if (d["decision"] == "asked") questions += d["tool"] == "mcp__web__look" ? 100 : 1;
+  CHECK(questions == 1);
 
   // approve: always: even a clean conversation asks; approved, it runs.
-  auto s2 = message(pined, "relay-always", "CALL mcp__cal__echo {\"text\": \"three\"}\n", false);
-  auto ap2 = pendingApproval(pined, ap["id"]);
-  REQUIRE(ap2.is_object());
-  CHECK(ap2["tool"] == "mcp__cal__echo");
-  CHECK(contains(ap2.value("reason", ""), "approve: always"));
-  CHECK(pined.api("POST", "/v1/approvals/" + ap2["id"].get<std::string>() + "/approve", "{}").status == 200);
-  auto ended2 = endedTask(pined, "relay-always", s2["task"]);
+  auto ended2 = answered(pined, "relay-always", "CALL mcp__cal__echo {\"text\": \"three\"}\n", "mcp__cal__echo",
+                         "approve: always", "approve", asked);
   REQUIRE(ended2.is_object());
   CHECK(contains(answerOf(ended2), "mcp__cal__echo: ok:"));
   CHECK(contains(answerOf(ended2), "three"));
@@ -320,13 +327,9 @@ TEST_CASE("MCP: a server that dies is started again at the next need; readOnly: 
   CHECK(contains(answerOf(t), "two"));
   CHECK(sessionTainted(pined, "relay-ro", "main"));
   // ...but a tool an approve pattern names waits, read-only or not.
-  auto started = message(pined, "relay-ro", "CALL mcp__ro__look {}\n", false);
-  auto ap = pendingApproval(pined);
-  REQUIRE(ap.is_object());
-  CHECK(ap["tool"] == "mcp__ro__look");
-  CHECK(contains(ap.value("reason", ""), "approve lists"));
-  CHECK(pined.api("POST", "/v1/approvals/" + ap["id"].get<std::string>() + "/approve", "{}").status == 200);
-  auto ended = endedTask(pined, "relay-ro", started["task"]);
+  std::string asked;
+  auto ended = answered(pined, "relay-ro", "CALL mcp__ro__look {}\n", "mcp__ro__look", "approve lists", "approve", asked);
+  REQUIRE(ended.is_object());
   CHECK(contains(answerOf(ended), "mcp__ro__look: ok:"));
 
   // The server dies: pinectl mcp says so, and the next run starts it again.
