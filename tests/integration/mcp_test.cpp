@@ -254,6 +254,10 @@ TEST_CASE("MCP: a tool that changes after its list was pinned is disabled until 
   CHECK(contains(answerOf(t2), "mcp__shifty__echo: absent"));
   CHECK(contains(answerOf(t2), "mcp__shifty__look: ok:"));
 
+  // A name no agent has is refused, saying where the names are.
+  auto none = pined.ctl({"mcp", "review", "nosuch"});
+  CHECK(none.exitCode != 0);
+  CHECK(contains(none.out + none.err, "no local MCP server 'nosuch'"));
   // The owner sees the difference and accepts it: echo is back.
   auto review = pined.ctl({"mcp", "review", "shifty"});
   CAPTURE(review.out);
@@ -349,4 +353,30 @@ TEST_CASE("MCP: a server that dies is started again at the next need; readOnly: 
   s = mcpServerState(pined, "relay-ro", "ro");
   CHECK(s["state"] == "running");
   CHECK(s["starts"] == 2);
+}
+
+TEST_CASE("MCP: the real worker's model calls a server's tool and reads its result as outside content") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  mcpHome(home, {{"main", "description: main\ntools: [read]\nmcpServers:\n" + server("files", "honest")}});
+  writeText(home + "/providers/replies.yaml",
+            "replies:\n"
+            "  - match: \"ask the server\"\n"
+            "    turns:\n"
+            "      - tool_calls:\n"
+            "          - name: mcp__files__echo\n"
+            "            arguments: {text: \"words from the server\"}\n"
+            "      - text: \"The server said its words.\"\n"
+            "  - match: \"\"\n"
+            "    text: ok\n");
+  Pined pined(home, {}, {});  // pine-worker itself, in its sandbox, against the script model
+  auto t = message(pined, "main", "Please ask the server");
+  CAPTURE(t.dump());
+  CHECK(t["state"] == "done");
+  CHECK(answerOf(t) == "The server said its words.");
+  auto results = toolResults(home, t["id"]);
+  REQUIRE(results.size() == 1);
+  CHECK(contains(results[0], "words from the server"));
+  CHECK(contains(results[0], "<<<outside-content"));
+  CHECK(contains(results[0], "MCP server 'files'"));
 }
