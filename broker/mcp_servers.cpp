@@ -194,10 +194,14 @@ void McpServers::died(Session& s, const std::string& why) {
   s.state = "failed";
   s.error = clip(why, 500);
   s.retryAtMs = nowMs() + delay * 1000LL;
-  ++s.generation;  // what the old process still says or does is ignored
   spdlog::warn("MCP server '{}' of agent '{}': {}; started again when next needed, after {} s", s.server, s.agent,
                s.error, delay);
   audit("mcp.failed", {{"agent", s.agent}, {"server", s.server}, {"reason", s.error}, {"retry_sec", delay}});
+  letGo(s);
+}
+
+void McpServers::letGo(Session& s) {
+  ++s.generation;  // what the old process still says or does is ignored
   // Dropped on the next turn of the loop, never from inside their own callbacks: dropping the
   // process handle has pined kill what is left of it.
   auto client = kj::heap<std::shared_ptr<mcp::Client>>(std::move(s.client));
@@ -221,10 +225,9 @@ void McpServers::stopIdle() {
     if (now - s->lastUsedMs < (long long)limits_.idleSec * 1000) continue;
     spdlog::info("MCP server '{}' of agent '{}': no run needed it for {} s; stopping it", s->server, s->agent,
                  limits_.idleSec);
-    died(*s, "stopped: not needed");
+    audit("mcp.stopped", {{"agent", s->agent}, {"server", s->server}, {"idle_sec", limits_.idleSec}});
     s->state = "stopped";
-    s->failures = 0;
-    s->retryAtMs = 0;
+    letGo(*s);
   }
 }
 

@@ -80,6 +80,7 @@ class McpServers : private kj::TaskSet::ErrorHandler {
   kj::Promise<void> ensure(SessionPtr s);
   void adopt(Session& s, std::vector<mcp::ToolInfo> tools);
   void died(Session& s, const std::string& why);
+  void letGo(Session& s);  // its process and client go; the session keeps its pins and state
   void relist(SessionPtr s);
   void stopIdle();
   kj::Promise<void> idleLoop();
