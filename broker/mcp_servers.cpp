@@ -235,10 +235,11 @@ std::vector<McpTool> McpServers::tools(const std::string& agent, const std::stri
   std::vector<McpTool> out;
   auto it = sessions_.find(agent + "/" + server);
   if (it == sessions_.end() || it->second->state != "running") return out;
+  std::set<std::string> seen;  // a server that lists a name twice gets it once: the model APIs refuse twins
   for (const auto& t : it->second->tools) {
     std::string why;
     auto name = mcp::modelToolName(server, t.name, &why);
-    if (!name) continue;  // report() names it
+    if (!name || !seen.insert(*name).second) continue;  // report() names the unusable ones
     McpTool m;
     m.server = server;
     m.name = t.name;
