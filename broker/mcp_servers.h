@@ -94,4 +94,23 @@ class McpServers : private kj::TaskSet::ErrorHandler {
   kj::TaskSet tasks_{*this};
 };
 
+// One server of one agent (mcp_servers.cpp; mcp_review.cpp reads it for the owner).
+struct McpServers::Session {
+  std::string agent, server;
+  std::string state = "stopped";  // starting, running, failed, stopped
+  std::string error;
+  // Shared with every promise taken from it: a Client must outlive them (mcp/client.h), and a
+  // session that failed lets go of it while a call may still be settling.
+  std::shared_ptr<mcp::Client> client;
+  std::function<kj::Promise<std::string>()> exited;
+  kj::Promise<void> watch = nullptr;
+  kj::Maybe<kj::ForkedPromise<void>> starting;
+  std::vector<mcp::ToolInfo> tools;
+  std::vector<mcp::Pin> pinned;
+  mcp::PinDiff diff;
+  std::set<std::string> disabled;  // by the tool's name on the server
+  long long lastUsedMs = 0, retryAtMs = 0, startedMs = 0;
+  unsigned failures = 0, generation = 0, calls = 0, starts = 0;
+};
+
 }  // namespace pine
