@@ -59,6 +59,12 @@ class ApiBackend {
 
   // Sources and subscriptions (pinectl sources, subscriptions, subscribe, unsubscribe).
   virtual ApiReply sources() { return apiError(404, "this backend has no sources"); }  // GET /v1/sources
+  // MCP servers (pinectl mcp): GET /v1/mcp; GET /v1/mcp/{server}/review shows what changed,
+  // POST accepts it (the tools as they are now become the pinned ones).
+  virtual kj::Promise<ApiReply> mcpServers() { return apiError(404, "this backend has no MCP servers"); }
+  virtual kj::Promise<ApiReply> mcpReview(const std::string&, bool) {
+    return apiError(404, "this backend has no MCP servers");
+  }
   // GET /v1/subscriptions?agent=
   virtual ApiReply subscriptions(const ApiQuery&) { return apiError(404, "this backend has no subscriptions"); }
   // POST /v1/subscriptions {"agent", "session"?, "source", "topic"?, "separate"?}

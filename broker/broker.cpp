@@ -73,6 +73,9 @@ Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId, std::strin
   store_ = store::Store::open(home_.data() + "/pine.db");
   auto& timer = io_.provider->getTimer();
   auto submitRun = [this](RunRequest r) { return queue_->submit(std::move(r)); };
+  mcp_ = std::make_unique<McpServers>(timer, *store_, [this](const std::string& agent, const std::string& server) {
+    return startMcpServer(*io_.lowLevelProvider, supervisor_, agent, server);
+  });
   approvals_ = std::make_unique<Approvals>(*store_, feed_, timer);
   sessions_ = std::make_unique<Sessions>(*store_, config_, [this](const std::string& agent, const std::string& text) {
     notifyOwner(agent, text, "", "bypassPaused");
@@ -114,7 +117,7 @@ Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId, std::strin
         return facts;
       },
       [this](const store::SubscriptionRow& row) { router_->addSubscription(row); },
-      [this](const std::string& id) { return router_->removeSubscription(id); }});
+      [this](const std::string& id) { return router_->removeSubscription(id); }, mcp_.get()});
   telegram_ = std::make_unique<telegram::Channels>(telegram::Channel::Parts{*this, *ownerApi_, feed_, timer, config_});
   auto paf = kj::newPromiseAndFulfiller<void>();
   stopFulfiller_ = kj::mv(paf.fulfiller);

@@ -13,6 +13,7 @@
 #include "broker/event_routing.h"
 #include "broker/feed.h"
 #include "broker/hook_intake.h"
+#include "broker/mcp_servers.h"
 #include "broker/run_services.h"
 #include "broker/schedule_timers.h"
 #include "broker/sessions.h"
@@ -72,6 +73,7 @@ class Broker final : public RunServices, private kj::TaskSet::ErrorHandler {
     return queue_->runningSubagents(agent, conversation);
   }
   proto::Supervisor::Client supervisor() override { return supervisor_; }
+  McpServers* mcp() override { return mcp_.get(); }
 
  private:
   void loadConfig();
@@ -89,6 +91,7 @@ class Broker final : public RunServices, private kj::TaskSet::ErrorHandler {
   kj::Own<RpcLink> supervisorLink_;
   proto::Supervisor::Client supervisor_;
   std::unique_ptr<store::Store> store_;
+  std::unique_ptr<McpServers> mcp_;  // before the runs and the API that use it: destroyed after them
   Feed feed_;
   std::unique_ptr<Approvals> approvals_;
   std::unique_ptr<Sessions> sessions_;

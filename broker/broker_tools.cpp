@@ -6,6 +6,7 @@
 #include "broker/policy/profile.h"
 #include "broker/policy/routing.h"
 #include "broker/policy/topics.h"
+#include "broker/run_mcp.h"
 #include "common/log.h"
 #include "common/names.h"
 #include "common/tool_table.h"
@@ -45,6 +46,7 @@ const std::map<std::string, BrokerTools::Handler>& BrokerTools::handlers() {
 bool BrokerTools::carriesOut(const std::string& tool) { return handlers().count(tool) > 0; }
 
 kj::Promise<ToolAnswer> BrokerTools::carryOut(const std::string& tool, const nlohmann::json& args) {
+  if (isMcpToolName(tool)) return callMcp(tool, args);
   auto it = handlers().find(tool);
   if (it == handlers().end()) return toolError("'" + tool + "' is not a tool of this run");
   return it->second(*this, args);

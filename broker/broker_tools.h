@@ -51,6 +51,7 @@ class BrokerTools {
   kj::Promise<ToolAnswer> createAgent(const nlohmann::json& args);
   kj::Promise<ToolAnswer> addSource(const nlohmann::json& args);
   kj::Promise<ToolAnswer> addSourceType(const nlohmann::json& args);  // source_type_tool.cpp
+  kj::Promise<ToolAnswer> callMcp(const std::string& tool, const nlohmann::json& args);  // run_mcp.cpp
   // Asks pined to write one configuration file: nullopt, or why it refused.
   kj::Promise<std::optional<std::string>> changeConfig(const std::string& path, const std::string& content,
                                                        const std::string& reason);

@@ -615,6 +615,21 @@ kj::Promise<void> ControlApi::route(kj::HttpMethod method, const std::vector<std
     if (!only({M::GET})) return wrongMethod("GET");
     return sendReply(response, backend_.sources());
   }
+  if (is({"v1", "mcp"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    return backend_.mcpServers().then([this, &response](ApiReply r) { return sendReply(response, kj::mv(r)); });
+  }
+  if (is({"v1", "mcp", "*", "review"})) {
+    if (!only({M::GET, M::POST})) return wrongMethod("GET or POST");
+    if (!isValidAgentId(seg[2]))
+      return sendError(response, 404, "no MCP server '" + seg[2].substr(0, 64) + "': names are [a-z0-9_-], 1 to 64 bytes");
+    const std::string server = seg[2];
+    if (method == M::GET)
+      return backend_.mcpReview(server, false).then([this, &response](ApiReply r) { return sendReply(response, kj::mv(r)); });
+    return withJsonBody(headers, body, limit, true, response, [this, server, &response](json) {
+      return backend_.mcpReview(server, true).then([this, &response](ApiReply r) { return sendReply(response, kj::mv(r)); });
+    });
+  }
   if (is({"v1", "subscriptions"})) {
     if (method == M::GET) return sendReply(response, backend_.subscriptions(query));
     if (method != M::POST) return wrongMethod("GET or POST");

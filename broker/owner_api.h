@@ -48,6 +48,7 @@ class OwnerApi final : public ApiBackend {
     std::function<SourceFacts()> sourceFacts;
     std::function<void(const store::SubscriptionRow&)> addSubscription;
     std::function<bool(const std::string& id)> removeSubscription;
+    McpServers* mcp = nullptr;  // GET /v1/mcp, /v1/mcp/{server}/review (owner_mcp.cpp)
   };
   explicit OwnerApi(Parts parts) : p_(std::move(parts)) {}
 
@@ -71,6 +72,8 @@ class OwnerApi final : public ApiBackend {
   ApiReply putState(const std::string& key, const nlohmann::json& body) override;
   // owner_sources.cpp
   ApiReply sources() override;
+  kj::Promise<ApiReply> mcpServers() override;                                  // owner_mcp.cpp
+  kj::Promise<ApiReply> mcpReview(const std::string& server, bool accept) override;
   ApiReply subscriptions(const ApiQuery& query) override;
   ApiReply subscribe(const nlohmann::json& body) override;
   ApiReply unsubscribe(const std::string& id) override;

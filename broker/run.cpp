@@ -2,6 +2,7 @@
 
 #include <kj/debug.h>
 
+#include "broker/run_mcp.h"
 #include "common/log.h"
 #include "common/rpc_link.h"
 #include "common/tool_table.h"
@@ -28,6 +29,7 @@ std::vector<ToolSpecText> Run::brokerTools() {
   for (const auto& row : tooltable::builtinTools())
     if (ctx_.tools.count(row.name) && isBrokerTool(row.name))
       out.push_back({row.name, row.description, row.parameters.dump()});
+  for (auto& spec : mcpToolSpecs(ctx_)) out.push_back(std::move(spec));  // run_mcp.h
   return out;
 }
 

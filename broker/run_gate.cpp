@@ -8,6 +8,7 @@
 #include "broker/policy/setup_rules.h"
 #include "broker/policy/taint.h"
 #include "broker/policy/topics.h"
+#include "broker/run_mcp.h"
 #include "broker/source_type_tool.h"
 #include "common/log.h"
 #include "common/refusal.h"
@@ -205,6 +206,7 @@ kj::Promise<GateAnswer> RunGate::checkWorkerTool(const std::string& tool, const 
 }
 
 kj::Promise<RunGate::BrokerCall> RunGate::checkBrokerTool(const std::string& tool, const std::string& argsJson) {
+  if (isMcpToolName(tool)) return checkMcpTool(tool, argsJson);
   auto args = nlohmann::json::parse(argsJson, nullptr, false);
   policy::ToolCall call{tool, "", args.is_discarded() ? nlohmann::json(argsJson) : args, false};
   run_.journal.workerReturned();

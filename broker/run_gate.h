@@ -36,6 +36,8 @@ class RunGate {
     long long seq = 0;  // the journal step to end (0: none, the call only reads)
   };
   kj::Promise<BrokerCall> checkBrokerTool(const std::string& tool, const std::string& argsJson);
+  // An MCP tool (run_mcp.cpp): of this run's servers, enabled, then decided like the others.
+  kj::Promise<BrokerCall> checkMcpTool(const std::string& tool, const std::string& argsJson);
 
   // The download tool's fetch (decided here, fetched by pined): allowed, or why not.
   kj::Promise<GateAnswer> checkDownload(const std::string& url, const std::string& path);

@@ -18,6 +18,7 @@
 namespace pine {
 
 class Approvals;
+class McpServers;
 class Sessions;
 
 // "owner" or "untrusted", as the API, the audit log and the worker spell a trust.
@@ -84,6 +85,8 @@ class RunServices {
 
   // pined: model calls (egress), downloads, configuration writes.
   virtual proto::Supervisor::Client supervisor() = 0;
+  // The sessions with the agents' MCP servers (mcp_servers.h); none: runs get no MCP tools.
+  virtual McpServers* mcp() { return nullptr; }
 };
 
 }  // namespace pine

@@ -5,6 +5,7 @@
 
 #include "broker/policy/approval_rules.h"
 #include "broker/policy/profile.h"
+#include "broker/run_mcp.h"
 #include "broker/skills.h"
 #include "common/fd.h"
 #include "common/link_stream.h"
@@ -76,8 +77,12 @@ void TaskRunner::launch(const std::string& id) {
 
   auto run = std::make_unique<Run>(services_, id, req, cfg, tools, RunResume{t->attempt, t->cost});
   run->setSandboxTainted(tainted || req.trust == config::Trust::Untrusted);
+  // The run's MCP servers list their tools before its worker asks for them (run_mcp.h).
   auto supervision =
-      spawn.send()
+      prepareMcpServers(services_, agent, tools)
+          .then([spawn = kj::mv(spawn)]() mutable -> kj::Promise<capnp::Response<proto::Supervisor::SpawnWorkerResults>> {
+            return spawn.send();
+          })
           .then(
               [this, id, run = kj::mv(run)](capnp::Response<proto::Supervisor::SpawnWorkerResults>&& spawned) mutable
               -> kj::Promise<void> {

@@ -67,6 +67,10 @@ class ToolImpl final : public proto::Tool::Server {
     auto args = text(context.getParams().getArgs());
     KJ_REQUIRE(args.size() <= kMaxToolArgsBytes, "tool arguments exceed 1 MiB");
     KJ_REQUIRE(isValidUtf8(args), "tool arguments are not UTF-8");
+    // An MCP call may wait long on a server: a task that ends (cancelled, timed out) takes its
+    // calls with it, down to the server (notifications/cancelled). The built-in tools finish what
+    // they started, so that the journal says what came of it.
+    if (name_.rfind("mcp__", 0) == 0) context.allowCancellation();
     return host_.callTool(name_, args).then([context](ToolAnswer a) mutable {
       auto r = context.getResults();
       r.setResult(a.result);

@@ -54,6 +54,10 @@ int cmdUnpair(const std::string& home, const std::string& source, const std::str
 
 // Every source: running or why not, who wants it, last look and event, counts, errors.
 int cmdSources(const std::string& home, bool json, std::ostream& out = std::cout, std::ostream& err = std::cerr);
+// cmd_mcp.cpp: the MCP servers; review shows what changed in a server's tools and accepts it.
+int cmdMcp(const std::string& home, bool json, std::ostream& out = std::cout, std::ostream& err = std::cerr);
+int cmdMcpReview(const std::string& home, const std::string& server, bool json, std::ostream& out = std::cout,
+                 std::ostream& err = std::cerr);
 int cmdSubscriptions(const std::string& home, const std::string& agent, bool json, std::ostream& out = std::cout,
                      std::ostream& err = std::cerr);
 // target: AGENT (its main conversation) or AGENT/SESSION.

@@ -77,6 +77,12 @@ int main(int argc, char** argv) {
                     "read outside content.");
   auto* unsubscribe = app.add_subcommand("unsubscribe", "stop a subscription (pinectl subscriptions lists them)");
   unsubscribe->add_option("id", id, "the subscription's id")->required();
+  std::string mcpServer;
+  auto* mcp = app.add_subcommand("mcp", "the agents' MCP servers: state and tools");
+  mcp->add_flag("--json", json, "print JSON");
+  auto* mcpReview = mcp->add_subcommand("review", "show how a server's tools changed since you saw them, and accept that");
+  mcpReview->add_option("server", mcpServer, "the server's name (pinectl mcp)")->required();
+  mcpReview->add_flag("--json", json, "print JSON");
   auto* schedules = app.add_subcommand("schedules", "every schedule with its task and next run");
   schedules->add_flag("--json", json, "print JSON");
 
@@ -145,6 +151,8 @@ int main(int argc, char** argv) {
     if (*stateSet) return pine::cmdStateSet(home, key, value);
     if (*schedules) return pine::cmdSchedules(home, json);
     if (*sources) return pine::cmdSources(home, json);
+    if (*mcpReview) return pine::cmdMcpReview(home, mcpServer, json);
+    if (*mcp) return pine::cmdMcp(home, json);
     if (*subscriptions) return pine::cmdSubscriptions(home, agent, json);
     if (*subscribe) return pine::cmdSubscribe(home, target, source, topic, separate, json);
     if (*unsubscribe) return pine::cmdUnsubscribe(home, id);

@@ -106,6 +106,14 @@ interface Supervisor {
   # has no MLSD; the header Ftp-Listing says which), else the name of one file in that folder to
   # fetch (a plain name, at most maxFileMb; only for a source with fetch: true). The bytes go to sink
   # unread by pined: the broker parses the listing.
+
+  startMcpServer @17 (agent :Text, server :Text) -> (process :WorkerProcess, socket :Socket, pid :Int32);
+  # Start the local MCP server `server` of `agent` (its mcpServers entry with `command`): pined looks
+  # it up in its own configuration, the broker names only the agent and the server. The owner's
+  # program runs with pine's rights (no sandbox), in mcp-data/<agent>/<server>/, with a minimal
+  # environment plus the entry's `env`, whose ${secret:NAME} placeholders pined fills in here;
+  # socket is the broker's end of its stdin and stdout (MCP's stdio transport); its stderr goes to
+  # pined's log. Dropping process (or the broker going away) kills it; it never outlives pined.
 }
 
 struct EgressRequest {

@@ -12,9 +12,10 @@ namespace pine {
 kj::Promise<int> ProcessTable::add(pid_t pid, ChildInfo info) {
   auto entry = kj::heap<Entry>();
   entry->pid = pid;
-  // Only a worker, a command source or a source program runs programs of its choosing: the broker and
+  // Only a worker, a command source, a source program or an MCP server runs programs of its choosing: the broker and
   // pine-egress may exec nothing, so the walk of every process is spent where something can be left behind.
-  const bool runsPrograms = info.role == "worker" || info.role == "command" || info.role == "source";
+  const bool runsPrograms = info.role == "worker" || info.role == "command" || info.role == "source" ||
+                             info.role == "mcp";
   entry->info = std::move(info);
   auto promise = port_.onChildExit(entry->pid);
   entries_[pid] = kj::mv(entry);

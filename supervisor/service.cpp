@@ -14,6 +14,7 @@
 #include "supervisor/source_command.h"
 #include "supervisor/source_fetch.h"
 #include "supervisor/ftp_list.h"
+#include "supervisor/mcp_server.h"
 #include "supervisor/source_program.h"
 #include "supervisor/telegram_call.h"
 #include "supervisor/secrets/config_writer.h"
@@ -214,21 +215,40 @@ kj::Promise<void> SupervisorService::runSourceCommand(RunSourceCommandContext co
   return pine::runSourceCommand(sup_, io_, context);
 }
 
+namespace {
+
+// One of the owner's programs, started by `start` (which throws saying why not), handed to the
+// broker: its pid, its stdin+stdout socket, and the handle whose loss kills it.
+template <typename Results, typename Start>
+void answerWithProgram(Supervisor& sup, Results results, const std::string& role, const std::string& what, Start&& start) {
+  StartedProgram p = [&] {
+    try {
+      return start();
+    } catch (std::exception& e) {
+      spdlog::error("{} was not started: {}", what, e.what());
+      KJ_FAIL_REQUIRE("the program was not started", what, e.what());
+    }
+  }();
+  results.setPid(p.pid);
+  results.setSocket(kj::heap<SocketCarrier>(p.brokerEnd));
+  results.setProcess(kj::heap<WorkerProcessImpl>(sup, p.pid, kj::mv(p.exit), role, kj::mv(p.stderrLog)));
+}
+
+}  // namespace
+
 kj::Promise<void> SupervisorService::startSourceProgram(StartSourceProgramContext context) {
   std::string source = context.getParams().getSource();
   KJ_REQUIRE(isValidAgentId(source), "startSourceProgram: bad source name");
-  StartedProgram p = [&] {
-    try {
-      return pine::startSourceProgram(sup_, io_, source);
-    } catch (std::exception& e) {
-      spdlog::error("source '{}': its program was not started: {}", source, e.what());
-      KJ_FAIL_REQUIRE("the source program was not started", e.what());
-    }
-  }();
-  auto results = context.getResults();
-  results.setPid(p.pid);
-  results.setSocket(kj::heap<SocketCarrier>(p.brokerEnd));
-  results.setProcess(kj::heap<WorkerProcessImpl>(sup_, p.pid, kj::mv(p.exit), "source", kj::mv(p.stderrLog)));
+  answerWithProgram(sup_, context.getResults(), "source", "the program of source '" + source + "'",
+                    [&] { return pine::startSourceProgram(sup_, io_, source); });
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> SupervisorService::startMcpServer(StartMcpServerContext context) {
+  std::string agent = context.getParams().getAgent(), server = context.getParams().getServer();
+  KJ_REQUIRE(isValidAgentId(agent) && isValidAgentId(server), "startMcpServer: bad agent or server name");
+  answerWithProgram(sup_, context.getResults(), "mcp", "MCP server '" + server + "' of agent '" + agent + "'",
+                    [&] { return pine::startMcpServer(sup_, io_, agent, server); });
   return kj::READY_NOW;
 }
 

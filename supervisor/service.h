@@ -39,6 +39,7 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> runSourceCommand(RunSourceCommandContext context) override;
   kj::Promise<void> startSourceProgram(StartSourceProgramContext context) override;
   kj::Promise<void> sourceProgram(SourceProgramContext context) override;
+  kj::Promise<void> startMcpServer(StartMcpServerContext context) override;
 
  private:
   Supervisor& sup_;

@@ -2,7 +2,8 @@
 // named by a source's `use` or by its registered type, started with pine's rights (no sandbox:
 // the seed's layer 6) and a minimal environment, in source-data/<source>/ (outside data/, which the broker writes). Its stdin and
 // stdout are one end of a socketpair whose other end goes to the broker, which speaks the
-// JSON-lines protocol; its stderr goes to pined's log, line by line, capped and redacted.
+// JSON-lines protocol; its stderr goes to pined's log, line by line, capped and redacted
+// (owner_program.h starts it, as it starts local MCP servers).
 #pragma once
 #include <kj/async-io.h>
 #include <sys/types.h>
@@ -10,17 +11,11 @@
 #include <string>
 
 #include "config/model.h"
+#include "supervisor/owner_program.h"
 
 namespace pine {
 
 class Supervisor;
-
-struct StartedProgram {
-  pid_t pid;
-  int brokerEnd;                // the broker's end of the program's stdin and stdout; the caller owns it
-  kj::ForkedPromise<int> exit;  // the wait status, once reaped
-  kj::Promise<void> stderrLog;  // copies its stderr to the log until it closes
-};
 
 // The program file of the source named in cfg, absolute; error text when it has none.
 std::string sourceProgramPath(const config::Home& cfg, const std::string& home, const std::string& source,

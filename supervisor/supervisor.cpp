@@ -300,6 +300,7 @@ kj::Promise<void> Supervisor::keepBroker() {
     children_.signalRole("worker", SIGKILL);
     children_.signalRole("command", SIGKILL);
     children_.signalRole("source", SIGKILL);  // so did the source programs it ran
+    children_.signalRole("mcp", SIGKILL);     // and the MCP servers
     if (stopping_) return kj::READY_NOW;
     int64_t delay = backoff_.nextDelay(msSince(started));
     spdlog::warn("broker {} {}; restarting in {} ms", pid, describeWaitStatus(status), delay);
@@ -452,14 +453,14 @@ void Supervisor::adoptChild(pid_t pid, const std::string& role) {
   }));
 }
 
-kj::ForkedPromise<int> Supervisor::adoptSourceProgram(pid_t pid, const std::string& source) {
+kj::ForkedPromise<int> Supervisor::adoptSourceProgram(pid_t pid, const std::string& source, const std::string& role) {
   long long started = nowMs();
-  return children_.add(pid, {"source", started, 0, source, ""})
-      .then([pid, source, started](int status) {
+  return children_.add(pid, {role, started, 0, source, ""})
+      .then([pid, source, role, started](int status) {
         auto fields = exitFields(status);
-        fields["process"] = "source";
+        fields["process"] = role;
         fields["process_pid"] = pid;
-        fields["source"] = source;
+        fields[role == "source" ? "source" : "server"] = source;
         fields["uptime_ms"] = msSince(started);
         audit("process.exit", fields);
         return status;
@@ -488,6 +489,7 @@ kj::Promise<void> Supervisor::shutdown() {
   children_.signalRole("worker", SIGKILL);
   children_.signalRole("command", SIGKILL);
   children_.signalRole("source", SIGKILL);
+  children_.signalRole("mcp", SIGKILL);
   children_.signalRole("broker", SIGTERM);
   auto& timer = io_.provider->getTimer();
   return waitAllReaped(timer.now() + 1500 * kj::MILLISECONDS).then([this, &timer]() {

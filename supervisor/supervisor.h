@@ -87,9 +87,10 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   sandbox::PreparedSandbox prepareAgentSandbox(const sandbox::AgentSandboxRequest& r) const { return sandboxes_.prepare(r); }
   kj::Promise<int> watchChild(pid_t pid, ChildInfo info) { return children_.add(pid, std::move(info)); }
   bool stopping() const { return stopping_; }
-  // A source program (source_program.cpp): reaped and audited like the others, killed with the
-  // broker that asked for it and at shutdown; resolves with its wait status.
-  kj::ForkedPromise<int> adoptSourceProgram(pid_t pid, const std::string& source);
+  // A source program or a local MCP server (owner_program.cpp; role "source" or "mcp"): reaped and
+  // audited like the others, killed with the broker that asked for it and at shutdown; resolves
+  // with its wait status.
+  kj::ForkedPromise<int> adoptSourceProgram(pid_t pid, const std::string& source, const std::string& role = "source");
   const Home& home() const { return options_.home; }
   // After `pinectl secret set/unset`: configuration may name the secret now.
   void secretsChanged();

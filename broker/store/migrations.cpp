@@ -257,6 +257,19 @@ CREATE TABLE source_status (
 );
 )sql";
 
+// v7: the first tool list of each MCP server as the owner accepted it (issue 16): names,
+// descriptions, schemas and their hashes as JSON (broker/mcp/tool_pins.h). A later list that differs
+// disables the changed tools until `pinectl mcp review` writes the new list here.
+constexpr const char* kV7 = R"sql(
+CREATE TABLE mcp_pins (
+  agent TEXT NOT NULL,
+  server TEXT NOT NULL,
+  pins TEXT NOT NULL,
+  pinned_ms INTEGER NOT NULL,
+  PRIMARY KEY (agent, server)
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -267,6 +280,7 @@ const std::vector<Migration>& migrations() {
       {4, "adding the Telegram channel's tables", kV4},
       {5, "adding webhook deliveries", kV5},
       {6, "adding the sources' memory and status", kV6},
+      {7, "adding MCP servers' pinned tool lists", kV7},
   };
   return list;
 }

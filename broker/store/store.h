@@ -124,6 +124,11 @@ class Store {
   void rememberHookDelivery(const std::string& hook, const std::string& key, const std::string& eventId,
                             long long expiresMs, long long nowMs);
 
+  // ---- MCP servers' pinned tool lists (store_mcp.cpp, schema v7) ----
+  // The JSON of the pins (broker/mcp/tool_pins.h) of server `server` of `agent`; nullopt when never pinned.
+  std::optional<std::string> mcpPins(const std::string& agent, const std::string& server) const;
+  void setMcpPins(const std::string& agent, const std::string& server, const std::string& pinsJson, long long nowMs);
+
   // ---- sources' memory and status lines (store_sources.cpp) ----
   // What a source remembers between looks, by (source, key): kept across restarts.
   std::optional<std::string> sourceState(const std::string& source, const std::string& key) const;

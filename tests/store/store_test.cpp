@@ -651,3 +651,19 @@ TEST_CASE("sources: events and errors are counted; the last error is kept") {
   CHECK(all[1].found == "on");
   CHECK(all[1].events == 0);
 }
+
+TEST_CASE("MCP pins (v7): none until pinned, replaced by a review, kept per agent and server, across a reopen") {
+  TempDir dir;
+  {
+    auto s = Store::open(dir.db());
+    CHECK_FALSE(s->mcpPins("main", "files"));
+    s->setMcpPins("main", "files", R"([{"name":"echo"}])", 10);
+    s->setMcpPins("other", "files", "[]", 11);
+    s->setMcpPins("main", "files", R"([{"name":"echo","description":"new"}])", 12);
+    CHECK(errorOf([&] { s->setMcpPins("", "files", "[]", 1); }).find("MCP pins agent") != std::string::npos);
+  }
+  auto s = Store::open(dir.db());
+  CHECK(s->mcpPins("main", "files") == std::optional<std::string>(R"([{"name":"echo","description":"new"}])"));
+  CHECK(s->mcpPins("other", "files") == std::optional<std::string>("[]"));
+  CHECK_FALSE(s->mcpPins("main", "web"));
+}
