@@ -65,8 +65,11 @@ void SourceManager::refuse(const config::Source& s, std::string reason) {
 }
 
 std::optional<std::string> SourceManager::whyNotStartable(const config::Source& s) const {
+  // Every other type that runs was started above; what reaches here has no way to run in this broker
+  // (an http or ftp source without pined's services to poll through, a telegram channel).
   if (s.type != "mqtt")
-    return fmt::format("source '{}': type '{}' is not implemented yet; it is not started", s.name, s.type);
+    return fmt::format("source '{}': a source of type '{}' cannot run here (nothing to run it through); it is not started",
+                       s.name, s.type);
   // The address is parsed again where the session runs; the broker only turns away what never runs.
   if (s.url.find('@') != std::string::npos)
     return fmt::format(

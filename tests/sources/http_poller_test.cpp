@@ -3,6 +3,8 @@
 // 304 or the same body, memory that outlives the poller (a broker restart), redirects on the
 // same host followed and to another host never asked for, errors logged once per change.
 #include <doctest/doctest.h>
+
+#include "tests/sources/log_capture.h"
 #include <kj/async-io.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
@@ -73,21 +75,7 @@ struct Loop {
   }
 };
 
-struct LogCapture {
-  std::ostringstream out;
-  std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
-  LogCapture() {
-    spdlog::set_default_logger(
-        std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out)));
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous); }
-  size_t occurrences(const std::string& needle) const {
-    std::string s = out.str();
-    size_t n = 0;
-    for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
-    return n;
-  }
-};
+using pine::test::LogCapture;
 
 }  // namespace
 

@@ -304,7 +304,7 @@ TEST_CASE("manager: a source started before its broker is up connects once it is
   CHECK(waitSubscribed(loop, client, "house/late", 15s));
 }
 
-TEST_CASE("manager: types not implemented yet are logged once and not started") {
+TEST_CASE("manager: a source that cannot run here is logged once and not started") {
   LogCapture log;
   Loop loop;
   Connectors conns;
@@ -315,7 +315,7 @@ TEST_CASE("manager: types not implemented yet are logged once and not started") 
   manager.update({folder});
   manager.update({folder});
   CHECK(manager.running().empty());
-  CHECK(log.occurrences("source 'drop': type 'ftp' is not implemented yet") == 1);
+  CHECK(log.occurrences("source 'drop': a source of type 'ftp' cannot run here") == 1);
   auto bad = mqttSource("bad", "mqtt://user:pw@127.0.0.1:1", {"x"});
   manager.update({folder, bad});
   CHECK(manager.running().empty());

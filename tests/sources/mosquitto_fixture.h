@@ -4,7 +4,6 @@
 // own mqttJobFor), and a KJ loop that collects the drafts a SourceManager hands on.
 #pragma once
 #include <kj/async-io.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/types.h>
 
@@ -19,11 +18,14 @@
 
 #include "broker/sources/source_manager.h"
 #include "supervisor/secrets/secret_store.h"
+#include "tests/sources/log_capture.h"
 
 struct mosquitto;
 struct mosquitto_message;
 
 namespace sources_test {
+
+using pine::test::LogCapture;
 
 struct MosquittoOptions {
   std::string user, password;  // both set: allow_anonymous false and a password file with this login
@@ -120,23 +122,6 @@ inline pine::sources::Options fast() {
   o.restart = {200, 1000};
   return o;
 }
-
-// The default logger writes into a string for the test's life.
-struct LogCapture {
-  std::ostringstream out;
-  std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
-  LogCapture() {
-    spdlog::set_default_logger(
-        std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out)));
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous); }
-  size_t occurrences(const std::string& needle) const {
-    std::string s = out.str();
-    size_t n = 0;
-    for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
-    return n;
-  }
-};
 
 // A source of type mqtt on `url`.
 pine::config::Source mqttSource(const std::string& name, const std::string& url, std::vector<std::string> topics,
