@@ -130,10 +130,10 @@ TEST_CASE("a server that sends a byte a second: the broker gives up, pined kills
   nlohmann::json r = t.call({{"url", t.base + "/drip?n=120&gap=1000"}, {"cancelAfterMs", 2500}});
   CHECK(r["cancelled"] == true);
   const std::string program = std::filesystem::canonical(binDir() + "/pine-egress").string();
-  auto egressAlive = [&] {
+  auto egressAlive = [&] {  // this test's egress processes only: other tests run beside it
     std::error_code ec;
-    for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-      std::string exe = std::filesystem::read_symlink(e.path() / "exe", ec).string();
+    for (pid_t pid : descendants(getpid())) {
+      std::string exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string();
       if (!ec && exe == program) return true;
     }
     return false;

@@ -24,23 +24,11 @@ using namespace pine::test;
 using namespace std::chrono_literals;
 
 namespace {
-std::string slurp(const std::string& path) {
+std::string egressFileText(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-std::vector<pid_t> descendants(pid_t root) {
-  std::vector<pid_t> out, todo = {root};
-  while (!todo.empty()) {
-    pid_t p = todo.back();
-    todo.pop_back();
-    for (pid_t c : childrenOf(p)) {
-      out.push_back(c);
-      todo.push_back(c);
-    }
-  }
-  return out;
 }
 }  // namespace
 
@@ -70,7 +58,7 @@ TEST_CASE("a secret set with pinectl and used by egress stays in pined") {
       << nlohmann::json{{"url", base + "/echo"}, {"authorization", "Bearer ${secret:LOCAL_KEY}"}}.dump();
   bool got = waitUntil([&] { return access((home + "/data/egress-result.json").c_str(), F_OK) == 0; }, 10s);
   REQUIRE_MESSAGE(got, pined.stderrText());
-  auto result = nlohmann::json::parse(slurp(home + "/data/egress-result.json"));
+  auto result = nlohmann::json::parse(egressFileText(home + "/data/egress-result.json"));
   CHECK(result["error"] == "");
   CHECK(result["status"] == 200);
   std::string body = result["body"];
@@ -86,11 +74,11 @@ TEST_CASE("a secret set with pinectl and used by egress stays in pined") {
   CHECK(procs.size() >= 2);
   for (pid_t p : procs) {
     CAPTURE(p);
-    CHECK(slurp("/proc/" + std::to_string(p) + "/environ").find(secret) == std::string::npos);
+    CHECK(egressFileText("/proc/" + std::to_string(p) + "/environ").find(secret) == std::string::npos);
   }
   // Not in any log, the audit log, or anything else under data/ (where the database will live).
   for (auto& e : std::filesystem::recursive_directory_iterator(home + "/data"))
-    if (e.is_regular_file()) CHECK_MESSAGE(slurp(e.path()).find(secret) == std::string::npos, e.path());
+    if (e.is_regular_file()) CHECK_MESSAGE(egressFileText(e.path()).find(secret) == std::string::npos, e.path());
   CHECK(pined.stderrText().find(secret) == std::string::npos);
   CHECK(pined.auditEvents("egress.request").size() == 1);
 }
@@ -173,8 +161,8 @@ TEST_CASE("a request naming secret A runs in a process that holds A and no other
     for (pid_t p : procs) {
       // The quick reads first: a sanitizer build's memory takes seconds to scan.
       Scan here;
-      here.environ = slurp("/proc/" + std::to_string(p) + "/environ");
-      here.cmdline = slurp("/proc/" + std::to_string(p) + "/cmdline");
+      here.environ = egressFileText("/proc/" + std::to_string(p) + "/environ");
+      here.cmdline = egressFileText("/proc/" + std::to_string(p) + "/cmdline");
       here.uid = statusField(p, "Uid");
       here.seccomp = statusField(p, "Seccomp");
       here.noNewPrivs = statusField(p, "NoNewPrivs");
@@ -210,7 +198,7 @@ TEST_CASE("a request naming secret A runs in a process that holds A and no other
     if (geteuid() == 0) CHECK(s.uid.rfind("65534\t", 0) == 0);
   }
   REQUIRE(waitUntil([&] { return access((home + "/data/egress-result.json").c_str(), F_OK) == 0; }, 10s));
-  auto result = nlohmann::json::parse(slurp(home + "/data/egress-result.json"));
+  auto result = nlohmann::json::parse(egressFileText(home + "/data/egress-result.json"));
   CHECK(result["error"] == "");
   CHECK(result["body"] == std::string(30, 'x'));
   bool sent = false;
@@ -223,7 +211,7 @@ TEST_CASE("a request naming secret A runs in a process that holds A and no other
                     server.requests().size());
   for (size_t i = 0; i < 4; ++i) CHECK(d.memory[i] == 0);
   REQUIRE(waitUntil([&] { return access((home + "/data/download-result.json").c_str(), F_OK) == 0; }, 10s));
-  auto dl = nlohmann::json::parse(slurp(home + "/data/download-result.json"));
+  auto dl = nlohmann::json::parse(egressFileText(home + "/data/download-result.json"));
   CHECK(dl["error"] == "");
   CHECK(dl["body"] == std::string(30, 'x'));
   CHECK(pined.auditEvents("egress.request").size() == 2);

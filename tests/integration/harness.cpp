@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -108,22 +109,10 @@ bool alive(pid_t pid) {
   return s != 'Z' && s != 'X' && s != '?';
 }
 
-std::vector<pid_t> processesMentioning(const std::string& needle) {
-  std::vector<pid_t> out;
-  DIR* d = opendir("/proc");
-  if (!d) return out;
-  while (auto* e = readdir(d)) {
-    pid_t pid = atoi(e->d_name);
-    if (pid <= 0 || pid == getpid()) continue;
-    std::string cmd = procFile(pid, "cmdline");
-    if (cmd.find(needle) != std::string::npos && alive(pid)) out.push_back(pid);
-  }
-  closedir(d);
-  return out;
-}
-
-std::vector<pid_t> childrenOf(pid_t parent) {
-  std::vector<pid_t> out;
+namespace {
+// Every live process's parent, read in one pass over /proc.
+std::map<pid_t, pid_t> parentsOfAll() {
+  std::map<pid_t, pid_t> out;
   DIR* d = opendir("/proc");
   if (!d) return out;
   while (auto* e = readdir(d)) {
@@ -136,9 +125,41 @@ std::vector<pid_t> childrenOf(pid_t parent) {
     char state;
     pid_t ppid;
     rest >> state >> ppid;
-    if (ppid == parent && state != 'Z') out.push_back(pid);
+    if (state != 'Z' && state != 'X') out[pid] = ppid;
   }
   closedir(d);
+  return out;
+}
+}  // namespace
+
+std::vector<pid_t> childrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  for (auto [pid, ppid] : parentsOfAll())
+    if (ppid == parent) out.push_back(pid);
+  return out;
+}
+
+std::vector<pid_t> descendants(pid_t root) {
+  std::map<pid_t, std::vector<pid_t>> children;
+  for (auto [pid, ppid] : parentsOfAll()) children[ppid].push_back(pid);
+  std::vector<pid_t> out, todo = {root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    for (pid_t c : children[p]) {
+      out.push_back(c);
+      todo.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::vector<pid_t> processesMentioning(const std::string& needle) {
+  std::vector<pid_t> out;
+  for (pid_t pid : descendants(getpid())) {
+    std::string cmd = procFile(pid, "cmdline");
+    if (cmd.find(needle) != std::string::npos && alive(pid)) out.push_back(pid);
+  }
   return out;
 }
 

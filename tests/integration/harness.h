@@ -41,11 +41,14 @@ Result run(const std::vector<std::string>& argv, const std::string& input = "");
 // Polls `cond` every 20 ms until it holds or `timeout` passes.
 bool waitUntil(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
 
-// Every live process whose command line mentions `needle` (zombies excluded).
+// Every live process started by this test process (its descendants, orphans included: on Linux
+// the test is their subreaper) whose command line mentions `needle` (zombies excluded). Other
+// test binaries run beside this one and start the same commands.
 std::vector<pid_t> processesMentioning(const std::string& needle);
 bool alive(pid_t pid);
-// The pids of the direct children of `pid`.
+// The pids of the direct children of `pid`, and of all its descendants.
 std::vector<pid_t> childrenOf(pid_t pid);
+std::vector<pid_t> descendants(pid_t root);
 
 class TempDir {
  public:
