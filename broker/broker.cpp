@@ -76,6 +76,7 @@ Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId, std::strin
   mcp_ = std::make_unique<McpServers>(timer, *store_, [this](const std::string& agent, const std::string& server) {
     return startMcpServer(*io_.lowLevelProvider, supervisor_, agent, server);
   });
+  mcp_->runCommandsWith(agentCommandStarter(io_, supervisor_));
   approvals_ = std::make_unique<Approvals>(*store_, feed_, timer);
   sessions_ = std::make_unique<Sessions>(*store_, config_, [this](const std::string& agent, const std::string& text) {
     notifyOwner(agent, text, "", "bypassPaused");

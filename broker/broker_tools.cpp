@@ -39,6 +39,7 @@ const std::map<std::string, BrokerTools::Handler>& BrokerTools::handlers() {
       {"create_agent", [](BrokerTools& t, const nlohmann::json& a) { return t.createAgent(a); }},
       {"add_source", [](BrokerTools& t, const nlohmann::json& a) { return t.addSource(a); }},
       {"add_source_type", [](BrokerTools& t, const nlohmann::json& a) { return t.addSourceType(a); }},
+      {"add_mcp_server", [](BrokerTools& t, const nlohmann::json& a) { return t.addMcpServer(a); }},
   };
   return table;
 }

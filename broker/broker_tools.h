@@ -1,7 +1,8 @@
 // The tools the broker carries out for a run, once its gate allowed the call: the
 // broker-side rows of the tool table (events, state, messages to the owner, delegation and
 // sub-agents, subscriptions, access grants), and the setup tools (setup_tools.cpp: schedules
-// create, add_skill, add_source, create_agent) whose configuration pined writes. Touches only
+// create, add_skill, add_source, add_source_type, add_mcp_server, create_agent) whose configuration
+// pined writes. Touches only
 // what RunServices offers: the event bus and state, the sessions' grants and taint, other
 // runs, and pined.
 #pragma once
@@ -51,6 +52,7 @@ class BrokerTools {
   kj::Promise<ToolAnswer> createAgent(const nlohmann::json& args);
   kj::Promise<ToolAnswer> addSource(const nlohmann::json& args);
   kj::Promise<ToolAnswer> addSourceType(const nlohmann::json& args);  // source_type_tool.cpp
+  kj::Promise<ToolAnswer> addMcpServer(const nlohmann::json& args);   // mcp_server_tool.cpp
   kj::Promise<ToolAnswer> callMcp(const std::string& tool, const nlohmann::json& args);  // run_mcp.cpp
   // Asks pined to write one configuration file: nullopt, or why it refused.
   kj::Promise<std::optional<std::string>> changeConfig(const std::string& path, const std::string& content,
@@ -67,6 +69,8 @@ class BrokerTools {
 std::optional<std::string> checkSetupArgs(const RunContext& run, const std::string& tool, const nlohmann::json& args);
 // source_type_tool.cpp: add_source_type's arguments (name, path), checked before pined is asked.
 std::optional<std::string> checkSourceTypeArgs(const RunContext& run, const nlohmann::json& args);
+// mcp_server_tool.cpp: add_mcp_server's arguments (name, url, approve), checked before the owner is asked.
+std::optional<std::string> checkMcpServerArgs(const RunContext& run, const nlohmann::json& args);
 // What add_source's decision looks at (policy/setup_rules.h).
 policy::AddSourceRequest addSourceRequest(const RunContext& run, const nlohmann::json& args);
 

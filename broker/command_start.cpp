@@ -35,6 +35,27 @@ kj::Promise<int> takeFd(proto::Socket::Client socket) {
   });
 }
 
+// The started command from pined's answer: its pipes' read ends wrapped for this loop.
+template <class Response>
+kj::Promise<sources::StartedCommand> takeStarted(kj::AsyncIoContext& io, Response&& r) {
+  auto process = r.getProcess();
+  std::string sandbox = r.getSandbox();
+  auto err = r.getStderr();
+  return takeFd(r.getStdout()).then([&io, process, sandbox, err](int outFd) mutable {
+    kj::AutoCloseFd out(outFd);
+    return takeFd(err).then([&io, process, sandbox, out = kj::mv(out)](int errFd) mutable {
+      sources::StartedCommand c;
+      c.out = io.lowLevelProvider->wrapInputFd(out.release(), kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
+                                                                  kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC);
+      c.err = io.lowLevelProvider->wrapInputFd(errFd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
+                                                          kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC);
+      c.process = kj::heap<ProcessHandle>(kj::mv(process));
+      c.sandbox = sandbox;
+      return c;
+    });
+  });
+}
+
 }  // namespace
 
 sources::CommandStarter commandStarter(kj::AsyncIoContext& io, proto::Supervisor::Client supervisor) {
@@ -43,25 +64,20 @@ sources::CommandStarter commandStarter(kj::AsyncIoContext& io, proto::Supervisor
   return [&io, shared](const std::string& source) -> kj::Promise<sources::StartedCommand> {
     auto req = shared->runSourceCommandRequest();
     req.setSource(source);
-    return req.send().then([&io](capnp::Response<proto::Supervisor::RunSourceCommandResults>&& r) {
-      auto process = r.getProcess();
-      std::string sandbox = r.getSandbox();
-      auto err = r.getStderr();
-      return takeFd(r.getStdout()).then([&io, process, sandbox, err](int outFd) mutable {
-        kj::AutoCloseFd out(outFd);
-        return takeFd(err).then(
-            [&io, process, sandbox, out = kj::mv(out)](int errFd) mutable {
-              sources::StartedCommand c;
-              c.out = io.lowLevelProvider->wrapInputFd(out.release(), kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
-                                                                          kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC);
-              c.err = io.lowLevelProvider->wrapInputFd(errFd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
-                                                                  kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC);
-              c.process = kj::heap<ProcessHandle>(kj::mv(process));
-              c.sandbox = sandbox;
-              return c;
-            });
-      });
-    });
+    return req.send().then([&io](auto&& r) { return takeStarted(io, kj::mv(r)); });
+  };
+}
+
+AgentCommandStarter agentCommandStarter(kj::AsyncIoContext& io, proto::Supervisor::Client supervisor) {
+  auto shared = std::make_shared<proto::Supervisor::Client>(kj::mv(supervisor));
+  return [&io, shared](const std::string& agent, const std::string& server, const std::string& command,
+                       const std::string& args) -> kj::Promise<sources::StartedCommand> {
+    auto req = shared->runAgentCommandRequest();
+    req.setAgent(agent);
+    req.setServer(server);
+    req.setCommand(command);
+    req.setArgs(args);
+    return req.send().then([&io](auto&& r) { return takeStarted(io, kj::mv(r)); });
   };
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "broker/mcp_servers.h"
+#include "config/command_line.h"
 #include "common/log.h"
 
 namespace pine {
@@ -26,7 +27,14 @@ nlohmann::json McpServers::report(const config::Home& cfg) const {
       j["approve"] = config::enumName(conf.approve);
       j["readOnly"] = conf.readOnly;
       auto it = sessions_.find(agentId + "/" + name);
-      if (conf.command.empty()) {
+      if (conf.bundled == "commands") {
+        j["state"] = "ready";  // no process: each call runs its command in the agent's sandbox
+        nlohmann::json tools = nlohmann::json::array();
+        for (const auto& [cmd, spec] : conf.commands)
+          tools.push_back({{"name", cmd}, {"readOnly", spec.readOnly || conf.readOnly}, {"disabled", false},
+                           {"modelName", "mcp__" + name + "__" + cmd}, {"command", config::shownCommandLine(spec.words)}});
+        j["tools"] = tools;
+      } else if (conf.command.empty()) {
         j["state"] = "unsupported";
         j["error"] = "only local servers (command) run in this version of pine";
       } else if (it == sessions_.end()) {

@@ -1,5 +1,5 @@
 // The broker's MCP server sessions (docs/mcp.md): one per local server of an agent
-// (mcpServers with `command`), started through pined on first need (Supervisor.startMcpServer),
+// (mcpServers with `command`; a `bundled: commands` server has no process, mcp_commands.cpp), started through pined on first need (Supervisor.startMcpServer),
 // initialized and listed, started again with a growing delay after it died, stopped when no
 // run has used it for a while. The first tool list of a server is pinned in the store; a later
 // list that differs leaves the changed and new tools disabled until the owner reviews the
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/command_start.h"
 #include "broker/mcp/client.h"
 #include "broker/mcp/tool_pins.h"
 #include "broker/sources/program_source.h"
@@ -41,10 +42,10 @@ struct McpAnswer {
   bool fromServer = false;  // text is what the server returned
 };
 
+// The limits of every server; how long one call may take and how long a server may sit idle are
+// each server's own (mcpServers' timeoutSec and idleSec).
 struct McpLimits {
-  unsigned idleSec = 600;  // a server no run used for this long is stopped
   unsigned minRestartSec = 1, maxRestartSec = 300;
-  unsigned callTimeoutSec = 300;  // one tools/call; a cancelled task ends its calls sooner
   mcp::ClientOptions client;
 };
 
@@ -67,6 +68,9 @@ class McpServers : private kj::TaskSet::ErrorHandler {
   // progress gets the server's progress messages (outside content) while the call runs.
   kj::Promise<McpAnswer> call(const std::string& agent, const std::string& server, const std::string& tool,
                               const nlohmann::json& args, std::function<void(const std::string&)> progress = {});
+  // How the commands of `bundled: commands` servers are started (through pined); without it they
+  // answer that they do not run.
+  void runCommandsWith(AgentCommandStarter start) { runCommand_ = std::move(start); }
   // pinectl mcp: every server of every agent, its state and its tools.
   nlohmann::json report(const config::Home& cfg) const;
   // pinectl mcp review SERVER: starts the server named so for each agent that has it, and answers the
@@ -82,6 +86,8 @@ class McpServers : private kj::TaskSet::ErrorHandler {
   void died(Session& s, const std::string& why);
   void letGo(Session& s);  // its process and client go; the session keeps its pins and state
   void relist(SessionPtr s);
+  void useCommands(const std::string& agent, const config::McpServer& conf);  // mcp_commands.cpp
+  kj::Promise<McpAnswer> callCommand(SessionPtr s, const std::string& tool, const nlohmann::json& args);
   void stopIdle();
   kj::Promise<void> idleLoop();
   void taskFailed(kj::Exception&& e) override;
@@ -89,9 +95,11 @@ class McpServers : private kj::TaskSet::ErrorHandler {
   kj::Timer& timer_;
   store::Store& store_;
   Starter start_;
+  AgentCommandStarter runCommand_;
   McpLimits limits_;
   std::map<std::string, SessionPtr> sessions_;  // by "<agent>/<server>"
   kj::TaskSet tasks_{*this};
+  kj::Promise<void> idle_ = nullptr;  // idleLoop, armed anew when a server starts
 };
 
 // One server of one agent (mcp_servers.cpp; mcp_review.cpp reads it for the owner).
@@ -110,6 +118,10 @@ struct McpServers::Session {
   mcp::PinDiff diff;
   std::set<std::string> disabled;  // by the tool's name on the server
   long long lastUsedMs = 0, retryAtMs = 0, startedMs = 0;
+  unsigned idleSec = 600, callTimeoutSec = 300;  // from its configuration, at its last prepare
+  // bundled: commands: no process; its tools are the commands of its configuration
+  bool commands = false;
+  std::map<std::string, config::McpCommand> commandSpecs;
   unsigned failures = 0, generation = 0, calls = 0, starts = 0;
 };
 

@@ -10,6 +10,7 @@
 #include "broker/broker_tools.h"
 #include "broker/skills.h"
 #include "broker/sources/source_kinds.h"
+#include "broker/yaml_blocks.h"
 #include "common/fd.h"
 #include "common/log.h"
 #include "common/names.h"
@@ -28,36 +29,10 @@ std::string readOrEmpty(const std::string& path) {
   }
 }
 
-// `text` (a YAML file) with `item` (flow-style YAML, i.e. JSON: no quoting can go wrong) added to
-// the block list under the top-level `key`, which is created at the end when absent.
+// `text` (a YAML file) with `item` (flow style) added to the block list under the top-level `key`.
 std::optional<std::string> appendToList(const std::string& text, const std::string& key, const std::string& item,
                                         std::string& error) {
-  const std::string line = "  - " + item + "\n";
-  size_t at = std::string::npos;
-  if (text.rfind(key + ":", 0) == 0) at = 0;
-  else if (auto p = text.find("\n" + key + ":"); p != std::string::npos) at = p + 1;
-  if (at == std::string::npos) return text + (text.empty() || text.back() == '\n' ? "" : "\n") + key + ":\n" + line;
-  // The block ends at the next line that starts at column 0 (another key), comments and blanks aside.
-  size_t lineEnd = text.find('\n', at);
-  std::string head = text.substr(at, lineEnd == std::string::npos ? std::string::npos : lineEnd - at);
-  if (head.find('[') != std::string::npos) {
-    error = "pine.yaml writes " + key + " in flow style ([...]); the owner has to add this one by hand";
-    return std::nullopt;
-  }
-  size_t pos = lineEnd == std::string::npos ? text.size() : lineEnd + 1;
-  size_t insert = pos;
-  while (pos < text.size()) {
-    size_t e = text.find('\n', pos);
-    std::string l = text.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
-    size_t first = l.find_first_not_of(" \t");
-    bool blank = first == std::string::npos || l[first] == '#';
-    if (!blank && l[0] != ' ' && l[0] != '-') break;
-    pos = e == std::string::npos ? text.size() : e + 1;
-    if (!blank) insert = pos;
-  }
-  std::string out = text.substr(0, insert);
-  if (!out.empty() && out.back() != '\n') out += "\n";
-  return out + line + text.substr(insert);
+  return appendToBlock(text, key, "- " + item, error);
 }
 
 std::string joinErrors(capnp::List<capnp::Text>::Reader errors) {
@@ -157,6 +132,7 @@ std::optional<std::string> checkSetupArgs(const RunContext& run, const std::stri
     return std::nullopt;
   }
   if (tool == "add_source_type") return checkSourceTypeArgs(run, args);  // source_type_tool.cpp
+  if (tool == "add_mcp_server") return checkMcpServerArgs(run, args);    // mcp_server_tool.cpp
   if (tool == "add_source") {
     if (!args.contains("source") || !args["source"].is_object())
       return "\"source\" is the source's entry as pine.yaml writes it (name, type and the type's fields)";

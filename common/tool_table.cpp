@@ -170,9 +170,16 @@ std::vector<Tool> makeTable() {
                       "no outside content. What the owner confirmed is copied into pine's home and runs from there; "
                       "a source then names it with type: NAME.",
        .parameters = object({{"name", typed("string")}, {"path", typed("string")}}, {"name", "path"})});
-  // Named by configuration and decided by their rules, not carried out yet: no run is given them.
-  row({.name = "add_mcp_server", .side = Pined, .carriedOut = false, .decide = Decide::AddMcpServer,
-       .description = "", .parameters = object({}, {})});
+  row({.name = "add_mcp_server", .side = Pined, .decide = Decide::AddMcpServer,
+       .description = "Add a remote MCP server (by its https address) to your configuration: its tools become "
+                      "mcp__NAME__<tool> from your next task on, and what it answers is outside content. The owner "
+                      "is asked every time; a server that needs a login is the owner's to add.",
+       .parameters = Json{{"type", "object"},
+                          {"properties",
+                           {{"name", typed("string")},
+                            {"url", typed("string")},
+                            {"approve", {{"type", "string"}, {"enum", {"tainted", "always"}}}}}},
+                          {"required", {"name", "url"}}}});
   return t;
 }
 

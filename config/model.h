@@ -230,9 +230,28 @@ struct UntrustedProfile {
   bool subAgents = false;
 };
 
+// One argument of a bundled command (McpCommand): the model gives its value, checked before the
+// command runs (config/command_tool.h), by the broker and again by pined.
+struct McpCommandArg {
+  std::string description;
+  std::vector<std::string> oneOf;  // the value is one of these...
+  std::string pattern;             // ...or matches this RE2 expression in full...
+  int maxLength = 256;             // ...and is at most this long; without either it may not start with '-'
+};
+
+// A command of a `bundled: commands` server: a tool mcp__<server>__<name> that runs `words` in the
+// agent's sandbox, like its shell, with each {arg} replaced by that argument's value (never a shell).
+struct McpCommand {
+  std::string name, description;
+  std::vector<std::string> words;
+  std::map<std::string, McpCommandArg> args;
+  int timeoutSec = 60;
+  bool readOnly = false;  // it changes nothing: never waits unless an approve pattern names it
+};
+
 struct McpServer {
   std::string name;
-  std::string bundled;  // "web" | "browser" | empty
+  std::string bundled;  // "web" | "browser" | "commands" | empty
   std::vector<std::string> command;  // local server: argv
   std::map<std::string, std::string> env;  // values may hold ${secret:NAME} placeholders
   std::string url;  // remote server
@@ -244,6 +263,9 @@ struct McpServer {
   std::vector<std::string> denyHosts;
   bool allowPrivate = false;
   std::string profile;  // bundled browser: persistent profile name (signed in)
+  std::map<std::string, McpCommand> commands;  // bundled commands
+  int timeoutSec = 300;  // one tools/call at most; a cancelled task ends its calls sooner
+  int idleSec = 600;     // a server no run used for this long is stopped
 };
 
 struct Budget {

@@ -1,5 +1,9 @@
 #include "config/schema.h"
 
+#include <re2/re2.h>
+
+#include "config/command_tool.h"
+
 #include <algorithm>
 #include <cctype>
 #include <optional>
@@ -834,12 +838,71 @@ bool checkToolPattern(Ctx& c, const std::string& v, Pos p, const std::string& pa
   return true;
 }
 
+bool isArgName(const std::string& n) {
+  return !n.empty() && n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_';
+  });
+}
+
+void readCommandArg(Ctx& c, const YAML::Node& n, const std::string& path, const std::string& schema, Pos pos,
+                    McpCommandArg& a) {
+  Map m(c, n, path, schema, pos);
+  if (!m.valid()) return;
+  m.str("description", a.description, {.maxLen = 1024});
+  m.require("description");
+  m.strList("oneOf", a.oneOf, {.nonEmpty = false, .maxLen = 4096});
+  if (m.str("pattern", a.pattern, {.maxLen = 1024})) {
+    RE2 re(a.pattern, RE2::Quiet);
+    if (!re.ok())
+      c.error(m.valuePos("pattern"), m.pathOf("pattern"), "not a regular expression: " + re.error(),
+              "RE2 syntax, matched against the whole value, e.g. '[a-z0-9.-]+'");
+  }
+  if (m.has("oneOf") && m.has("pattern"))
+    c.error(m.keyPos("pattern"), m.pathOf("pattern"), "give 'oneOf' or 'pattern', not both");
+  m.integer("maxLength", a.maxLength, 1, 4096);
+  m.finish();
+}
+
+void readCommand(Ctx& c, const std::string& name, const YAML::Node& n, const std::string& path,
+                 const std::string& schema, Pos pos, McpCommand& cmd) {
+  Map m(c, n, path, schema, pos);
+  if (!m.valid()) return;
+  cmd.name = name;
+  m.str("description", cmd.description, {.maxLen = 2048});
+  m.require("description");
+  if (m.strList("command", cmd.words) && cmd.words.empty())
+    c.error(m.valuePos("command"), m.pathOf("command"), "must name a program");
+  m.require("command");
+  m.integer("timeoutSec", cmd.timeoutSec, 1, 3600);
+  m.boolean("readOnly", cmd.readOnly);
+  m.eachNamed("args", "argument", isArgName, "argument names use a-z, 0-9 and '_', at most 64 bytes",
+              [&](const std::string& arg, const YAML::Node& v, const std::string& p, const std::string& sc, Pos at) {
+                readCommandArg(c, v, p, sc, at, cmd.args[arg]);
+              });
+  std::set<std::string> used;
+  for (size_t i = 0; i < cmd.words.size(); ++i)
+    for (const auto& ph : placeholdersIn(cmd.words[i])) {
+      used.insert(ph);
+      if (i == 0)
+        c.error(m.valuePos("command"), m.pathOf("command"), "the program is the owner's: its first word takes no {" + ph + "}",
+                "name the program itself and put arguments after it");
+      else if (!cmd.args.count(ph))
+        c.error(m.valuePos("command"), m.pathOf("command"), "{" + ph + "} names no argument of this command",
+                "declare it under args, or remove it");
+    }
+  for (const auto& [arg, spec] : cmd.args)
+    if (!used.count(arg))
+      c.error(m.valuePos("args"), m.pathOf("args"), "the argument '" + arg + "' is not used in command",
+              "write {" + arg + "} where its value goes, or remove it");
+  m.finish();
+}
+
 void readMcpServer(Ctx& c, const std::string& name, const YAML::Node& n, const std::string& path,
                    const std::string& schema, Pos pos, McpServer& s) {
   Map m(c, n, path, schema, pos);
   if (!m.valid()) return;
   s.name = name;
-  m.enumeration<std::string>("bundled", s.bundled, {{"web", "web"}, {"browser", "browser"}});
+  m.enumeration<std::string>("bundled", s.bundled, {{"web", "web"}, {"browser", "browser"}, {"commands", "commands"}});
   m.strList("command", s.command);
   checkUrl(m, "url", s.url, {"https", "http"});
   int kinds = m.has("bundled") + m.has("command") + m.has("url");
@@ -858,8 +921,9 @@ void readMcpServer(Ctx& c, const std::string& name, const YAML::Node& n, const s
     c.error(m.keyPos("env"), m.pathOf("env"), "'env' is for a local server started with 'command'");
   if (m.has("headers") && !m.has("url"))
     c.error(m.keyPos("headers"), m.pathOf("headers"), "'headers' is for a remote server with 'url'");
-  const bool bundled = !s.bundled.empty();
-  if (bundled) s.taints = true;  // web pages are other people's text, always
+  // The agent's own commands are the owner's; web pages are other people's text, always.
+  const bool bundled = s.bundled == "web" || s.bundled == "browser";
+  if (bundled) s.taints = true;
   if (m.boolean("taints", s.taints) && bundled && !s.taints)
     c.error(m.valuePos("taints"), m.pathOf("taints"), "the bundled " + s.bundled + " server returns other people's text: it always taints",
             "remove 'taints'");
@@ -878,6 +942,18 @@ void readMcpServer(Ctx& c, const std::string& name, const YAML::Node& n, const s
     c.error(m.keyPos("allowPrivate"), m.pathOf("allowPrivate"), "'allowPrivate' applies to the bundled web server only");
   if (m.str("profile", s.profile) && s.bundled != "browser")
     c.error(m.keyPos("profile"), m.pathOf("profile"), "'profile' applies to the bundled browser only");
+  m.integer("timeoutSec", s.timeoutSec, 1, 3600);
+  m.integer("idleSec", s.idleSec, 1, 7 * 86400);
+  if (m.has("commands") && s.bundled != "commands")
+    c.error(m.keyPos("commands"), m.pathOf("commands"), "'commands' applies to a 'bundled: commands' server only");
+  m.eachNamed("commands", "command", [](const std::string& v) { return isName(v) && v.find("__") == std::string::npos; },
+              std::string(kNameRule) + ", and no '__'",
+              [&](const std::string& cmd, const YAML::Node& v, const std::string& p, const std::string& sc, Pos at) {
+                readCommand(c, cmd, v, p, sc, at, s.commands[cmd]);
+              });
+  if (s.bundled == "commands" && s.commands.empty() && m.valid())
+    c.error(pos, path, "a 'bundled: commands' server needs 'commands'",
+            "name each command: commands: {disk: {description: ..., command: [df, -h]}}");
   m.finish();
 }
 

@@ -114,6 +114,14 @@ interface Supervisor {
   # environment plus the entry's `env`, whose ${secret:NAME} placeholders pined fills in here;
   # socket is the broker's end of its stdin and stdout (MCP's stdio transport); its stderr goes to
   # pined's log. Dropping process (or the broker going away) kills it; it never outlives pined.
+
+  runAgentCommand @18 (agent :Text, server :Text, command :Text, args :Text)
+      -> (process :WorkerProcess, stdout :Socket, stderr :Socket, pid :Int32, sandbox :Text);
+  # Run the command `command` of the `bundled: commands` MCP server `server` of `agent` (a tool call the
+  # broker's gate allowed), as runSourceCommand runs a command: in that agent's sandbox, like its shell.
+  # pined looks the command up in its own configuration, checks args (a JSON object of strings) against
+  # the command's rules again and fills in its words; no shell reads them. Fails saying why, also when
+  # the agent already runs 4 commands. Dropping process kills the command and all it started.
 }
 
 struct EgressRequest {

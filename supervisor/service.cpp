@@ -11,6 +11,7 @@
 #include "supervisor/hook_check.h"
 #include "supervisor/mqtt_call.h"
 #include "supervisor/program_file.h"
+#include "supervisor/agent_command.h"
 #include "supervisor/source_command.h"
 #include "supervisor/source_fetch.h"
 #include "supervisor/ftp_list.h"
@@ -213,6 +214,10 @@ kj::Promise<void> SupervisorService::openMqtt(OpenMqttContext context) {
 
 kj::Promise<void> SupervisorService::runSourceCommand(RunSourceCommandContext context) {
   return pine::runSourceCommand(sup_, io_, context);
+}
+
+kj::Promise<void> SupervisorService::runAgentCommand(RunAgentCommandContext context) {
+  return pine::runAgentCommand(sup_, io_, context);
 }
 
 namespace {

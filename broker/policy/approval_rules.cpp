@@ -4,6 +4,7 @@
 
 #include "common/glob.h"
 #include "common/url_origin.h"
+#include "common/web_address.h"
 #include "broker/policy/profile.h"
 #include "broker/policy/setup_rules.h"
 #include "broker/policy/quote.h"
@@ -101,8 +102,18 @@ Verdict decide(const config::Home& home, const config::AgentConfig& agent, const
       case tooltable::Decide::Subscribe: return decideSubscribe(facts);
       case tooltable::Decide::CreateAgent: return decideCreateAgent(agent, facts);
       case tooltable::Decide::RequestAccess: return decideRequestAccess(facts);
-      case tooltable::Decide::AddMcpServer:
-        return ask(full + " asks you in every mode: a new MCP server runs with your rights" + taintNote);
+      case tooltable::Decide::AddMcpServer: {
+        // The question names what would be reached; the arguments were checked before (checkMcpServerArgs).
+        const bool named = call.args.is_object() && call.args.contains("name") && call.args["name"].is_string() &&
+                           call.args.contains("url") && call.args["url"].is_string();
+        const std::string name = named ? call.args["name"].get<std::string>() : "",
+                          url = named ? call.args["url"].get<std::string>() : "";
+        const std::string local = localNetworkReason(url);
+        return ask(full + " asks you in every mode: agent '" + agent.id + "' would get the tools of the MCP server " +
+                   quoteText(name) + " at " + url +
+                   (local.empty() ? "" : ", an address on your LOCAL NETWORK (" + local + ")") +
+                   "; what it answers is outside content" + taintNote);
+      }
       case tooltable::Decide::AddSourceType:
         if (agent.id != "main") return refuse("only the main agent can add a source type");
         if (tainted)

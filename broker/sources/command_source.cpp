@@ -1,4 +1,5 @@
 #include "broker/sources/command_source.h"
+#include "broker/sources/command_run.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -21,22 +22,6 @@ long long msSince(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
 }
 
-// Reads a stream to its end, handing every piece to `f`.
-kj::Promise<void> pump(kj::AsyncInputStream& in, kj::ArrayPtr<kj::byte> buf, std::function<void(const char*, size_t)> f) {
-  return in.tryRead(buf.begin(), 1, buf.size())
-      .then([&in, buf, f = std::move(f)](size_t n) mutable -> kj::Promise<void> {
-        if (n == 0) return kj::READY_NOW;
-        f(reinterpret_cast<const char*>(buf.begin()), n);
-        return pump(in, buf, std::move(f));
-      })
-      .catch_([](kj::Exception&&) {});  // a pipe that fails is a pipe at its end
-}
-
-std::string describe(const CommandExit& e) {
-  return e.signaled ? fmt::format("killed by signal {} ({})", e.code, strsignal(e.code))
-                    : fmt::format("exited with {}", e.code);
-}
-
 // A fingerprint of a run's result that stays the same across restarts (FNV-1a, 64 bits): the
 // same output twice is one event, not two. Not a secret and not a defence, only a comparison.
 std::string fingerprint(const std::string& text) {
@@ -51,15 +36,12 @@ std::string lastBytes(const std::string& s, size_t n) { return s.size() <= n ? s
 
 }  // namespace
 
+// A mode lines run: its output goes to bytes() as it comes.
 struct CommandSource::Run {
   StartedCommand cmd;
   kj::Array<kj::byte> outBuf = kj::heapArray<kj::byte>(16384);
   kj::Array<kj::byte> errBuf = kj::heapArray<kj::byte>(4096);
-  std::string out;  // interval: the head of stdout, at most maxStdoutBytes
-  size_t outTotal = 0;
   std::string errTail;
-  bool timedOut = false;
-  Clock::time_point started = Clock::now();
 };
 
 CommandSource::CommandSource(kj::AsyncIoContext& io, config::Source source, CommandStarter start, Sink sink,
@@ -101,7 +83,7 @@ kj::Promise<void> CommandSource::linesLoop(long long lastWaitMs) {
                          ? limits_.restartMinMs
                          : std::min(limits_.restartMaxMs, std::max(limits_.restartMinMs, lastWaitMs * 2));
     if (!refused_) {
-      std::string why = fmt::format("the command {} after {} ms; restarting it in {} s", describe(e), ran, wait / 1000.0);
+      std::string why = fmt::format("the command {} after {} ms; restarting it in {} s", describeExit(e), ran, wait / 1000.0);
       status_.error(source_.name, why);
       spdlog::warn("command source '{}': {}", source_.name, why);
     }
@@ -121,51 +103,40 @@ kj::Promise<CommandExit> CommandSource::runOnce(bool interval) {
       .then([this, interval](StartedCommand cmd) -> kj::Promise<CommandExit> {
         if (refused_) spdlog::info("source '{}': the command runs again", source_.name);
         refused_.reset();
-        if (!interval) status_.look(source_.name, "running");
+        if (interval) {
+          RunBounds bounds{source_.timeoutSec, limits_.maxStdoutBytes, limits_.stderrTailBytes, limits_.drainMs};
+          return runToEnd(io_.provider->getTimer(), kj::mv(cmd), bounds, [this]() {
+                   spdlog::warn("command source '{}': still running after {} s: killed", source_.name, source_.timeoutSec);
+                 }).then([this](FinishedCommand f) {
+            intervalDone(f);
+            logStderr(f.exit, f.errTail);
+            return f.exit;
+          });
+        }
+        status_.look(source_.name, "running");
         auto run = kj::heap<Run>();
         Run& r = *run;
         r.cmd = kj::mv(cmd);
-        std::function<void(const char*, size_t)> onOut;
-        if (interval)
-          onOut = [&r, cap = limits_.maxStdoutBytes](const char* p, size_t n) {
-            r.outTotal += n;
-            r.out.append(p, std::min(n, cap - r.out.size()));
-          };
-        else
-          onOut = [this](const char* p, size_t n) { bytes(p, n); };
         auto onErr = [&r, cap = limits_.stderrTailBytes](const char* p, size_t n) {
           r.errTail.append(p, n);
           if (r.errTail.size() > 2 * cap) r.errTail.erase(0, r.errTail.size() - cap);
         };
-        auto reading = kj::joinPromises(kj::arr(pump(*r.cmd.out, r.outBuf, onOut), pump(*r.cmd.err, r.errBuf, onErr)))
+        auto reading = kj::joinPromises(kj::arr(pump(*r.cmd.out, r.outBuf, [this](const char* p, size_t n) { bytes(p, n); }),
+                                                pump(*r.cmd.err, r.errBuf, onErr)))
                            .eagerlyEvaluate(nullptr);
         auto& timer = io_.provider->getTimer();
-        kj::Promise<CommandExit> exited = r.cmd.process->wait();
-        if (interval)
-          exited = exited.exclusiveJoin(timer.afterDelay(source_.timeoutSec * kj::SECONDS).then([this, &r]() {
-            r.timedOut = true;
-            spdlog::warn("command source '{}': still running after {} s: killed", source_.name, source_.timeoutSec);
-            r.cmd.process->kill();
-            return r.cmd.process->wait();
-          }));
         // Its output is read to the end, or for drainMs after the exit (what it started went with it).
-        return exited
+        return r.cmd.process->wait()
             .then([this, &timer, reading = kj::mv(reading)](CommandExit e) mutable {
               return reading.exclusiveJoin(timer.afterDelay(limits_.drainMs * kj::MILLISECONDS)).then([e]() { return e; });
             })
-            .then([this, interval, &r](CommandExit e) {
-              if (interval) {
-                intervalDone(r, e);
-              } else {
-                if (!partial_.empty() || partialCut_) line(std::move(partial_), partialCut_);
-                partial_.clear();
-                partialCut_ = 0;
-                if (droppedUnreported_) dropReported_ = {};  // the last count is reported now
-                reportDrops();
-              }
-              if (!r.errTail.empty())
-                spdlog::info("command source '{}': {}; the end of its stderr: {}", source_.name, describe(e),
-                             stripTerminalControls(lastBytes(r.errTail, limits_.stderrTailBytes)));
+            .then([this, &r](CommandExit e) {
+              if (!partial_.empty() || partialCut_) line(std::move(partial_), partialCut_);
+              partial_.clear();
+              partialCut_ = 0;
+              if (droppedUnreported_) dropReported_ = {};  // the last count is reported now
+              reportDrops();
+              logStderr(e, r.errTail);
               return e;
             })
             .attach(kj::mv(run));
@@ -176,7 +147,14 @@ kj::Promise<CommandExit> CommandSource::runOnce(bool interval) {
       });
 }
 
-void CommandSource::intervalDone(Run& r, CommandExit e) {
+void CommandSource::logStderr(const CommandExit& e, const std::string& errTail) {
+  if (!errTail.empty())
+    spdlog::info("command source '{}': {}; the end of its stderr: {}", source_.name, describeExit(e),
+                 stripTerminalControls(lastBytes(errTail, limits_.stderrTailBytes)));
+}
+
+void CommandSource::intervalDone(const FinishedCommand& r) {
+  const CommandExit& e = r.exit;
   nlohmann::json j;
   if (e.signaled) j["signal"] = e.code;
   else j["exitCode"] = e.code;
@@ -188,7 +166,7 @@ void CommandSource::intervalDone(Run& r, CommandExit e) {
   }
   std::string tail = lastBytes(r.errTail, limits_.stderrTailBytes);
   if (!tail.empty()) j["stderr"] = stripTerminalControls(tail);
-  j["durationMs"] = msSince(r.started);
+  j["durationMs"] = r.durationMs;
 
   // The status line repeats a number or a single word, never what the command printed.
   const std::string found = r.timedOut ? "timeout" : e.signaled ? "killed" : std::to_string(e.code);
@@ -198,7 +176,7 @@ void CommandSource::intervalDone(Run& r, CommandExit e) {
                                             "everything it started",
                                             source_.timeoutSec));
   else if (e.signaled || e.code != 0)
-    status_.error(source_.name, "the command " + describe(e));
+    status_.error(source_.name, "the command " + describeExit(e));
 
   // An event only when the result differs from the last run's (stderr and the duration aside).
   std::string print = fingerprint(found + '\n' + std::to_string(r.outTotal) + '\n' + r.out);

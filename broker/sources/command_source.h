@@ -65,6 +65,8 @@ struct CommandLimits {
   long long drainMs = 2000;           // after the exit, how long its pipes may still be read
 };
 
+struct FinishedCommand;  // command_run.h
+
 class CommandSource {
  public:
   CommandSource(kj::AsyncIoContext& io, config::Source source, CommandStarter start, Sink sink, SourceStatus status,
@@ -83,7 +85,8 @@ class CommandSource {
   kj::Promise<void> intervalLoop();
   kj::Promise<void> linesLoop(long long waitMs);
   kj::Promise<CommandExit> runOnce(bool interval);
-  void intervalDone(Run& run, CommandExit exit);
+  void intervalDone(const FinishedCommand& run);
+  void logStderr(const CommandExit& e, const std::string& errTail);
   void bytes(const char* p, size_t n);
   void line(std::string text, size_t cut);
   void reportDrops();

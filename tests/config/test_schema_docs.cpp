@@ -102,6 +102,13 @@ mcpServers:
   web: {bundled: web, approve: never, readOnly: true, allowHosts: [example.org], denyHosts: [evil.example], allowPrivate: false}
   browser: {bundled: browser, profile: default}
   gh: {command: [github-mcp, stdio], env: {GITHUB_TOKEN: "${secret:GH_TOKEN}"}, taints: true, approve: tainted}
+  slow: {command: [slow-mcp], timeoutSec: 30, idleSec: 60}
+  tools:
+    bundled: commands
+    commands:
+      disk: {description: free space, command: [df, -h, "{mount}"], timeoutSec: 20, readOnly: true,
+             args: {mount: {description: a mount point, pattern: "/[a-z/]*", maxLength: 64}}}
+      deploy: {description: deploy a branch, command: [make, deploy, "BRANCH={branch}"], args: {branch: {description: which, oneOf: [main, next]}}}
   calendar: {url: "https://cal.example/mcp", headers: {Authorization: "Bearer ${secret:CAL_TOKEN}"}, approve: always}
 budget: {tokensPerDay: 100000, costPerDay: 5, costPerTask: 1}
 trustWorkspace: false

@@ -56,7 +56,7 @@ TEST_CASE("a secret set with pinectl and used by egress stays in pined") {
   REQUIRE(waitUntil([&] { return pined.auditEvents("config.reload").size() >= 2; }, 3s));
   std::ofstream(home + "/data/egress-trigger.json")
       << nlohmann::json{{"url", base + "/echo"}, {"authorization", "Bearer ${secret:LOCAL_KEY}"}}.dump();
-  bool got = waitUntil([&] { return access((home + "/data/egress-result.json").c_str(), F_OK) == 0; }, 10s);
+  bool got = waitUntil([&] { return access((home + "/data/egress-result.json").c_str(), F_OK) == 0; }, 30s);
   REQUIRE_MESSAGE(got, pined.stderrText());
   auto result = nlohmann::json::parse(egressFileText(home + "/data/egress-result.json"));
   CHECK(result["error"] == "");
@@ -142,7 +142,7 @@ TEST_CASE("a request naming secret A runs in a process that holds A and no other
 
   // In memory: A, B, C, the control token, and the request's own path (which tells the process
   // serving it from one started ahead of the next request).
-  const std::vector<std::string> needles = {a, b, c, token, "/drip?n=30&gap=250"};
+  const std::vector<std::string> needles = {a, b, c, token, "/drip?n=40&gap=300"};
   struct Scan {
     std::vector<size_t> memory;
     std::string environ, cmdline;
@@ -180,8 +180,8 @@ TEST_CASE("a request naming secret A runs in a process that holds A and no other
     return s;
   };
 
-  // A model call naming A, slow enough (a byte every 250 ms) to be looked at in flight.
-  Scan s = inFlight({{"url", base + "/drip?n=30&gap=250"}, {"authorization", "Bearer ${secret:A_KEY}"}}, 0);
+  // A model call naming A, slow enough (a byte every 300 ms, 12 s in all) to be looked at in flight, also by a sanitizer build under load.
+  Scan s = inFlight({{"url", base + "/drip?n=40&gap=300"}, {"authorization", "Bearer ${secret:A_KEY}"}}, 0);
   CHECK(s.memory[0] >= 1);  // A: the value it was given, filled into the request it made
   CHECK(s.memory[1] == 0);  // B
   CHECK(s.memory[2] == 0);  // C
@@ -197,22 +197,22 @@ TEST_CASE("a request naming secret A runs in a process that holds A and no other
     CHECK(s.noNewPrivs == "1");
     if (geteuid() == 0) CHECK(s.uid.rfind("65534\t", 0) == 0);
   }
-  REQUIRE(waitUntil([&] { return access((home + "/data/egress-result.json").c_str(), F_OK) == 0; }, 10s));
+  REQUIRE(waitUntil([&] { return access((home + "/data/egress-result.json").c_str(), F_OK) == 0; }, 30s));
   auto result = nlohmann::json::parse(egressFileText(home + "/data/egress-result.json"));
   CHECK(result["error"] == "");
-  CHECK(result["body"] == std::string(30, 'x'));
+  CHECK(result["body"] == std::string(40, 'x'));
   bool sent = false;
   for (auto& q : server.requests()) sent |= q.find("Bearer " + a) != std::string::npos;
   CHECK(sent);
 
   // A download of the agent's MCP server's origin: no secret at all.
-  Scan d = inFlight({{"kind", "download"}, {"agent", "main"}, {"url", base + "/drip?n=30&gap=250"},
+  Scan d = inFlight({{"kind", "download"}, {"agent", "main"}, {"url", base + "/drip?n=40&gap=300"},
                      {"result", "download-result.json"}},
                     server.requests().size());
   for (size_t i = 0; i < 4; ++i) CHECK(d.memory[i] == 0);
-  REQUIRE(waitUntil([&] { return access((home + "/data/download-result.json").c_str(), F_OK) == 0; }, 10s));
+  REQUIRE(waitUntil([&] { return access((home + "/data/download-result.json").c_str(), F_OK) == 0; }, 30s));
   auto dl = nlohmann::json::parse(egressFileText(home + "/data/download-result.json"));
   CHECK(dl["error"] == "");
-  CHECK(dl["body"] == std::string(30, 'x'));
+  CHECK(dl["body"] == std::string(40, 'x'));
   CHECK(pined.auditEvents("egress.request").size() == 2);
 }
