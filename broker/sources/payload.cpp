@@ -3,11 +3,7 @@
 #include <nlohmann/json.hpp>
 
 namespace pine::sources {
-namespace {
-
-// Bracket depth outside strings: checked before parsing so that a hostile
-// "[[[[..." never reaches the recursive printer.
-bool nestingWithin(std::string_view s, int limit) {
+bool jsonNestingWithin(std::string_view s, int limit) {
   int depth = 0;
   bool inString = false, escaped = false;
   for (char c : s) {
@@ -26,12 +22,10 @@ bool nestingWithin(std::string_view s, int limit) {
   return true;
 }
 
-}  // namespace
-
 std::optional<std::string> payloadToJson(std::string_view bytes) {
   using nlohmann::json;
   if (bytes.size() > kMaxPayloadBytes) return std::nullopt;
-  if (nestingWithin(bytes, kMaxJsonDepth)) {
+  if (jsonNestingWithin(bytes, kMaxJsonDepth)) {
     json parsed = json::parse(bytes.begin(), bytes.end(), nullptr, /*allow_exceptions=*/false);
     if (!parsed.is_discarded()) return parsed.dump(-1, ' ', false, json::error_handler_t::replace);
   }

@@ -14,6 +14,10 @@ inline constexpr size_t kMaxPayloadBytes = 256 * 1024;
 // and printing it again would recurse once per level.
 inline constexpr int kMaxJsonDepth = 64;
 
+// Whether the brackets of `s` (outside its strings) nest at most `limit` deep; checked before a
+// parse, so that a hostile "[[[[..." never reaches the recursive printer.
+bool jsonNestingWithin(std::string_view s, int limit);
+
 // The message as JSON if it parses (re-serialised, compact), else as a JSON
 // string with invalid UTF-8 replaced by U+FFFD. nullopt when over the cap.
 std::optional<std::string> payloadToJson(std::string_view bytes);

@@ -1,4 +1,5 @@
 #include "broker/sources/program_source.h"
+#include "broker/sources/program_line.h"
 
 #include <fmt/format.h>
 #include <kj/debug.h>
@@ -137,27 +138,15 @@ kj::Promise<void> ProgramSource::pace() {
 }
 
 void ProgramSource::line(std::string_view text) {
-  if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-  if (text.find_first_not_of(" \t") == std::string_view::npos) return;
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return drop("a line that is not a JSON object");
-  if (j.contains("status")) {
-    const auto& st = j["status"];
-    if (!st.is_object()) return drop("\"status\" that is not an object");
-    std::string found;
-    if (st.contains("found")) found = st["found"].is_string() ? st["found"].get<std::string>() : st["found"].dump();
-    if (report_) report_(source_.name, found, "");
+  ProgramLine l = readProgramLine(text, source_.name);
+  if (l.kind == ProgramLine::Blank) return;
+  if (l.kind == ProgramLine::Skipped) return drop(l.why);
+  if (l.kind == ProgramLine::Status) {
+    if (report_) report_(source_.name, l.found, "");
     return;
   }
-  if (!j.contains("payload")) return drop("a line with neither \"payload\" nor \"status\"");
-  std::string topic = source_.name;
-  if (j.contains("topic")) {
-    if (!j["topic"].is_string()) return drop("a \"topic\" that is not a string");
-    topic = j["topic"].get<std::string>();
-    if (auto why = checkProgramTopic(topic)) return drop("a bad topic: " + *why);
-  }
   ++eventsThisSecond_;
-  Draft d{source_.name, topic, source_.trust == config::Trust::Owner ? "owner" : "untrusted", j["payload"].dump(), {}};
+  Draft d{source_.name, l.topic, source_.trust == config::Trust::Owner ? "owner" : "untrusted", std::move(l.payload), {}};
   try {
     sink_(std::move(d));
   } catch (std::exception& e) {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <kj/async-io.h>
 
+#include "broker/sources/program_line.h"
 #include "broker/sources/program_source.h"
 
 using pine::sources::Draft;
@@ -97,4 +98,25 @@ TEST_CASE("program source: checkProgramTopic refuses pine's own topics and wildc
   CHECK(pine::sources::checkProgramTopic("state"));
   CHECK(pine::sources::checkProgramTopic("a/+/b"));
   CHECK(pine::sources::checkProgramTopic(""));
+}
+
+TEST_CASE("program source: a line is an event, a status, blank, or skipped with why; deep nesting is skipped unread") {
+  using pine::sources::ProgramLine;
+  using pine::sources::readProgramLine;
+  auto e = readProgramLine("{\"topic\": \"weather/now\", \"payload\": {\"t\": 21.5}}\r", "weather");
+  CHECK(e.kind == ProgramLine::Event);
+  CHECK(e.topic == "weather/now");
+  CHECK(e.payload == "{\"t\":21.5}");
+  CHECK(readProgramLine("{\"payload\": 1}", "weather").topic == "weather");
+  CHECK(readProgramLine("{\"status\": {\"found\": 3}}", "w").found == "3");
+  CHECK(readProgramLine("  \t", "w").kind == ProgramLine::Blank);
+  CHECK(readProgramLine("{\"topic\": \"agent/main\", \"payload\": 1}", "w").why.find("pine's own topics") != std::string::npos);
+  CHECK(readProgramLine("[1]", "w").why == "a line that is not a JSON object");
+  // 64 levels are data; 500,000 would recurse once per level when printed again: skipped unread.
+  std::string ok = "{\"payload\": " + std::string(62, '[') + std::string(62, ']') + "}";
+  CHECK(readProgramLine(ok, "w").kind == ProgramLine::Event);
+  std::string deep = "{\"payload\": " + std::string(500000, '[') + std::string(500000, ']') + "}";
+  auto d = readProgramLine(deep, "w");
+  CHECK(d.kind == ProgramLine::Skipped);
+  CHECK(d.why == "a line nested deeper than 64 levels");
 }
