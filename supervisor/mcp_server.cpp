@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "config/secrets.h"
+#include "supervisor/mcp_remote_start.h"
 #include "supervisor/supervisor.h"
 
 namespace pine {
@@ -65,6 +66,7 @@ StartedProgram startMcpServer(Supervisor& sup, kj::AsyncIoContext& io, const std
   auto s = a->second.mcpServers.find(server);
   if (s == a->second.mcpServers.end())
     throw std::runtime_error("agent '" + agent + "' has no MCP server '" + server + "' (agent.yaml mcpServers)");
+  if (!s->second.url.empty()) return startMcpRemote(sup, io, agent, server, s->second);  // mcp_remote_start.cpp
   if (s->second.command.empty())
     throw std::runtime_error("MCP server '" + server + "' of agent '" + agent + "' is not a local server ('command')");
   std::string why;
