@@ -44,15 +44,23 @@ class Session {
         cv_.wait(lock, [&] { return inFlight_ < kMaxInFlight; });
         ++inFlight_;
       }
-      if (!initialized_) {
-        handle(std::move(line));  // the first message decides the transport: nothing else runs alongside it
+      // The first message decides the transport: nothing runs alongside it. Notifications and
+      // answers to the server are quick (202) and go in order, so `initialized` is at the server
+      // before any later request; requests run side by side.
+      auto m = json::parse(line, nullptr, false);
+      const bool request = m.is_object() && m.contains("method") && m.contains("id");
+      if (!initialized_ || !request) {
+        handle(std::move(line));
         initialized_ = true;
       } else {
         std::thread([this, l = std::move(line)]() mutable { handle(std::move(l)); }).detach();
       }
     }
     finish();
-    return exitCode_;
+    // Requests still in flight (a server that never answers) run on detached threads that use
+    // this session: end here, without destructors, rather than free what they hold.
+    std::fflush(stderr);
+    _exit(exitCode_);
   }
 
  private:
