@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -15,6 +16,8 @@
 #include "mcp_remote/http.h"
 #include "mcp_remote/job/remote_job.h"
 #include "mcp_remote/sse.h"
+#include "common/json_depth.h"
+#include "redact/redactor.h"
 
 namespace pine::mcp_remote {
 namespace {
@@ -28,10 +31,11 @@ constexpr long kPostMs = 330000;      // past the client's own 300 s for a tool 
 constexpr long kNotifyMs = 30000;
 constexpr long kEndpointWaitMs = 15000;
 constexpr int kMaxInFlight = 32;
+constexpr int kMaxDepth = 64;  // as the broker's client (broker/mcp/json_rpc.h)
 
 class Session {
  public:
-  Session(int fd, RemoteJob job) : fd_(fd), job_(std::move(job)) {}
+  Session(int fd, RemoteJob job) : fd_(fd), job_(std::move(job)), known_(knownValues(job_)) {}
 
   int run() {
     if (auto why = resolveTarget(job_.url, kConnectMs, target_)) fatal_ = *why;
@@ -64,7 +68,47 @@ class Session {
   }
 
  private:
-  void say(const std::string& what) { std::fprintf(stderr, "pine-mcp-remote %s: %s\n", job_.name.c_str(), what.c_str()); }
+  // The header values and the secrets in them (8 bytes or more, as redact/ takes them): a server
+  // that echoes one back must not hand it to the broker (or the model).
+  static std::vector<std::string> knownValues(const RemoteJob& job) {
+    std::vector<std::string> v;
+    for (const auto& s : job.secrets)
+      if (s.size() >= redact::kMinKnownLength) v.push_back(s);
+    for (const auto& [name, value] : job.headers)
+      if (value.size() >= redact::kMinKnownLength) v.push_back(value);
+    std::sort(v.begin(), v.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    return v;
+  }
+
+  std::string scrubbed(std::string s) const {
+    for (const auto& k : known_)
+      for (size_t at = s.find(k); at != std::string::npos; at = s.find(k, at + redact::kMarker.size()))
+        s.replace(at, k.size(), redact::kMarker);
+    return s;
+  }
+
+  // Every string (and key) of a message, with the known values replaced by the marker. Only
+  // these values: redact/'s patterns would also blank fields such as `progressToken` that MCP
+  // needs. Bounded: messages nest at most kMaxDepth deep.
+  void scrub(json& j) const {
+    if (j.is_string()) {
+      j = scrubbed(j.get<std::string>());
+    } else if (j.is_array()) {
+      for (auto& e : j) scrub(e);
+    } else if (j.is_object()) {
+      json out = json::object();
+      for (auto& [k, v] : j.items()) {
+        json value = v;
+        scrub(value);
+        out[scrubbed(k)] = std::move(value);
+      }
+      j = std::move(out);
+    }
+  }
+
+  void say(const std::string& what) {
+    std::fprintf(stderr, "pine-mcp-remote %s: %s\n", job_.name.c_str(), scrubbed(what).c_str());
+  }
 
   bool readLine(std::string& line) {
     line.clear();
@@ -84,7 +128,8 @@ class Session {
     }
   }
 
-  void send(const json& message) {
+  void send(json message) {
+    if (!known_.empty()) scrub(message);
     std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace);
     if (line.size() > kMaxMessage) return;  // cannot happen: the input was capped
     line += '\n';
@@ -108,6 +153,7 @@ class Session {
 
   // One event's or body's bytes as messages: parsed, so that what reaches the broker is JSON on one line.
   bool relay(std::string_view bytes, const json& id, bool& answered) {
+    if (jsonNestingDepth(bytes) > kMaxDepth) return false;  // no honest message nests so deep
     auto j = json::parse(bytes, nullptr, false);
     if (j.is_discarded()) return false;
     auto one = [&](const json& m) {
@@ -208,7 +254,7 @@ class Session {
       sessionId_ = session;
     }
     if (type == "application/json" && !body.empty()) {
-      if (!relay(body, id, answered)) return sendError(id, "its answer is not JSON");
+      if (!relay(body, id, answered)) return sendError(id, "its answer is not JSON (or nests over 64 deep)");
     } else if (type != "text/event-stream" && !body.empty() && !id.is_null()) {
       return sendError(id, "its answer is " + (type.empty() ? std::string("of no content type") : type) +
                                ", not JSON or an event stream");
@@ -341,6 +387,7 @@ class Session {
 
   int fd_;
   RemoteJob job_;
+  const std::vector<std::string> known_;
   Target target_;
   std::string pending_;
   std::string fatal_;  // set once: every request is answered with it

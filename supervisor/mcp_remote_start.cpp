@@ -11,9 +11,9 @@
 #include "common/cloexec.h"
 #include "common/log.h"
 #include "common/sanitizer_env.h"
-#include "config/secrets.h"
 #include "mcp_remote/job/remote_job.h"
 #include "supervisor/egress_call.h"
+#include "supervisor/mcp_server.h"
 #include "supervisor/spawn.h"
 #include "supervisor/supervisor.h"
 
@@ -21,29 +21,22 @@ namespace pine {
 
 std::optional<std::map<std::string, std::string>> mcpRemoteHeaders(
     const std::map<std::string, std::string>& headers,
-    const std::function<std::optional<std::string>(const std::string&)>& secret, std::string& why) {
+    const std::function<std::optional<std::string>(const std::string&)>& secret, std::string& why,
+    std::vector<std::string>* used) {
   std::map<std::string, std::string> out;
   for (const auto& [name, value] : headers) {
-    std::string filled;
-    size_t at = 0;
-    for (const auto& ref : config::findSecretRefs(value, nullptr)) {
-      filled += value.substr(at, ref.offset - at);
-      auto v = secret(ref.name);
-      if (!v) {
-        why = "header " + name + " names the secret " + ref.name + ", which is not in .env (pinectl secret set " +
-              ref.name + ")";
-        return std::nullopt;
-      }
-      filled += *v;
-      OPENSSL_cleanse(v->data(), v->size());
-      at = ref.offset + std::string("${secret:").size() + ref.name.size() + 1;
+    std::string missing;
+    auto filled = mcpFillSecrets(value, secret, missing, used);
+    if (!filled) {
+      why = "header " + name + " names the secret " + missing + ", which is not in .env (pinectl secret set " + missing + ")";
+      return std::nullopt;
     }
-    filled += value.substr(std::min(at, value.size()));
-    if (filled.find_first_of(std::string("\r\n\0", 3)) != std::string::npos) {
+    if (filled->find_first_of(std::string("\r\n\0", 3)) != std::string::npos) {
+      OPENSSL_cleanse(filled->data(), filled->size());
       why = "header " + name + " would hold a line break or a NUL byte";  // never the value itself
       return std::nullopt;
     }
-    out[name] = std::move(filled);
+    out[name] = std::move(*filled);
   }
   return out;
 }
@@ -57,11 +50,13 @@ StartedProgram startMcpRemote(Supervisor& sup, kj::AsyncIoContext& io, const std
   job.url = entry.url;
   std::string why;
   auto& secrets = sup.secrets();
-  auto headers = mcpRemoteHeaders(entry.headers, [&](const std::string& n) { return secrets.get(n); }, why);
+  auto headers =
+      mcpRemoteHeaders(entry.headers, [&](const std::string& n) { return secrets.get(n); }, why, &job.secrets);
   if (!headers) throw std::runtime_error("MCP server '" + server + "' of agent '" + agent + "': " + why);
   job.headers = std::move(*headers);
   std::string bytes = encodeJob(job);
   for (auto& [name, value] : job.headers) OPENSSL_cleanse(value.data(), value.size());
+  for (auto& value : job.secrets) OPENSSL_cleanse(value.data(), value.size());
   struct Wipe {
     std::string& s;
     ~Wipe() { OPENSSL_cleanse(s.data(), s.size()); }

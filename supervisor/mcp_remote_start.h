@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config/model.h"
 #include "supervisor/owner_program.h"
@@ -19,10 +20,12 @@ namespace pine {
 class Supervisor;
 
 // The headers with their secrets filled in; nullopt and why (naming the header and the secret,
-// never a value) when a secret is not in .env or a value would hold CR, LF or NUL.
+// never a value) when a secret is not in .env or a value would hold CR, LF or NUL. `used` gets
+// the secrets' values.
 std::optional<std::map<std::string, std::string>> mcpRemoteHeaders(
     const std::map<std::string, std::string>& headers,
-    const std::function<std::optional<std::string>(const std::string&)>& secret, std::string& why);
+    const std::function<std::optional<std::string>(const std::string&)>& secret, std::string& why,
+    std::vector<std::string>* used = nullptr);
 
 // Throws std::runtime_error saying why the connector could not be started.
 StartedProgram startMcpRemote(Supervisor& sup, kj::AsyncIoContext& io, const std::string& agent,

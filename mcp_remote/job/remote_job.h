@@ -1,6 +1,7 @@
 // The job pined writes first on a pine-mcp-remote's socket: one JSON line with the server's
 // URL, its headers with the ${secret:NAME} values already filled in (by pined, the one process
-// that reads .env), and its name for error texts. Header-only: pined links nothing else of the
+// that reads .env), those values (to redact from what the server sends back) and its name for
+// error texts. Header-only: pined links nothing else of the
 // connector (no libcurl).
 #pragma once
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pine::mcp_remote {
 
@@ -17,11 +19,12 @@ struct RemoteJob {
   std::string name;  // "<agent>/<server>"
   std::string url;
   std::map<std::string, std::string> headers;
+  std::vector<std::string> secrets;  // the values filled in: what comes back is redacted of them
 };
 
 // One line, '\n' at its end (JSON escapes every line break inside values).
 inline std::string encodeJob(const RemoteJob& job) {
-  nlohmann::json j = {{"name", job.name}, {"url", job.url}, {"headers", job.headers}};
+  nlohmann::json j = {{"name", job.name}, {"url", job.url}, {"headers", job.headers}, {"secrets", job.secrets}};
   return j.dump() + "\n";
 }
 
@@ -43,6 +46,9 @@ inline std::optional<RemoteJob> parseJob(const std::string& line, std::string& w
     }
     job.headers[k] = v.get<std::string>();
   }
+  if (j.contains("secrets") && j["secrets"].is_array())
+    for (auto& v : j["secrets"])
+      if (v.is_string()) job.secrets.push_back(v.get<std::string>());
   return job;
 }
 

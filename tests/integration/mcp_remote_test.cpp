@@ -45,15 +45,10 @@ nlohmann::json serverState(Pined& p, const std::string& agent, const std::string
   return nullptr;
 }
 
-// The processes of this build that run `program`.
+// The processes that run this build's `program` (its full path is their command line's first word;
+// pine-launch's lines name only the role).
 std::vector<pid_t> running(const std::string& program) {
-  std::vector<pid_t> out;
-  const std::string want = std::filesystem::canonical(binDir() + "/" + program).string();
-  for (pid_t p : processesMentioning(program)) {
-    std::error_code ec;
-    if (std::filesystem::read_symlink("/proc/" + std::to_string(p) + "/exe", ec).string() == want) out.push_back(p);
-  }
-  return out;
+  return processesMentioning(std::filesystem::canonical(binDir() + "/" + program).string());
 }
 
 }  // namespace
@@ -71,7 +66,8 @@ TEST_CASE("remote MCP: tool calls over streamable HTTP (JSON and event streams) 
   auto t = message(pined, "relay-remote",
                    "CALL mcp__files__echo {\"text\": \"over json\"}\n"
                    "CALL mcp__stream__slow {\"ms\": 20}\n"
-                   "CALL mcp__old__echo {\"text\": \"the old way\"}\n");
+                   "CALL mcp__old__echo {\"text\": \"the old way\"}\n"
+                   "CALL mcp__files__whoami {}\n");
   CAPTURE(t.dump());
   CAPTURE(tailOf(pined.stderrText(), 3000));
   std::string a = t.value("answer", "");
@@ -82,6 +78,9 @@ TEST_CASE("remote MCP: tool calls over streamable HTTP (JSON and event streams) 
   CHECK(contains(a, "done"));
   CHECK(contains(a, "mcp__old__echo: ok:"));
   CHECK(contains(a, "the old way"));
+  // The server echoes the header back: the connector redacts it before the broker sees it.
+  CHECK(contains(a, "you sent Authorization: [redacted]"));
+  CHECK_FALSE(contains(a, kToken));
 
   // The server got the token from .env in its header, and the session's headers.
   size_t withToken = 0, withSession = 0;
@@ -97,7 +96,7 @@ TEST_CASE("remote MCP: tool calls over streamable HTTP (JSON and event streams) 
   CAPTURE(s.dump());
   CHECK(s["kind"] == "remote");
   CHECK(s["state"] == "running");
-  CHECK(s["tools"].size() == 3);
+  CHECK(s["tools"].size() == 4);
   CHECK(contains(pined.ctl({"mcp"}).out, "relay-remote/files (remote, approve never)  running"));
 
   // The connectors hold the token (so the scan can find it); no broker does, nor any command

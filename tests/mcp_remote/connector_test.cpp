@@ -52,7 +52,7 @@ class Connector {
     REQUIRE(posix_spawn(&pid_, p.c_str(), &fa, nullptr, argv, envp) == 0);
     posix_spawn_file_actions_destroy(&fa);
     close(sv[1]);
-    pine::mcp_remote::RemoteJob job{"agent/server", url, std::move(headers)};
+    pine::mcp_remote::RemoteJob job{"agent/server", url, std::move(headers), {}};
     write(pine::mcp_remote::encodeJob(job));
   }
   ~Connector() {
@@ -136,10 +136,15 @@ TEST_CASE("mcp-remote: streamable HTTP with JSON answers; session id, protocol v
   CHECK(init["id"] == 1);
   CHECK(init["result"]["protocolVersion"] == "2025-06-18");
   auto list = c.request(2, "tools/list");
-  REQUIRE(list["result"]["tools"].size() == 3);
+  REQUIRE(list["result"]["tools"].size() == 4);
   auto call = c.request(3, "tools/call", {{"name", "echo"}, {"arguments", {{"text", "over http"}}}});
   CAPTURE(call.dump());
   CHECK(call["result"]["content"][0]["text"] == "over http");
+  // A server that echoes the secret back: what reaches the broker is redacted.
+  auto echoed = c.request(4, "tools/call", {{"name", "whoami"}, {"arguments", json::object()}});
+  CAPTURE(echoed.dump());
+  CHECK(has(echoed.dump(), "you sent Authorization: [redacted]"));
+  CHECK_FALSE(has(echoed.dump(), kToken));
   CHECK(c.closeAndWait() == 0);
 
   auto seen = server.requests();
@@ -157,7 +162,7 @@ TEST_CASE("mcp-remote: streamable HTTP with JSON answers; session id, protocol v
   }
   CHECK(seen.back().method == "DELETE");
   // Notifications are 202 without a line back: every line it wrote answered a request.
-  CHECK(c.lines().size() == 3);
+  CHECK(c.lines().size() == 4);
 }
 
 TEST_CASE("mcp-remote: event-stream answers: progress first, data lines joined, one line each") {
@@ -184,7 +189,7 @@ TEST_CASE("mcp-remote: the older HTTP+SSE transport when the first POST gets 405
     auto init = c.initialize();
     CAPTURE(init.dump());
     CHECK(init["result"]["serverInfo"]["name"] == "mcp-http-fixture");
-    CHECK(c.request(3, "tools/list")["result"]["tools"].size() == 3);
+    CHECK(c.request(3, "tools/list")["result"]["tools"].size() == 4);
     auto call = c.request(2, "tools/call", {{"name", "echo"}, {"arguments", {{"text", "the old way"}}}});
     CHECK(call["result"]["content"][0]["text"] == "the old way");
     bool posted = false;
