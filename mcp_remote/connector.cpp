@@ -11,6 +11,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "mcp_remote/http.h"
@@ -57,7 +58,11 @@ class Session {
         handle(std::move(line));
         initialized_ = true;
       } else {
-        std::thread([this, l = std::move(line)]() mutable { handle(std::move(l)); }).detach();
+        try {
+          std::thread([this, l = line]() mutable { handle(std::move(l)); }).detach();
+        } catch (const std::system_error&) {
+          handle(std::move(line));  // no thread to be had: this one waits for it
+        }
       }
     }
     finish();

@@ -2,8 +2,8 @@
 // sandbox, against the loopback HTTP server of tests/fixtures/mcp_http_server: a tool call works
 // over each transport; a header's secret reaches the server and the connector only, never the
 // broker's memory, log or database; hostile servers (broken and huge answers, requests to the
-// client, redirects, another origin, an expired session, a changed tool list, a public address
-// over plain http) leave the broker serving with a clear error; `pinectl mcp` lists them.
+// client, no answer, redirects, another origin, an expired session, a changed tool list, a
+// public address over plain http) leave the broker serving with a clear error; `pinectl mcp` lists them.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -137,7 +137,7 @@ TEST_CASE("remote MCP: hostile servers leave the broker serving; each call or st
   remoteHome(home, "relay-hostile",
              {{"garbage", server.url("garbage")}, {"huge", server.url("huge")}, {"asks", server.url("requests")},
               {"moved", server.url("redirect")}, {"foreign", server.url("foreign")},
-              {"public", "http://8.8.8.8:9/mcp"}, {"honest", server.url("json")}});
+              {"public", "http://8.8.8.8:9/mcp"}, {"honest", server.url("json")}, {"silent", server.url("silent")}});
   Pined pined(home, relayWorker(), {});
 
   auto t = message(pined, "relay-hostile",
@@ -180,6 +180,17 @@ TEST_CASE("remote MCP: hostile servers leave the broker serving; each call or st
   // Its legitimate twin beside them: a loopback server over plain http works.
   CHECK(contains(a, "mcp__honest__echo: ok:"));
   CHECK(contains(a, "still fine"));
+
+  // A server that never answers: the owner cancels the task, and the cancellation reaches the server.
+  auto seen = [&](const std::string& part) {
+    for (auto& r : server.requests())
+      if (r.path == "/mcp/silent" && contains(r.body, part)) return true;
+    return false;
+  };
+  auto started = message(pined, "relay-hostile", "CALL mcp__silent__echo {\"text\": \"hello?\"}\n", false);
+  REQUIRE(waitUntil([&] { return seen("tools/call"); }, 20s));
+  CHECK(pined.api("POST", "/v1/tasks/" + started["task"].get<std::string>() + "/cancel", "{}").status == 200);
+  CHECK(waitUntil([&] { return seen("notifications/cancelled"); }, 10s));
 
   CHECK(pined.api("GET", "/v1/status").status == 200);
   auto again = message(pined, "relay-hostile", "CALL mcp__honest__echo {\"text\": \"again\"}\n");
