@@ -10,9 +10,8 @@
 
 #include "common/cloexec.h"
 #include "common/log.h"
-#include "common/sanitizer_env.h"
 #include "mcp_remote/job/remote_job.h"
-#include "supervisor/egress_call.h"
+#include "supervisor/connector_spawn.h"
 #include "supervisor/mcp_server.h"
 #include "supervisor/spawn.h"
 #include "supervisor/supervisor.h"
@@ -71,19 +70,7 @@ StartedProgram startMcpRemote(Supervisor& sup, kj::AsyncIoContext& io, const std
   kj::AutoCloseFd ours(sv[0]), theirs(sv[1]);
   pid_t pid = 0;
   try {
-    // The egress process's sandbox fits: network, libraries, the CA folders; no home, no .env.
-    auto box = egressSandbox(program, sup.home().root, sup.sandboxHost());
-    SpawnSpec spawn;
-    spawn.program = program;
-    spawn.args = {program};
-    spawn.env = {"LANG=C.UTF-8"};
-    for (auto& e : sanitizerEnvironment(true)) spawn.env.push_back(std::move(e));
-    spawn.fd3 = theirs.get();
-    sup.useSandbox(spawn, box);
-    spawn.launcher = sup.options().launcherProgram.empty() ? program.substr(0, program.find_last_of('/')) + "/pine-launch"
-                                                           : sup.options().launcherProgram;
-    spawn.label = "mcp " + label;
-    pid = spawnChild(spawn);
+    pid = spawnConnector(sup, program, theirs.get(), "mcp " + label);
   } catch (std::exception& e) {
     audit("sandbox.refused", {{"process", "mcp"}, {"server", label}, {"reason", e.what()}});
     throw std::runtime_error("MCP server '" + server + "' of agent '" + agent +
