@@ -15,10 +15,10 @@ kj::Promise<ApiReply> OwnerApi::mcpReview(const std::string& server, bool accept
   bool known = false;
   for (const auto& [id, agent] : p_.config->agents) {
     auto it = agent.mcpServers.find(server);
-    known = known || (it != agent.mcpServers.end() && !it->second.command.empty());
+    known = known || (it != agent.mcpServers.end() && (!it->second.command.empty() || !it->second.url.empty()));
   }
   if (!known)
-    return apiError(404, "no local MCP server '" + server + "' in any agent's mcpServers (pinectl mcp lists them)");
+    return apiError(404, "no local or remote MCP server '" + server + "' in any agent's mcpServers (pinectl mcp lists them)");
   return p_.mcp->review(*p_.config, server, accept).then([](nlohmann::json j) { return ApiReply{200, std::move(j)}; });
 }
 

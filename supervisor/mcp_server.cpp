@@ -5,34 +5,47 @@
 #include <stdexcept>
 
 #include "config/secrets.h"
+#include "supervisor/mcp_remote_start.h"
 #include "supervisor/supervisor.h"
 
 namespace pine {
+
+std::optional<std::string> mcpFillSecrets(const std::string& value,
+                                          const std::function<std::optional<std::string>(const std::string&)>& secret,
+                                          std::string& missing, std::vector<std::string>* used) {
+  std::string filled;
+  size_t at = 0;
+  for (const auto& ref : config::findSecretRefs(value, nullptr)) {
+    filled += value.substr(at, ref.offset - at);
+    auto v = secret(ref.name);
+    if (!v) {
+      missing = ref.name;
+      return std::nullopt;
+    }
+    filled += *v;
+    if (used) used->push_back(*v);
+    at = ref.offset + std::string("${secret:").size() + ref.name.size() + 1;
+  }
+  filled += value.substr(std::min(at, value.size()));
+  return filled;
+}
 
 std::optional<std::vector<std::string>> mcpServerEnv(
     const std::map<std::string, std::string>& env,
     const std::function<std::optional<std::string>(const std::string&)>& secret, std::string& why) {
   std::vector<std::string> out;
   for (const auto& [name, value] : env) {
-    std::string filled;
-    size_t at = 0;
-    for (const auto& ref : config::findSecretRefs(value, nullptr)) {
-      filled += value.substr(at, ref.offset - at);
-      auto v = secret(ref.name);
-      if (!v) {
-        why = "env " + name + " names the secret " + ref.name + ", which is not in .env (pinectl secret set " +
-              ref.name + ")";
-        return std::nullopt;
-      }
-      filled += *v;
-      at = ref.offset + std::string("${secret:").size() + ref.name.size() + 1;
+    std::string missing;
+    auto filled = mcpFillSecrets(value, secret, missing);
+    if (!filled) {
+      why = "env " + name + " names the secret " + missing + ", which is not in .env (pinectl secret set " + missing + ")";
+      return std::nullopt;
     }
-    filled += value.substr(std::min(at, value.size()));
-    if (filled.find('\0') != std::string::npos) {
+    if (filled->find('\0') != std::string::npos) {
       why = "env " + name + " would hold a NUL byte";  // never the value itself
       return std::nullopt;
     }
-    out.push_back(name + "=" + filled);
+    out.push_back(name + "=" + *filled);
   }
   return out;
 }
@@ -65,6 +78,7 @@ StartedProgram startMcpServer(Supervisor& sup, kj::AsyncIoContext& io, const std
   auto s = a->second.mcpServers.find(server);
   if (s == a->second.mcpServers.end())
     throw std::runtime_error("agent '" + agent + "' has no MCP server '" + server + "' (agent.yaml mcpServers)");
+  if (!s->second.url.empty()) return startMcpRemote(sup, io, agent, server, s->second);  // mcp_remote_start.cpp
   if (s->second.command.empty())
     throw std::runtime_error("MCP server '" + server + "' of agent '" + agent + "' is not a local server ('command')");
   std::string why;

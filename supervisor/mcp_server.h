@@ -18,6 +18,12 @@ namespace pine {
 
 class Supervisor;
 
+// `value` with its ${secret:NAME} placeholders filled in by `secret`; nullopt, and the first NAME
+// that has no value in `missing`, when one is not there. `used` gets each value filled in.
+std::optional<std::string> mcpFillSecrets(const std::string& value,
+                                          const std::function<std::optional<std::string>(const std::string&)>& secret,
+                                          std::string& missing, std::vector<std::string>* used = nullptr);
+
 // The server's environment entries NAME=value with secrets filled in by `secret`; nullopt and why
 // when a secret is not in .env or a value holds a NUL or a line break.
 std::optional<std::vector<std::string>> mcpServerEnv(

@@ -12,10 +12,9 @@
 #include "common/cloexec.h"
 #include "common/fd.h"
 #include "common/log.h"
-#include "common/sanitizer_env.h"
+#include "supervisor/connector_spawn.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/socket_carrier.h"
-#include "supervisor/spawn.h"
 #include "supervisor/supervisor.h"
 
 namespace pine {
@@ -98,25 +97,12 @@ kj::Promise<void> openMqtt(
   }
 
   const std::string program = folderOf(sup.options().workerProgram) + "/pine-mqtt";
-  sandbox::PreparedSandbox box;
   pid_t pid = 0;
   int sv[2];
   if (socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) != 0) refuse(std::string("socketpair: ") + strerror(errno));
   kj::AutoCloseFd ours(sv[0]), theirs(sv[1]);
   try {
-    // The egress process's sandbox fits the session as well: network, libraries, the CA folders.
-    box = egressSandbox(program, sup.home().root, sup.sandboxHost());
-    SpawnSpec spawn;
-    spawn.program = program;
-    spawn.args = {program};
-    spawn.env = {"LANG=C.UTF-8"};
-    for (auto& e : sanitizerEnvironment(true)) spawn.env.push_back(std::move(e));
-    spawn.fd3 = theirs.get();
-    sup.useSandbox(spawn, box);
-    spawn.launcher = sup.options().launcherProgram.empty() ? folderOf(program) + "/pine-launch"
-                                                           : sup.options().launcherProgram;
-    spawn.label = "mqtt " + name;
-    pid = spawnChild(spawn);
+    pid = spawnConnector(sup, program, theirs.get(), "mqtt " + name);
   } catch (std::exception& e) {
     // Fail closed: without its sandbox no session runs.
     audit("sandbox.refused", {{"process", "mqtt"}, {"source", name}, {"reason", e.what()}});

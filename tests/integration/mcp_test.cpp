@@ -257,7 +257,7 @@ TEST_CASE("MCP: a tool that changes after its list was pinned is disabled until 
   // A name no agent has is refused, saying where the names are.
   auto none = pined.ctl({"mcp", "review", "nosuch"});
   CHECK(none.exitCode != 0);
-  CHECK(contains(none.out + none.err, "no local MCP server 'nosuch'"));
+  CHECK(contains(none.out + none.err, "no local or remote MCP server 'nosuch'"));
   // The owner sees the difference and accepts it: echo is back.
   auto review = pined.ctl({"mcp", "review", "shifty"});
   CAPTURE(review.out);
