@@ -26,9 +26,9 @@ nlohmann::json McpServers::report(const config::Home& cfg) const {
       j["approve"] = config::enumName(conf.approve);
       j["readOnly"] = conf.readOnly;
       auto it = sessions_.find(agentId + "/" + name);
-      if (conf.command.empty()) {
+      if (conf.command.empty() && conf.bundled != "web") {
         j["state"] = "unsupported";
-        j["error"] = "only local servers (command) run in this version of pine";
+        j["error"] = "only local servers (command) and the bundled web server run in this version of pine";
       } else if (it == sessions_.end()) {
         j["state"] = "stopped";
       } else {
@@ -62,7 +62,7 @@ kj::Promise<nlohmann::json> McpServers::review(const config::Home& cfg, const st
   std::vector<SessionPtr> found;
   for (const auto& [agentId, agent] : cfg.agents) {
     auto it = agent.mcpServers.find(server);
-    if (it == agent.mcpServers.end() || it->second.command.empty()) continue;
+    if (it == agent.mcpServers.end() || (it->second.command.empty() && it->second.bundled != "web")) continue;
     auto s = session(agentId, server);
     s->lastUsedMs = nowMs();
     if (s->state == "failed") s->retryAtMs = 0;  // the owner asks now: no waiting out the delay

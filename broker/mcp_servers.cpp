@@ -52,7 +52,8 @@ kj::Promise<void> McpServers::prepare(const config::AgentConfig& agent, const st
   kj::Vector<kj::Promise<void>> all;
   for (const auto& name : servers) {
     auto it = agent.mcpServers.find(name);
-    if (it == agent.mcpServers.end() || it->second.command.empty()) continue;  // remote and bundled: not here yet
+    if (it == agent.mcpServers.end()) continue;
+    if (it->second.command.empty() && it->second.bundled != "web") continue;  // remote and other bundled: not here yet
     auto s = session(agent.id, name);
     s->lastUsedMs = nowMs();
     all.add(ensure(s));

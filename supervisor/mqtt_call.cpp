@@ -12,10 +12,8 @@
 #include "common/cloexec.h"
 #include "common/fd.h"
 #include "common/log.h"
-#include "common/sanitizer_env.h"
-#include "supervisor/egress_call.h"
+#include "supervisor/connector_spawn.h"
 #include "supervisor/socket_carrier.h"
-#include "supervisor/spawn.h"
 #include "supervisor/supervisor.h"
 
 namespace pine {
@@ -26,8 +24,6 @@ constexpr size_t kMaxCaBytes = 1 << 20;
 [[noreturn]] void refuse(const std::string& why) {
   kj::throwFatalException(kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::str(why)));
 }
-
-std::string folderOf(const std::string& path) { return path.substr(0, path.find_last_of('/')); }
 
 std::optional<std::string> secretValue(const config::Source& s, const secrets::SecretStore& store, const char* key,
                                        const std::string& name, std::string& out) {
@@ -97,26 +93,13 @@ kj::Promise<void> openMqtt(
     if (why) refuse(*why);
   }
 
-  const std::string program = folderOf(sup.options().workerProgram) + "/pine-mqtt";
-  sandbox::PreparedSandbox box;
+  const std::string program = connectorProgram("pine-mqtt");
   pid_t pid = 0;
   int sv[2];
   if (socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) != 0) refuse(std::string("socketpair: ") + strerror(errno));
   kj::AutoCloseFd ours(sv[0]), theirs(sv[1]);
   try {
-    // The egress process's sandbox fits the session as well: network, libraries, the CA folders.
-    box = egressSandbox(program, sup.home().root, sup.sandboxHost());
-    SpawnSpec spawn;
-    spawn.program = program;
-    spawn.args = {program};
-    spawn.env = {"LANG=C.UTF-8"};
-    for (auto& e : sanitizerEnvironment(true)) spawn.env.push_back(std::move(e));
-    spawn.fd3 = theirs.get();
-    sup.useSandbox(spawn, box);
-    spawn.launcher = sup.options().launcherProgram.empty() ? folderOf(program) + "/pine-launch"
-                                                           : sup.options().launcherProgram;
-    spawn.label = "mqtt " + name;
-    pid = spawnChild(spawn);
+    pid = spawnConnector(sup, program, theirs.get(), "mqtt " + name);
   } catch (std::exception& e) {
     // Fail closed: without its sandbox no session runs.
     audit("sandbox.refused", {{"process", "mqtt"}, {"source", name}, {"reason", e.what()}});

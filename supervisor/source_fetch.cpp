@@ -2,6 +2,7 @@
 
 #include <kj/debug.h>
 
+#include "common/log.h"
 #include "common/url_origin.h"
 #include "common/web_address.h"
 #include "supervisor/egress_call.h"
