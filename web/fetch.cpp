@@ -13,6 +13,9 @@ namespace {
 
 // curl refuses a declared Content-Length over this before reading; below it, maxBodyBytes cuts.
 constexpr std::size_t kHardLimit = 64u << 20;
+// The text sent back: with control characters gone, its JSON line stays under the broker's 4 MiB
+// a line whatever the page holds (the model sees the first 64 KiB of it anyway).
+constexpr std::size_t kMaxTextBytes = 1u << 20;
 
 // fetch fills in no secret: a ${secret:NAME} in a model's URL finds nothing here.
 struct NoSecrets final : egress::SecretLookup {
@@ -23,6 +26,18 @@ std::string headerValue(const egress::EgressResponseHead& head, const std::strin
   for (const auto& [k, v] : head.headers)
     if (lowerAscii(k) == name) return v;
   return {};
+}
+
+// Control characters (but newline and tab) become spaces: JSON would spell each in six bytes.
+// A longer text is cut at a character's start.
+std::string forTheModel(std::string text) {
+  for (auto& c : text)
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f) c = ' ';
+  if (text.size() <= kMaxTextBytes) return text;
+  std::size_t at = kMaxTextBytes;
+  while (at > 0 && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;
+  text.resize(at);
+  return text + "\n\n[cut: the text is longer than " + std::to_string(kMaxTextBytes) + " bytes]";
 }
 
 }  // namespace
@@ -105,7 +120,7 @@ ToolResult fetchUrl(const std::string& url, const FetchRules& rules) {
                         ": fetch reads HTML, plain text and JSON only"};
     ToolResult r;
     r.text = "URL: " + parts->url + "\nContent-Type: " + type + "\n\n";
-    r.text += kind == "html" ? htmlToText(body, parts->url) : body;
+    r.text += forTheModel(kind == "html" ? htmlToText(body, parts->url) : std::move(body));
     if (cut) r.text += "\n\n[cut: the page is longer than " + std::to_string(rules.maxBodyBytes) + " bytes]";
     return r;
   }

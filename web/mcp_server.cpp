@@ -102,6 +102,16 @@ class LineReader {
   size_t scanned_ = 0;
 };
 
+// Never lets an exception out (a thread's would end the process): a call that threw is an error result.
+std::optional<json> safeAnswer(const json& m, const WebJob& job) {
+  try {
+    return answer(m, job);
+  } catch (const std::exception& e) {
+    const json id = m.is_object() && m.contains("id") ? m["id"] : json(nullptr);
+    return result(id, toolResult({true, std::string("pine-web failed: ") + e.what()}));
+  }
+}
+
 }  // namespace
 
 json toolList(const WebJob& job) {
@@ -195,15 +205,14 @@ int serve(int fd) {
       ++running;
       lock.unlock();
       std::thread([&, m = std::move(m)]() {
-        auto a = answer(m, job);
-        if (a) send(*a);
+        if (auto a = safeAnswer(m, job)) send(*a);
         std::lock_guard<std::mutex> l(mu);
         --running;
         cv.notify_all();
       }).detach();
       continue;
     }
-    if (auto a = answer(m, job)) send(*a);
+    if (auto a = safeAnswer(m, job)) send(*a);
   }
   // The broker closed the socket: calls still running have nobody to answer.
   _exit(0);
