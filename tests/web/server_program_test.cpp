@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/cloexec.h"
 #include "tests/sources/page_server.h"
 #include "web/job/web_job.h"
 
@@ -34,7 +35,7 @@ struct WebProcess {
   explicit WebProcess(const std::string& jobLine) {
     signal(SIGPIPE, SIG_IGN);  // the server may be gone before its job is written
     int sv[2];
-    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    REQUIRE(pine::socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
     const char* dir = std::getenv("PINE_BIN_DIR");
     REQUIRE(dir != nullptr);
     std::string program = std::string(dir) + "/pine-web";
