@@ -845,7 +845,7 @@ void readWebSearch(Ctx& c, Map& m, McpServer& s) {
   if (!sm.valid()) return;
   if (checkUrl(sm, "url", s.searchUrl, {"https", "http"}) && s.searchUrl.rfind("http://", 0) == 0) {
     const std::string rest = s.searchUrl.substr(7);
-    const std::string host = rest.substr(0, rest.find_first_of(":/?#"));
+    const std::string host = rest.substr(0, rest[0] == '[' ? rest.find(']') + 1 : rest.find_first_of(":/?#"));
     if (host != "localhost" && host != "127.0.0.1" && host != "[::1]")
       c.error(sm.valuePos("url"), sm.pathOf("url"), "the search key would travel in clear over http://",
               "write an https:// address (http:// only to localhost, 127.0.0.1 or [::1])");

@@ -26,6 +26,12 @@ TEST_CASE("web search: url and keySecret read; the key must be in .env; http onl
   r = h.load();
   CHECK_MESSAGE(r.ok(), dump(r.errors));
 
+  scout(h, "    bundled: web\n    search: {url: \"http://[::1]:8080/s\", keySecret: SEARCH_KEY}\n");
+  r = h.load();
+  CHECK_MESSAGE(r.ok(), dump(r.errors));
+  scout(h, "    bundled: web\n    search: {url: \"http://localhost.search.example/s\", keySecret: SEARCH_KEY}\n");
+  CHECK(findError(h.load().errors, "mcpServers.web.search.url", "would travel in clear"));
+
   scout(h, "    bundled: web\n    search: {url: \"http://search.example/s\", keySecret: SEARCH_KEY}\n");
   r = h.load();
   auto e = findError(r.errors, "mcpServers.web.search.url", "would travel in clear");
