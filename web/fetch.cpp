@@ -63,6 +63,10 @@ ToolResult fetchUrl(const std::string& url, const FetchRules& rules) {
       return {true, "'${' in an address is refused (pine's secret placeholders are not filled in by fetch)"};
     if (auto refused = hostRefusal(parts->host, rules.allowHosts, rules.denyHosts))
       return {true, hop ? "redirect to " + parts->url + " refused: " + *refused : *refused};
+    if (parts->scheme == "http" && !rules.allowPrivate) {
+      const std::string why = "plain http is refused (" + parts->url + "): use https (allowPrivate: true also allows http)";
+      return {true, hop ? "redirect refused: " + why : why};
+    }
 
     egress::EgressRequest req;
     req.url = parts->url;
@@ -71,7 +75,7 @@ ToolResult fetchUrl(const std::string& url, const FetchRules& rules) {
     egress::EgressPolicy policy;
     policy.allowPrivate = rules.allowPrivate;
     policy.allowLoopback = rules.allowPrivate;
-    policy.allowPlainHttp = true;
+    policy.allowPlainHttp = rules.allowPrivate;
     policy.connectTimeoutMs = rules.connectTimeoutMs;
     policy.totalTimeoutMs = rules.totalTimeoutMs;
     policy.idleTimeoutMs = 15000;

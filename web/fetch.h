@@ -12,7 +12,7 @@ namespace pine::web {
 struct FetchRules {
   std::vector<std::string> allowHosts;
   std::vector<std::string> denyHosts;
-  bool allowPrivate = false;               // loopback, private and link-local addresses too
+  bool allowPrivate = false;               // loopback, private and link-local addresses, and plain http, too
   int maxRedirects = 5;
   std::size_t maxBodyBytes = 2u << 20;     // decoded; a longer body is cut here and said so
   long connectTimeoutMs = 10000;

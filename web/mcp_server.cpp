@@ -118,14 +118,14 @@ json toolList(const WebJob& job) {
   json tools = json::array();
   tools.push_back({{"name", "fetch"},
                    {"description",
-                    "Fetch a web page (http or https) and return it as readable text: HTML as text with links "
+                    "Fetch a web page (https; http only where the owner allows it) and return it as readable text: HTML as text with links "
                     "as 'text (url)', plain text and JSON as they are. At most 5 redirects; bodies over 2 MB are "
                     "cut. Addresses on this machine or a private network are refused unless the owner allows them."},
                    {"inputSchema",
                     {{"type", "object"},
                      {"properties", {{"url", {{"type", "string"}, {"description", "the address, http:// or https://"}}}}},
                      {"required", {"url"}}}},
-                   {"annotations", {{"title", "Fetch a web page"}, {"openWorldHint", true}}}});
+                   {"annotations", {{"title", "Fetch a web page"}, {"readOnlyHint", true}, {"openWorldHint", true}}}});
   if (!job.searchUrl.empty())
     tools.push_back({{"name", "search"},
                      {"description", "Search the web; returns up to 10 results with title, address and summary."},
@@ -133,7 +133,7 @@ json toolList(const WebJob& job) {
                       {{"type", "object"},
                        {"properties", {{"query", {{"type", "string"}, {"description", "what to search for"}}}}},
                        {"required", {"query"}}}},
-                     {"annotations", {{"title", "Search the web"}, {"openWorldHint", true}}}});
+                     {"annotations", {{"title", "Search the web"}, {"readOnlyHint", true}, {"openWorldHint", true}}}});
   return tools;
 }
 

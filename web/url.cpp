@@ -28,8 +28,9 @@ std::string lowerAscii(std::string s) {
 }
 
 std::optional<UrlParts> parseWebUrl(const std::string& url, std::string& why) {
-  if (url.empty() || url.size() > 8192) {
-    why = url.empty() ? "the url is empty" : "the url is longer than 8192 bytes";
+  // Short enough to slow down what a page could make an agent send out in an address.
+  if (url.empty() || url.size() > 2048) {
+    why = url.empty() ? "the url is empty" : "the url is longer than 2048 bytes";
     return std::nullopt;
   }
   std::unique_ptr<CURLU, UrlDeleter> h(curl_url());

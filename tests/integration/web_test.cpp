@@ -2,9 +2,9 @@
 // starts pine-web in the egress sandbox with its job on the socket (the search key from .env in
 // it, never in argv or the environment); the relay* test worker calls mcp__web__fetch and
 // mcp__web__search as a model would, against pages and a fake Brave Search API on 127.0.0.1
-// (tests/sources/page_server). Loopback is refused without allowPrivate, by address and by name;
+// (tests/sources/page_server). Loopback and plain http are refused without allowPrivate, by address and by name;
 // redirects are checked again; denyHosts holds; the key reaches the search service and not the
-// broker's database; the conversation is tainted. Then the real worker's model calls fetch.
+// broker's database; the conversation is tainted; plain http only with allowPrivate. Then the real worker's model calls fetch.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -111,13 +111,16 @@ TEST_CASE("web: fetch and search through pine-web in its sandbox; the rules hold
   // Without allowPrivate: this machine is refused by address and by name, before any request;
   // no search is configured, so there is no search tool.
   size_t before = server.requests().size();
+  const std::string port = std::to_string(server.port());
   auto s = message(pined, "relay-strict",
-                   fetchCall(base + "/page") + fetchCall("http://localhost:" + std::to_string(server.port()) + "/page") +
+                   fetchCall("https://127.0.0.1:" + port + "/page") + fetchCall("https://localhost:" + port + "/page") +
+                       fetchCall(base + "/page") +
                        "CALL mcp__web__search {\"query\": \"x\"}\n");
   CAPTURE(s.dump());
   std::string sa = s.value("answer", "");
   CHECK(contains(sa, "127.0.0.1 is a loopback address"));
   CHECK(contains(sa, "host localhost resolves to"));
+  CHECK(contains(sa, "plain http is refused"));
   CHECK(contains(sa, "mcp__web__search: absent"));
   CHECK(server.requests().size() == before);
 

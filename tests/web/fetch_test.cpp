@@ -51,11 +51,16 @@ TEST_CASE("fetch: a page as text; loopback refused unless allowPrivate, by addre
   });
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/page";
 
-  auto refused = fetchUrl(url, FetchRules{});
+  // Without allowPrivate: plain http is refused, and https to this machine too, by address and by name.
+  auto plain = fetchUrl(url, FetchRules{});
+  CHECK(plain.isError);
+  CHECK(webHas(plain.text, "plain http is refused"));
+  CHECK(webHas(fetchUrl("http://example.org/", FetchRules{}).text, "plain http is refused"));
+  auto refused = fetchUrl("https://127.0.0.1:" + std::to_string(server.port()) + "/page", FetchRules{});
   CAPTURE(refused.text);
   CHECK(refused.isError);
   CHECK(webHas(refused.text, "127.0.0.1 is a loopback address"));
-  auto byName = fetchUrl("http://localhost:" + std::to_string(server.port()) + "/page", FetchRules{});
+  auto byName = fetchUrl("https://localhost:" + std::to_string(server.port()) + "/page", FetchRules{});
   CAPTURE(byName.text);
   CHECK(byName.isError);
   CHECK(webHas(byName.text, "host localhost resolves to"));
@@ -156,6 +161,7 @@ TEST_CASE("fetch: a body over 2 MB is cut and says so; plain text and JSON as th
   CHECK(webHas(gone.text, "answered HTTP 404"));
   CHECK(webHas(fetchUrl("file:///etc/passwd", privateAllowed()).text, "only http and https"));
   CHECK(webHas(fetchUrl(base + "/x?k=${secret:KEY}", privateAllowed()).text, "'${' in an address is refused"));
+  CHECK(webHas(fetchUrl(base + "/" + std::string(2100, 'q'), privateAllowed()).text, "longer than 2048 bytes"));
 }
 
 TEST_CASE("search: the Brave Search API's request and answer; the key in its header only; results capped") {
@@ -214,6 +220,7 @@ TEST_CASE("the MCP server: initialize, ping, tools/list with search only when co
   auto list = answer({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}}, job);
   REQUIRE((*list)["result"]["tools"].size() == 1);
   CHECK((*list)["result"]["tools"][0]["name"] == "fetch");
+  CHECK((*list)["result"]["tools"][0]["annotations"]["readOnlyHint"] == true);  // it only reads (seed layer 4)
   job.searchUrl = "https://search.example/res/v1/web/search";
   CHECK(toolList(job).size() == 2);
   CHECK((*answer({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "resources/list"}}, job))["error"]["code"] == -32601);
