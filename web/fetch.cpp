@@ -29,15 +29,16 @@ std::string headerValue(const egress::EgressResponseHead& head, const std::strin
 }
 
 // Control characters (but newline and tab) become spaces: JSON would spell each in six bytes.
-// A longer text is cut at a character's start.
-std::string forTheModel(std::string text) {
+// A longer text is cut at a character's start, and `notes` says so.
+std::string forTheModel(std::string text, std::string& notes) {
   for (auto& c : text)
     if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f) c = ' ';
   if (text.size() <= kMaxTextBytes) return text;
   std::size_t at = kMaxTextBytes;
   while (at > 0 && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;
   text.resize(at);
-  return text + "\n\n[cut: the text is longer than " + std::to_string(kMaxTextBytes) + " bytes]";
+  notes += "Cut: the text is longer than " + std::to_string(kMaxTextBytes) + " bytes; this is its start\n";
+  return text;
 }
 
 }  // namespace
@@ -123,9 +124,11 @@ ToolResult fetchUrl(const std::string& url, const FetchRules& rules) {
       return {true, parts->url + " is " + (type.empty() ? "of no declared type" : "'" + type + "'") +
                         ": fetch reads HTML, plain text and JSON only"};
     ToolResult r;
-    r.text = "URL: " + parts->url + "\nContent-Type: " + type + "\n\n";
-    r.text += forTheModel(kind == "html" ? htmlToText(body, parts->url) : std::move(body));
-    if (cut) r.text += "\n\n[cut: the page is longer than " + std::to_string(rules.maxBodyBytes) + " bytes]";
+    // Notes go first: what reaches the model may be cut again at the broker's cap.
+    std::string notes;
+    if (cut) notes += "Cut: the page is longer than " + std::to_string(rules.maxBodyBytes) + " bytes; only those were read\n";
+    std::string text = forTheModel(kind == "html" ? htmlToText(body, parts->url) : std::move(body), notes);
+    r.text = "URL: " + parts->url + "\nContent-Type: " + type + "\n" + notes + "\n" + text;
     return r;
   }
 }

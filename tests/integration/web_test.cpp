@@ -2,9 +2,10 @@
 // starts pine-web in the egress sandbox with its job on the socket (the search key from .env in
 // it, never in argv or the environment); the relay* test worker calls mcp__web__fetch and
 // mcp__web__search as a model would, against pages and a fake Brave Search API on 127.0.0.1
-// (tests/sources/page_server). Loopback and plain http are refused without allowPrivate, by address and by name;
-// redirects are checked again; denyHosts holds; the key reaches the search service and not the
-// broker's database; the conversation is tainted; plain http only with allowPrivate. Then the real worker's model calls fetch.
+// (tests/sources/page_server). Without allowPrivate this machine (by address and by name) and
+// plain http are refused; redirects are checked again, at most 5; a body over 2 MB is cut;
+// denyHosts holds; the key reaches the search service and not the broker's database; the
+// conversation is tainted. Then the real worker's model calls fetch.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -41,6 +42,12 @@ PageReply site(const PageRequest& r) {
             "<title>Pine page</title><h1>Welcome</h1><p>Read <a href=\"/more\">more here</a>.</p>"
             "<script>steal()</script>"};
   if (r.path == "/to-zero") return {302, {{"Location", "http://0.0.0.0:9/"}}, ""};
+  if (r.path.rfind("/r/", 0) == 0) {  // /r/N redirects N times
+    int n = std::stoi(r.path.substr(3));
+    if (n == 0) return {200, {{"Content-Type", "text/plain"}}, "end of the chain"};
+    return {302, {{"Location", "/r/" + std::to_string(n - 1)}}, ""};
+  }
+  if (r.path == "/big") return {200, {{"Content-Type", "text/plain"}}, std::string(3u << 20, 'b')};
   if (r.path.rfind("/res/v1/web/search", 0) == 0)
     return {200, {{"Content-Type", "application/json"}},
             "{\"web\":{\"results\":[{\"title\":\"Pine found\",\"url\":\"https://pine.example/\","
@@ -68,7 +75,8 @@ TEST_CASE("web: fetch and search through pine-web in its sandbox; the rules hold
   Pined pined(home, {"--worker-program", testBinDir() + "/fixtures/test-worker"}, {});
 
   auto t = message(pined, "relay-open",
-                   fetchCall(base + "/page") + fetchCall(base + "/to-zero") +
+                   fetchCall(base + "/page") + fetchCall(base + "/to-zero") + fetchCall(base + "/r/5") +
+                       fetchCall(base + "/r/6") + fetchCall(base + "/big") +
                        fetchCall("http://localhost:" + std::to_string(server.port()) + "/page") +
                        "CALL mcp__web__search {\"query\": \"pine trees\"}\n");
   CAPTURE(t.dump());
@@ -84,6 +92,9 @@ TEST_CASE("web: fetch and search through pine-web in its sandbox; the rules hold
   CHECK(contains(a, "redirect to http://0.0.0.0:9/"));
   CHECK(contains(a, "reserved address"));
   CHECK(contains(a, "the host localhost is in denyHosts"));
+  CHECK(contains(a, "end of the chain"));  // five redirects are followed, a sixth is not
+  CHECK(contains(a, "more than 5 redirects"));
+  CHECK(contains(a, "Cut: the page is longer than 2097152 bytes"));
   CHECK(contains(a, "1. Pine found\n   https://pine.example/\n   the pine result"));
   CHECK(sessionTainted(pined, "relay-open", "main"));
 
