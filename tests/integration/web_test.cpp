@@ -145,6 +145,9 @@ TEST_CASE("web: fetch and search through pine-web in its sandbox; the rules hold
       CHECK(srv["tools"].size() == 2);
     }
   CHECK(listed);
+  // pine-web writes to pined's stderr: a sanitizer build's report from it would be here.
+  CHECK_FALSE(contains(pined.stderrText(), "ERROR: AddressSanitizer"));
+  CHECK_FALSE(contains(pined.stderrText(), "runtime error:"));
 }
 
 TEST_CASE("web: the real worker's model fetches a page and reads it as outside content; the session is tainted") {
