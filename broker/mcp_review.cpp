@@ -34,9 +34,9 @@ nlohmann::json McpServers::report(const config::Home& cfg) const {
           tools.push_back({{"name", cmd}, {"readOnly", spec.readOnly || conf.readOnly}, {"disabled", false},
                            {"modelName", "mcp__" + name + "__" + cmd}, {"command", config::shownCommandLine(spec.words)}});
         j["tools"] = tools;
-      } else if (conf.command.empty() && conf.url.empty()) {
+      } else if (conf.command.empty() && conf.url.empty() && conf.bundled != "web") {
         j["state"] = "unsupported";
-        j["error"] = "only local (command) and remote (url) servers run in this version of pine";
+        j["error"] = "only local (command) and remote (url) servers, the bundled web server and commands run in this version of pine";
       } else if (it == sessions_.end()) {
         j["state"] = "stopped";
       } else {
@@ -70,7 +70,7 @@ kj::Promise<nlohmann::json> McpServers::review(const config::Home& cfg, const st
   std::vector<SessionPtr> found;
   for (const auto& [agentId, agent] : cfg.agents) {
     auto it = agent.mcpServers.find(server);
-    if (it == agent.mcpServers.end() || (it->second.command.empty() && it->second.url.empty())) continue;
+    if (it == agent.mcpServers.end() || (it->second.command.empty() && it->second.url.empty() && it->second.bundled != "web")) continue;
     auto s = session(agentId, server);
     s->lastUsedMs = nowMs();
     if (s->state == "failed") s->retryAtMs = 0;  // the owner asks now: no waiting out the delay

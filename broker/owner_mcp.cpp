@@ -15,7 +15,7 @@ kj::Promise<ApiReply> OwnerApi::mcpReview(const std::string& server, bool accept
   bool known = false;
   for (const auto& [id, agent] : p_.config->agents) {
     auto it = agent.mcpServers.find(server);
-    known = known || (it != agent.mcpServers.end() && (!it->second.command.empty() || !it->second.url.empty()));
+    known = known || (it != agent.mcpServers.end() && (!it->second.command.empty() || !it->second.url.empty() || it->second.bundled == "web"));
   }
   if (!known)
     return apiError(404, "no local or remote MCP server '" + server + "' in any agent's mcpServers (pinectl mcp lists them)");

@@ -262,6 +262,8 @@ struct McpServer {
   std::vector<std::string> allowHosts;  // bundled web
   std::vector<std::string> denyHosts;
   bool allowPrivate = false;
+  std::string searchUrl;        // bundled web: `search.url` (Brave Search API format); empty: no search tool
+  std::string searchKeySecret;  // `search.keySecret`: the .env name of its key
   std::string profile;  // bundled browser: persistent profile name (signed in)
   std::map<std::string, McpCommand> commands;  // bundled commands
   int timeoutSec = 300;  // one tools/call at most; a cancelled task ends its calls sooner

@@ -897,6 +897,28 @@ void readCommand(Ctx& c, const std::string& name, const YAML::Node& n, const std
   m.finish();
 }
 
+// The bundled web server's `search: {url, keySecret}`: a service speaking the Brave Search API.
+void readWebSearch(Ctx& c, Map& m, McpServer& s) {
+  if (s.bundled != "web") {
+    c.error(m.keyPos("search"), m.pathOf("search"), "'search' applies to the bundled web server only");
+    m.take("search");
+    return;
+  }
+  Map sm(c, m.take("search"), m.pathOf("search"), m.schemaOf("search"), m.valuePos("search"));
+  if (!sm.valid()) return;
+  if (checkUrl(sm, "url", s.searchUrl, {"https", "http"}) && s.searchUrl.rfind("http://", 0) == 0) {
+    const std::string rest = s.searchUrl.substr(7);
+    const std::string host = rest.substr(0, rest[0] == '[' ? rest.find(']') + 1 : rest.find_first_of(":/?#"));
+    if (host != "localhost" && host != "127.0.0.1" && host != "[::1]")
+      c.error(sm.valuePos("url"), sm.pathOf("url"), "the search key would travel in clear over http://",
+              "write an https:// address (http:// only to localhost, 127.0.0.1 or [::1])");
+  }
+  sm.require("url");
+  sm.secretName("keySecret", s.searchKeySecret);
+  sm.require("keySecret");
+  sm.finish();
+}
+
 void readMcpServer(Ctx& c, const std::string& name, const YAML::Node& n, const std::string& path,
                    const std::string& schema, Pos pos, McpServer& s) {
   Map m(c, n, path, schema, pos);
@@ -940,6 +962,7 @@ void readMcpServer(Ctx& c, const std::string& name, const YAML::Node& n, const s
   m.boolean("allowPrivate", s.allowPrivate);
   if (m.has("allowPrivate") && s.bundled != "web")
     c.error(m.keyPos("allowPrivate"), m.pathOf("allowPrivate"), "'allowPrivate' applies to the bundled web server only");
+  if (m.has("search")) readWebSearch(c, m, s);
   if (m.str("profile", s.profile) && s.bundled != "browser")
     c.error(m.keyPos("profile"), m.pathOf("profile"), "'profile' applies to the bundled browser only");
   m.integer("timeoutSec", s.timeoutSec, 1, 3600);

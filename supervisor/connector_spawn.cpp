@@ -1,15 +1,23 @@
 #include "supervisor/connector_spawn.h"
 
 #include "common/sanitizer_env.h"
+#include "common/unix_socket.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/spawn.h"
 #include "supervisor/supervisor.h"
 
 namespace pine {
+namespace {
+
+std::string folderOf(const std::string& path) { return path.substr(0, path.find_last_of('/')); }
+
+}  // namespace
+
+std::string connectorProgram(const std::string& name) { return programDir() + "/" + name; }
 
 pid_t spawnConnector(Supervisor& sup, const std::string& program, int fd3, const std::string& label) {
-  // The egress process's sandbox fits a connector as well.
-  auto box = egressSandbox(program, sup.home().root, sup.sandboxHost());
+  // The egress process's sandbox fits connectors as well: network, libraries, the CA folders.
+  sandbox::PreparedSandbox box = egressSandbox(program, sup.home().root, sup.sandboxHost());
   SpawnSpec spawn;
   spawn.program = program;
   spawn.args = {program};
@@ -17,7 +25,7 @@ pid_t spawnConnector(Supervisor& sup, const std::string& program, int fd3, const
   for (auto& e : sanitizerEnvironment(true)) spawn.env.push_back(std::move(e));
   spawn.fd3 = fd3;
   sup.useSandbox(spawn, box);
-  spawn.launcher = sup.options().launcherProgram.empty() ? program.substr(0, program.find_last_of('/')) + "/pine-launch"
+  spawn.launcher = sup.options().launcherProgram.empty() ? folderOf(program) + "/pine-launch"
                                                          : sup.options().launcherProgram;
   spawn.label = label;
   return spawnChild(spawn);

@@ -1,7 +1,6 @@
-// Starting a connector (pine-mqtt, pine-mcp-remote): exec'd through pine-launch into the egress
-// sandbox (network, libraries, the CA folders; no home, no .env, nothing written), with `LANG`
-// (and a sanitizer build's settings) as its whole environment, its path as its command line and
-// `fd3` as its one link. Its job goes on that link afterwards, never in argv or the environment.
+// Starting a connector program (pine-mqtt, pine-mcp-remote, pine-web): by exec through pine-launch, inside the
+// egress sandbox (network, the libraries and CA folders read-only; no home, no .env, nothing
+// written), environment LANG alone, command line its path, fd 3 its one link.
 #pragma once
 #include <sys/types.h>
 
@@ -11,8 +10,11 @@ namespace pine {
 
 class Supervisor;
 
-// Throws std::exception saying why when the sandbox cannot be built or the exec fails: no
-// connector runs unconfined.
+// The program `name` installed beside pined (its bin/; a test's --worker-program does not move it).
+std::string connectorProgram(const std::string& name);
+
+// Throws std::runtime_error saying why when the sandbox could not be built or entered: a
+// connector never runs unconfined.
 pid_t spawnConnector(Supervisor& sup, const std::string& program, int fd3, const std::string& label);
 
 }  // namespace pine

@@ -26,8 +26,6 @@ constexpr size_t kMaxCaBytes = 1 << 20;
   kj::throwFatalException(kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::str(why)));
 }
 
-std::string folderOf(const std::string& path) { return path.substr(0, path.find_last_of('/')); }
-
 std::optional<std::string> secretValue(const config::Source& s, const secrets::SecretStore& store, const char* key,
                                        const std::string& name, std::string& out) {
   if (name.empty()) return std::nullopt;
@@ -96,7 +94,7 @@ kj::Promise<void> openMqtt(
     if (why) refuse(*why);
   }
 
-  const std::string program = folderOf(sup.options().workerProgram) + "/pine-mqtt";
+  const std::string program = connectorProgram("pine-mqtt");
   pid_t pid = 0;
   int sv[2];
   if (socketpairCloexec(AF_UNIX, SOCK_STREAM, 0, sv) != 0) refuse(std::string("socketpair: ") + strerror(errno));

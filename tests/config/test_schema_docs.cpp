@@ -99,7 +99,8 @@ approveWhenTainted: [publish_event, send, "mcp__gh__*"]
 publish: [main/notes]
 delegateTo: [scout]
 mcpServers:
-  web: {bundled: web, approve: never, readOnly: true, allowHosts: [example.org], denyHosts: [evil.example], allowPrivate: false}
+  web: {bundled: web, approve: never, readOnly: true, allowHosts: [example.org], denyHosts: [evil.example], allowPrivate: false,
+        search: {url: "https://search.example/res/v1/web/search", keySecret: SEARCH_KEY}}
   browser: {bundled: browser, profile: default}
   gh: {command: [github-mcp, stdio], env: {GITHUB_TOKEN: "${secret:GH_TOKEN}"}, taints: true, approve: tainted}
   slow: {command: [slow-mcp], timeoutSec: 30, idleSec: 60}
@@ -132,7 +133,7 @@ void writeFull(const TempHome& h) {
   h.write("certs/mqtt-ca.pem", "-----BEGIN CERTIFICATE-----\nnot checked by the loader\n-----END CERTIFICATE-----\n");
   h.write(".env",
           "CI_HOOK=ci-hook-value-0123456789\nFORM_HOOK=form-hook-value-0123456789\nMQTT_USER=c\nMQTT_PASSWORD=d\nSTATUS_TOKEN=e\nTELEGRAM_TOKEN=f\nFTP_USER=h\nFTP_PASSWORD=g\n"
-          "OPENAI_KEY=h\nANTHROPIC_KEY=i\nGH_TOKEN=j\nCAL_TOKEN=k\n");
+          "OPENAI_KEY=h\nANTHROPIC_KEY=i\nGH_TOKEN=j\nCAL_TOKEN=k\nSEARCH_KEY=l\n");
 }
 
 }  // namespace
