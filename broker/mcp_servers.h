@@ -1,6 +1,7 @@
-// The broker's MCP server sessions (docs/mcp.md): one per local server of an agent
-// (mcpServers with `command`; a `bundled: commands` server has no process, mcp_commands.cpp), started through pined on first need (Supervisor.startMcpServer),
-// initialized and listed, started again with a growing delay after it died, stopped when no
+// The broker's MCP server sessions (docs/mcp.md): one per server of an agent, local (`command`),
+// remote (`url`, a pine-mcp-remote) or bundled `web` (a pine-web), started through pined on first
+// need (Supervisor.startMcpServer) and spoken to alike; a `bundled: commands` server has no
+// process (mcp_commands.cpp). Each is initialized and listed, started again with a growing delay after it died, stopped when no
 // run has used it for a while. The first tool list of a server is pinned in the store; a later
 // list that differs leaves the changed and new tools disabled until the owner reviews the
 // difference (pinectl mcp review). Everything a server says is outside content: its tool
