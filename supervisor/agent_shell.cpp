@@ -157,8 +157,10 @@ ShellStarted startInAgentShell(Supervisor& sup, kj::AsyncIoContext& io, const Sh
                     audit("process.exit", f);
                     return status;
                   })
-                  .eagerlyEvaluate(nullptr)
                   .fork();
+  // The bookkeeping above (the agent's or source's count of running commands, the tainted-run
+  // check, process.exit) must not end with the broker's handle, which is dropped first.
+  sup.keep(exit.addBranch().ignoreResult());
   started.out = kj::mv(outRead);
   started.err = kj::mv(errRead);
   started.process = kj::heap<ShellProcess>(sup, io.provider->getTimer(), pid, kj::mv(exit), start.timeoutSec);

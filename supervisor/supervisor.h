@@ -86,6 +86,9 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   // its child reaped and listed like them.
   sandbox::PreparedSandbox prepareAgentSandbox(const sandbox::AgentSandboxRequest& r) const { return sandboxes_.prepare(r); }
   kj::Promise<int> watchChild(pid_t pid, ChildInfo info) { return children_.add(pid, std::move(info)); }
+  // Work that must run to its end even when whoever waited for it is gone (a command's
+  // bookkeeping after its exit, when the broker dropped it).
+  void keep(kj::Promise<void> work) { tasks_.add(kj::mv(work)); }
   bool stopping() const { return stopping_; }
   // A source program or a local MCP server (owner_program.cpp; role "source" or "mcp"): reaped and
   // audited like the others, killed with the broker that asked for it and at shutdown; resolves

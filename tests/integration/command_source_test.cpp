@@ -215,6 +215,9 @@ TEST_CASE("command sources: a broker names only configured command sources, and 
   CHECK(contains(r["second"].get<std::string>(), "still running: one at a time"));
   // Dropped by the broker: killed.
   CHECK(waitUntil([&] { return processesMentioning("sleep 4242").empty(); }, 5s));
+  // Its place is free once pined has reaped it: the source can start again.
+  CHECK(waitUntil([&] { return ask("waiter")["first"].is_number(); }, 10s));
+  CHECK(waitUntil([&] { return processesMentioning("sleep 4242").empty(); }, 5s));
   // A name that is no command source, or none at all, runs nothing.
   for (const char* other : {"hook", "nosuch"}) {
     auto o = ask(other);

@@ -544,3 +544,81 @@ TEST_CASE("bundled commands: the owner's commands as tools, in the agent's sandb
   CHECK(state["tools"].size() == 5);
   CHECK(pined.auditEvents("process.start").size() >= 6);
 }
+
+TEST_CASE("bundled commands: pined checks again what a broker asks, and runs at most 4 of an agent's at once") {
+  // A broker is not trusted to have applied the rules: a stand-in asks pined directly.
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  mcpHome(home, {{"relay-cmds",
+                  "description: commands\ntools: [read]\nmcpServers:\n"
+                  "  tools:\n    bundled: commands\n    commands:\n"
+                  "      nap: {description: sleeps, command: [sleep, '{s}'], args: {s: {description: seconds, pattern: '[0-9]+'}}}\n"
+                  "      pick: {description: one of two, command: [echo, '{w}'], args: {w: {description: which, oneOf: [a, b]}}}\n"
+                  "  local:\n    command: [" + mcpFixture() + ", --mode=honest]\n"}});
+  Pined pined(home, {"--broker-program", testBinDir() + "/fixtures/test-broker"}, {}, false);
+  auto ask = [&](const nlohmann::json& calls) {
+    const std::string result = home + "/data/command-result.json";
+    unlink(result.c_str());
+    writeText(home + "/data/egress-trigger.json.tmp", nlohmann::json{{"kind", "agentCommand"}, {"calls", calls}}.dump());
+    std::filesystem::rename(home + "/data/egress-trigger.json.tmp", home + "/data/egress-trigger.json");
+    REQUIRE_MESSAGE(waitUntil([&] { return access(result.c_str(), F_OK) == 0; }, 30s), tailOf(pined.stderrText(), 2000));
+    return nlohmann::json::parse(readText(result));
+  };
+  auto nap = [](const std::string& s) {
+    return nlohmann::json{{"agent", "relay-cmds"}, {"server", "tools"}, {"command", "nap"}, {"args", {{"s", s}}}};
+  };
+
+  // Four at once run; the fifth is refused while they do.
+  auto r = ask(nlohmann::json::array({nap("4243"), nap("4243"), nap("4243"), nap("4243"), nap("4243")}));
+  INFO(r.dump());
+  REQUIRE(r.size() == 5);
+  for (int i = 0; i < 4; ++i) CHECK(r[i].is_number());
+  CHECK(contains(r[4].get<std::string>(), "agent 'relay-cmds' already runs 4 commands; wait for one"));
+  // Dropped by the broker: killed, and once pined has reaped them their places are free again.
+  CHECK(waitUntil([&] { return processesMentioning("sleep 4243").empty(); }, 10s));
+  CHECK(waitUntil([&] { return ask(nlohmann::json::array({nap("4245")}))[0].is_number(); }, 10s));
+
+  // What the broker's gate would have refused, pined refuses too; the legitimate call beside them runs.
+  auto with = [](nlohmann::json c, const char* key, nlohmann::json value) {
+    c[key] = std::move(value);
+    return c;
+  };
+  nlohmann::json raw = nap("1");
+  raw.erase("args");
+  raw["rawArgs"] = "[\"1\"]";
+  r = ask(nlohmann::json::array({
+      nap("4244"),                                              // 0: runs
+      nap("1; id"),                                             // 1: outside its pattern
+      with(nap("1"), "args", {{"s", "1"}, {"x", "2"}}),         // 2: an argument it does not take
+      with(nap("1"), "args", nlohmann::json::object()),         // 3: a missing argument
+      raw,                                                      // 4: not an object
+      with(with(nap("1"), "command", "pick"), "args", {{"w", "c"}}),  // 5: not one of its values
+      with(nap("1"), "command", "nosuch"),                      // 6: no such command
+      with(nap("1"), "server", "local"),                        // 7: a server that is no `bundled: commands`
+      with(nap("1"), "agent", "main"),                          // 8: another agent has no such server
+      with(nap("1"), "command", "../nap"),                      // 9: not a name
+  }));
+  INFO(r.dump());
+  REQUIRE(r.size() == 10);
+  CHECK(r[0].is_number());
+  for (int i = 1; i < 10; ++i) CHECK(r[i].is_string());
+  CHECK(contains(r[1].get<std::string>(), "the arguments are not allowed: \"s\" must match [0-9]+"));
+  CHECK(contains(r[2].get<std::string>(), "'nap' takes no argument \"x\""));
+  CHECK(contains(r[3].get<std::string>(), "\"s\" (a string) is required"));
+  CHECK(contains(r[4].get<std::string>(), "the arguments are an object"));
+  CHECK(contains(r[5].get<std::string>(), "\"w\" is one of: a, b"));
+  CHECK(contains(r[6].get<std::string>(), "server 'tools' has no command 'nosuch'"));
+  CHECK(contains(r[7].get<std::string>(), "has no 'bundled: commands' server 'local'"));
+  CHECK(contains(r[8].get<std::string>(), "agent 'main' has no 'bundled: commands' server 'tools'"));
+  CHECK(contains(r[9].get<std::string>(), "bad agent, server or command name"));
+  // Nothing refused ran: the one sleep is the legitimate call's, and it is gone with its broker's drop.
+  CHECK(processesMentioning("sleep 1").empty());
+  CHECK(waitUntil([&] { return processesMentioning("sleep 4244").empty(); }, 10s));
+  // Each command that ran, dropped or not, was reaped and audited: 4 + at least 1 + 1.
+  auto commandExits = [&] {
+    size_t n = 0;
+    for (auto& e : pined.auditEvents("process.exit")) n += nlohmann::json::parse(e).value("process", "") == "command";
+    return n;
+  };
+  CHECK_MESSAGE(waitUntil([&] { return commandExits() >= 6; }, 10s), commandExits());
+}
