@@ -162,6 +162,10 @@ std::optional<std::string> checkSetupArgs(const RunContext& run, const std::stri
              "them with `pinectl secret set NAME`)";
     if (ftp && src.contains("tls"))
       return "\"tls\" is the owner's to write in pine.yaml: without TLS the password crosses the network in clear";
+    // A webhook's secret is made by pine (makeHookSecret): the model is told only its .env entry's name.
+    if (type == "webhook" && src.contains("secret"))
+      return "pine makes a webhook's secret and stores it in .env: leave out \"secret\" (you are told the entry's name)";
+    if (type == "webhook" && src.contains("open") && !src["open"].is_boolean()) return "\"open\" is true or false";
     for (const char* key : {"secret", "usernameSecret", "passwordSecret", "tokenSecret"})
       if (src.contains(key) && !(ftp && (std::string_view(key) == "usernameSecret" || std::string_view(key) == "passwordSecret")))
         return std::string("add_source cannot set up secrets (\"") + key +
@@ -204,6 +208,10 @@ policy::AddSourceRequest addSourceRequest(const RunContext& run, const nlohmann:
   for (const auto& t : run.config->pine.sourceTypes)
     if (t.name == type) r.program = "'" + t.name + "' (" + t.file + ")";
   if (type == "mqtt" && src.contains("url") && src["url"].is_string()) r.connectsTo = src["url"].get<std::string>();
+  if (type == "webhook") {
+    r.webhook = "/hooks/" + r.name;
+    r.webhookOpen = src.value("open", false);
+  }
   if (src.value("type", "") == "folder" && src.contains("path") && src["path"].is_string()) {
     std::string path = src["path"].get<std::string>();
     r.folder = path;
@@ -224,13 +232,35 @@ kj::Promise<ToolAnswer> BrokerTools::addSource(const nlohmann::json& args) {
     entry["network"] = localNetworkReason(entry["url"].get<std::string>()).empty() ? "public" : "local";
   if (entry.value("type", "") == "ftp" && entry.contains("url") && entry["url"].is_string())
     entry["network"] = ftpLocalReason(entry["url"].get<std::string>()).empty() ? "public" : "local";
-  return addToPineYaml("sources", entry, "source '" + name + "'").then([this, name, forAll](std::optional<std::string> e) {
-    if (e) return toolError("the source was not added:\n" + *e);
-    run_.services.reloadConfiguration();
-    audit("source.add", {{"agent", run_.req.agent}, {"session", run_.req.session}, {"task", run_.taskId}, {"source", name},
-                         {"forAllAgents", forAll}});
-    return ToolAnswer{"source '" + name + "' added; it runs once something subscribes to it (subscribe)", false};
-  });
+  // A webhook with a secret: pined makes it first (the entry names it, and is checked against .env).
+  kj::Promise<std::string> secretName = std::string();
+  if (entry.value("type", "") == "webhook" && !entry.value("open", false)) {
+    auto req = run_.services.supervisor().makeHookSecretRequest();
+    req.setSource(name);
+    secretName = req.send().then([](auto&& r) { return std::string(r.getName()); });
+  }
+  return secretName.then(
+      [this, entry, name, forAll](std::string secret) mutable {
+        if (!secret.empty()) entry["secret"] = secret;
+        return addToPineYaml("sources", entry, "source '" + name + "'").then([this, name, forAll, secret](std::optional<std::string> e) {
+          if (e)
+            return toolError("the source was not added:\n" + *e +
+                             (secret.empty() ? "" : "\n(.env keeps the entry " + secret + " pine made for it)"));
+          run_.services.reloadConfiguration();
+          audit("source.add", {{"agent", run_.req.agent}, {"session", run_.req.session}, {"task", run_.taskId},
+                               {"source", name}, {"forAllAgents", forAll}});
+          std::string text = "source '" + name + "' added; it runs once something subscribes to it (subscribe)";
+          if (!secret.empty())
+            text += ". Its address is /hooks/" + name + " on pine's control API; its secret is the .env entry " + secret +
+                    " (you are not shown the value: the owner reads it there, or replaces it with `pinectl secret set " +
+                    secret + "`, and gives it to the sender)";
+          return ToolAnswer{text, false};
+        });
+      },
+      [name](kj::Exception&& e) {
+        return kj::Promise<ToolAnswer>(toolError("the source was not added: pine could not make the webhook's secret: " +
+                                                 std::string(e.getDescription().cStr())));
+      });
 }
 
 kj::Promise<ToolAnswer> BrokerTools::addSkill(const nlohmann::json& args) {

@@ -148,7 +148,8 @@ std::vector<Tool> makeTable() {
   row({.name = "add_source", .side = Pined, .decide = Decide::OwnerConfirms,
        .description = "Set up an event source (its pine.yaml entry: name, type and the type's fields, e.g. mqtt "
                       "with url and topics, a folder by its absolute path (outside pine's home), or a command: its words "
-                      "as a list, run in your sandbox every intervalSec or, with mode: lines, kept running). Only in a "
+                      "as a list, run in your sandbox every intervalSec or, with mode: lines, kept running; a webhook "
+                      "with its topic: pine makes its secret and tells you the .env entry's name). Only in a "
                       "conversation with the owner, who confirms anything that opens something new (a folder outside "
                       "your workspace, by its path). Subscribe to it afterwards.",
        .parameters = object({{"source", typed("object")}, {"forAllAgents", typed("boolean")}}, {"source"})});

@@ -122,6 +122,12 @@ interface Supervisor {
   # pined looks the command up in its own configuration, checks args (a JSON object of strings) against
   # the command's rules again and fills in its words; no shell reads them. Fails saying why, also when
   # the agent already runs 4 commands. Dropping process kills the command and all it started.
+
+  makeHookSecret @19 (source :Text) -> (name :Text);
+  # For a webhook source an agent sets up (add_source, after the owner's yes): pined makes a random
+  # secret and stores it in .env as HOOK_<SOURCE> (upper case, '-' as '_'), and answers that name; the
+  # value never leaves pined. Fails saying why when the name is no source name or that entry exists
+  # (an entry of the owner's is never replaced).
 }
 
 struct EgressRequest {

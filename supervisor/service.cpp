@@ -12,6 +12,7 @@
 #include "supervisor/mqtt_call.h"
 #include "supervisor/program_file.h"
 #include "supervisor/agent_command.h"
+#include "supervisor/hook_secret.h"
 #include "supervisor/source_command.h"
 #include "supervisor/source_fetch.h"
 #include "supervisor/ftp_list.h"
@@ -218,6 +219,10 @@ kj::Promise<void> SupervisorService::runSourceCommand(RunSourceCommandContext co
 
 kj::Promise<void> SupervisorService::runAgentCommand(RunAgentCommandContext context) {
   return pine::runAgentCommand(sup_, io_, context);
+}
+
+kj::Promise<void> SupervisorService::makeHookSecret(MakeHookSecretContext context) {
+  return pine::makeHookSecret(sup_, context);
 }
 
 namespace {

@@ -57,7 +57,7 @@ Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& fa
   const bool command = !req.commandLine.empty();
   // Only a folder is ever "inside the workspace": anything that also runs or connects is asked.
   const bool runsOrConnects = command || !req.program.empty() || !req.connectsTo.empty() || !req.httpUrl.empty() ||
-                              !req.ftpUrl.empty();
+                              !req.ftpUrl.empty() || !req.webhook.empty();
   if (req.folderInsideWorkspace && !runsOrConnects && !req.forAllAgents && !req.trustOwner && !tainted && !manual)
     return allowed("a folder inside the agent's own workspace");
   std::string why;
@@ -69,6 +69,14 @@ Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& fa
         " with pine's rights, outside any sandbox, with the options the agent gave");
   else if (!req.connectsTo.empty())
     add("it connects to " + req.connectsTo + " as an MQTT client (its messages become events)");
+  else if (!req.webhook.empty())
+    add(req.webhookOpen
+            ? "it opens the webhook " + req.webhook +
+                  " to ANYONE who can reach pine's control port, WITHOUT A SECRET (open: true): whatever they send "
+                  "becomes an event"
+            : "it opens the webhook " + req.webhook +
+                  " on pine's control port: whoever holds its secret (which pine makes and stores in .env; the agent "
+                  "is told only its name) can send events");
   else if (!req.folder.empty() && !req.folderInsideWorkspace)
     add("it watches the folder " + req.folder +
         ", outside the agent's workspace: pine reads it, and its files' names and hashes become events");

@@ -20,7 +20,7 @@ bool runsProgram(const config::Source& s) {
 }
 
 const std::vector<std::string>& typesAgentsSetUp() {
-  static const std::vector<std::string> types = {"mqtt", "folder", "http", "command", "ftp"};
+  static const std::vector<std::string> types = {"webhook", "mqtt", "folder", "http", "command", "ftp"};
   return types;
 }
 
@@ -34,9 +34,6 @@ std::optional<std::string> whyNotForAgents(const std::string& type, const std::v
   std::string offer = "add_source sets up a source of type " + listed(ok) +
                       (registered.empty() ? std::string(" (no source types are registered)")
                                           : ", or of a registered source type: " + listed(registered));
-  if (type == "webhook")
-    return "a webhook needs a secret that only the owner sets up (`pinectl secret set`, then the hook in pine.yaml); " +
-           offer;
   if (type == "telegram") return "telegram is a channel to the owner, set up by the owner in pine.yaml; " + offer;
   if (type.empty()) return "the source has no \"type\"; " + offer;
   return "there is no source type '" + type + "'; " + offer;

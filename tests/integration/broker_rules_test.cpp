@@ -627,7 +627,7 @@ TEST_CASE("modes: security.bypassWhenTainted keeps bypass in a tainted session")
 TEST_CASE("schedules: a one-shot `at` runs once as an owner task and is listed with its next and last run") {
   TempDir dir;
   std::string home = dir.path() + "/home";
-  time_t when = time(nullptr) + 6;
+  time_t when = time(nullptr) + 12;  // later than a loaded machine's (sanitizer build's) pined start
   struct tm tm;
   gmtime_r(&when, &tm);
   char at[32];
@@ -644,7 +644,7 @@ TEST_CASE("schedules: a one-shot `at` runs once as an owner task and is listed w
   CHECK(list["schedules"][0]["last"].is_null());
   CHECK(tasksOf(pined, "main").empty());  // not before its time
 
-  auto t = firstEndedTask(pined, "main", 15s);
+  auto t = firstEndedTask(pined, "main", 25s);
   REQUIRE(t.is_object());
   CAPTURE(t.dump());
   CHECK(t["trust"] == "owner");
@@ -896,6 +896,73 @@ TEST_CASE("add_source: an ftp source is asked, naming the folder, the local netw
   CHECK(contains(yaml, R"("network":"local")"));
 }
 
+TEST_CASE("add_source: a webhook is asked in every mode; pine makes its secret and the model is told only its name") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, {{"relay-hook", "description: src\nmode: bypass\ntools: [read, add_source]\n"}}, "");
+  Pined pined(home, fixtureWorker(), {});
+  auto add = [](const std::string& source) { return "CALL add_source {\"source\": " + source + "}\n"; };
+  // The agent cannot bring a secret of its own choosing, nor a malformed open.
+  auto t = message(pined, "relay-hook",
+                   add(R"({"name": "a", "type": "webhook", "topic": "in/a", "secret": "MY_KNOWN"})") +
+                       add(R"({"name": "b", "type": "webhook", "topic": "in/b", "open": "yes"})"));
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: pine makes a webhook's secret and stores it in .env"), t.dump());
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: \"open\" is true or false"), t.dump());
+  CHECK(pined.api("GET", "/v1/approvals").json()["approvals"].empty());
+
+  // An .env entry of the owner's is never replaced: the name pine would use is taken, so nothing is added.
+  REQUIRE(pined.ctl({"secret", "set", "HOOK_TAKEN"}, "the-owners-own-value-1\n").exitCode == 0);
+  auto started = message(pined, "relay-hook", add(R"({"name": "taken", "type": "webhook", "topic": "in/t"})"), false);
+  auto a = pendingFor(pined, "relay-hook");
+  REQUIRE(a.is_object());
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
+  t = waitTask(pined, "relay-hook", started["task"]);
+  CHECK_MESSAGE(has(t, "answer", ".env already has an entry HOOK_TAKEN"), t.dump());
+  CHECK(contains(readText(home + "/.env"), "HOOK_TAKEN=the-owners-own-value-1"));
+  CHECK(!contains(readText(home + "/pine.yaml"), "\"taken\""));
+
+  // The legitimate one: asked in bypass too, naming the hook; approved, pine makes the secret, the entry
+  // names it, the model reads the entry's name and never the value.
+  started = message(pined, "relay-hook", add(R"({"name": "gh", "type": "webhook", "topic": "in/gh"})"), false);
+  a = pendingFor(pined, "relay-hook");
+  REQUIRE(a.is_object());
+  CHECK_MESSAGE(contains(a["reason"].get<std::string>(), "it opens the webhook /hooks/gh on pine's control port: whoever "
+                                                         "holds its secret"),
+                a.dump());
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
+  t = waitTask(pined, "relay-hook", started["task"]);
+  CHECK_MESSAGE(has(t, "answer", "add_source: ok: source 'gh' added"), t.dump());
+  CHECK_MESSAGE(has(t, "answer", "its secret is the .env entry HOOK_GH"), t.dump());
+  std::string env = readText(home + "/.env"), value;
+  auto at = env.find("HOOK_GH=");
+  REQUIRE(at != std::string::npos);
+  value = env.substr(at + 8, env.find('\n', at) - at - 8);
+  CHECK(value.size() == 64);
+  CHECK(!contains(t.dump(), value));
+  for (auto& r : toolResults(home, started["task"])) CHECK(!contains(r, value));
+  CHECK(!contains(readText(home + "/data/logs/audit.jsonl"), value));
+  CHECK(contains(readText(home + "/pine.yaml"), R"("secret":"HOOK_GH")"));
+
+  // An open hook is spelled out as open to anyone; denied, nothing is written and no secret made.
+  started = message(pined, "relay-hook", add(R"({"name": "open-one", "type": "webhook", "topic": "in/o", "open": true})"), false);
+  a = pendingFor(pined, "relay-hook");
+  REQUIRE(a.is_object());
+  CHECK_MESSAGE(contains(a["reason"].get<std::string>(), "to ANYONE who can reach pine's control port, WITHOUT A SECRET"),
+                a.dump());
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/deny", "{}").status == 200);
+  waitTask(pined, "relay-hook", started["task"]);
+  CHECK(!contains(readText(home + "/pine.yaml"), "open-one"));
+  CHECK(!contains(readText(home + "/.env"), "HOOK_OPEN_ONE"));
+
+  // The hook takes a delivery with its secret (once something subscribed) and refuses one without.
+  auto sub = pined.ctl({"subscribe", "relay-hook", "gh"});
+  REQUIRE_MESSAGE(sub.exitCode == 0, sub.err);
+  int ok = 0;
+  REQUIRE(waitUntil([&] { return (ok = postHook(home, "gh", R"({"n": 1})", {"Authorization: Bearer " + value})) == 202; }, 10s));
+  CHECK(postHook(home, "gh", R"({"n": 2})", {"Authorization: Bearer wrong-" + value}) == 401);
+  CHECK(postHook(home, "gh", R"({"n": 3})", {}) == 401);
+}
+
 TEST_CASE("add_source: only types that run; a registered source program asks, naming the program") {
   TempDir dir;
   std::string home = dir.path() + "/home";
@@ -907,7 +974,6 @@ TEST_CASE("add_source: only types that run; a registered source program asks, na
   // Types that do not run for an agent are refused before anyone is asked, naming what can be set up.
   for (auto [source, words] : std::vector<std::pair<std::string, std::string>>{
            {R"({"name": "tg", "type": "telegram"})", "telegram is a channel to the owner"},
-           {R"({"name": "gh", "type": "webhook"})", "a webhook needs a secret that only the owner sets up"},
            {R"({"name": "x", "type": "smtp"})", "there is no source type 'smtp'"},
            {R"({"name": "y"})", "\"type\" is the source's type"}}) {
     auto t = message(pined, "relay-kinds", add(source));

@@ -54,8 +54,10 @@ TEST_CASE("a secret set with pinectl and used by egress stays in pined") {
       << "models:\n  demo:\n    provider: demo\n    contextWindow: 32768\n";
   REQUIRE(kill(pined.pid(), SIGHUP) == 0);
   REQUIRE(waitUntil([&] { return pined.auditEvents("config.reload").size() >= 2; }, 3s));
-  std::ofstream(home + "/data/egress-trigger.json")
-      << nlohmann::json{{"url", base + "/echo"}, {"authorization", "Bearer ${secret:LOCAL_KEY}"}}.dump();
+  // Whole or not at all: the test broker takes (renames) a trigger as soon as it sees the name.
+  writeText(home + "/data/egress-trigger.json.tmp",
+            nlohmann::json{{"url", base + "/echo"}, {"authorization", "Bearer ${secret:LOCAL_KEY}"}}.dump());
+  std::filesystem::rename(home + "/data/egress-trigger.json.tmp", home + "/data/egress-trigger.json");
   bool got = waitUntil([&] { return access((home + "/data/egress-result.json").c_str(), F_OK) == 0; }, 30s);
   REQUIRE_MESSAGE(got, pined.stderrText());
   auto result = nlohmann::json::parse(egressFileText(home + "/data/egress-result.json"));

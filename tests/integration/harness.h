@@ -106,6 +106,10 @@ class Pined {
   bool reaped_ = false;
 };
 
+// POST /hooks/<name> on pine.sock as a webhook's sender makes it: no control token, the headers
+// given ("Name: value"). The status line's code; 0 when there was no answer.
+int postHook(const std::string& home, const std::string& name, const std::string& body,
+             const std::vector<std::string>& headers);
 // POST /v1/agents/<agent>/messages: with wait, the ended task; without, {"task", "session"}.
 // Throws, quoting the end of pined's stderr, when no JSON object comes back.
 nlohmann::json message(Pined& p, const std::string& agent, const std::string& text, bool wait = true,

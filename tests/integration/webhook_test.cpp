@@ -30,35 +30,6 @@ std::string hookHmac(const std::string& key, const std::string& text) {
   return out;
 }
 
-// A POST as a sender makes it: no control token, the headers given. Returns the status line's code.
-int postHook(const std::string& home, const std::string& name, const std::string& body,
-             const std::vector<std::string>& headers) {
-  int fd = pine::socketCloexec(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::string sock = home + "/pine.sock";
-  strncpy(a.sun_path, sock.c_str(), sizeof a.sun_path - 1);
-  if (fd < 0 || connect(fd, (sockaddr*)&a, sizeof a) != 0) {
-    if (fd >= 0) close(fd);
-    return 0;
-  }
-  timeval tv{30, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string req = "POST /hooks/" + name + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-                    "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  for (auto& h : headers) req += h + "\r\n";
-  req += "\r\n" + body;
-  if (write(fd, req.data(), req.size()) != (ssize_t)req.size()) {
-    close(fd);
-    return 0;
-  }
-  char buf[512];
-  ssize_t n = read(fd, buf, sizeof buf);
-  close(fd);
-  std::string head(buf, n > 0 ? (size_t)n : 0);
-  return head.size() > 12 ? std::atoi(head.c_str() + 9) : 0;
-}
-
 std::string everyFileUnder(const std::string& dir) {
   std::string all;
   for (auto& e : std::filesystem::recursive_directory_iterator(dir))

@@ -102,6 +102,30 @@ TEST_CASE("setup: add_source") {
         Decision::Allow);
 }
 
+TEST_CASE("setup: add_source of a webhook asks in every mode; an open one says it takes anyone") {
+  auto gonzo = agent("gonzo");
+  AddSourceRequest hook{"gh", true, false, false, false, ""};
+  hook.webhook = "/hooks/gh";
+  // Even a webhook "in the workspace" (nothing is) is asked: it opens a way in.
+  hook.folderInsideWorkspace = true;
+  for (auto mode : {Mode::Auto, Mode::Bypass, Mode::Manual}) {
+    auto v = decideAddSource(gonzo, setupFacts(mode), hook);
+    check("a webhook asks", v, Decision::Ask);
+    CHECK(v.reason.find("it opens the webhook /hooks/gh on pine's control port: whoever holds its secret") !=
+          std::string::npos);
+    CHECK(v.reason.find("WITHOUT A SECRET") == std::string::npos);
+  }
+  auto open = hook;
+  open.webhookOpen = true;
+  auto v = decideAddSource(gonzo, setupFacts(Mode::Bypass), open);
+  check("an open webhook asks", v, Decision::Ask);
+  CHECK(v.reason.find("to ANYONE who can reach pine's control port, WITHOUT A SECRET (open: true)") != std::string::npos);
+  auto noOwner = hook;
+  noOwner.withOwner = false;
+  check("a webhook only with the owner", decideAddSource(gonzo, setupFacts(), noOwner), Decision::Refuse);
+  check("a webhook: never from a reduced run", decideAddSource(gonzo, untrusted(), hook), Decision::Refuse);
+}
+
 TEST_CASE("setup: add_source of an http source asks in every mode, naming the address and the local network") {
   auto gonzo = agent("gonzo");
   AddSourceRequest local{"ha", true, false, false, false, "http://192.168.1.20:8123/api", "192.168.1.20 is a private address"};
