@@ -195,6 +195,23 @@ void EventRouter::updateSources() {
   for (auto& s : subscriptions_) subscribed.insert(s.source);
   sources_->update(sources::wantedSources(*config_, subscribed));
   for (auto& [name, why] : sources_->notRunning()) spdlog::warn("source {} is wanted but not running: {}", name, why);
+  forgetLeftSources();
+}
+
+void EventRouter::forgetLeftSources() {
+  std::set<std::string> configured;
+  for (auto& s : config_->pine.sources) configured.insert(s.name);
+  for (auto& h : config_->pine.webhooks) configured.insert(h.name);
+  try {
+    for (auto& name : store_.rememberedSources()) {
+      if (configured.count(name)) continue;
+      unsaved_.erase(name);
+      long long rows = store_.forgetSource(name);
+      spdlog::info("source '{}': no longer configured; its memory and status line are forgotten ({} rows)", name, rows);
+    }
+  } catch (std::exception& e) {
+    spdlog::warn("sources: could not forget the sources that left the configuration: {}", e.what());
+  }
 }
 
 kj::Promise<std::optional<std::string>> EventRouter::publishToSource(const std::string& source,

@@ -53,6 +53,9 @@ class EventRouter {
 
  private:
   void deliverToSubscriptions(const store::Event& e);
+  // Drops the memory and status line of each source that left the configuration: a source of that
+  // name added later starts afresh (an ftp folder's files are new to it again).
+  void forgetLeftSources();
   void countEvent(const store::Event& e);
   kj::Promise<void> saveCounts(kj::Timer& timer);
   struct Count {

@@ -143,6 +143,8 @@ class Store {
   std::vector<SourceStatusRow> sourceStatuses() const;  // by source
   // Drops a source's memory and status line (it left the configuration). Returns rows removed.
   long long forgetSource(const std::string& source);
+  // Every source with memory or a status line, by name.
+  std::vector<std::string> rememberedSources() const;
 
   // ---- owner channels (store_telegram.cpp) ----
   void putPairing(const PairingRow& p);  // insert or replace

@@ -126,6 +126,14 @@ std::vector<SourceStatusRow> Store::sourceStatuses() const {
   return out;
 }
 
+std::vector<std::string> Store::rememberedSources() const {
+  auto st = db_->prepare("SELECT source FROM source_state UNION SELECT source FROM source_status ORDER BY 1",
+                         "reading which sources are remembered");
+  std::vector<std::string> out;
+  while (st.step()) out.push_back(st.text(0));
+  return out;
+}
+
 long long Store::forgetSource(const std::string& source) {
   Tx tx(*db_, "forgetting a source");
   long long n = 0;

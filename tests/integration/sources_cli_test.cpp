@@ -120,3 +120,30 @@ TEST_CASE("an owner's subscription delivers a source's events into the conversat
   CHECK(bell.contains("lastEventAt"));
   CHECK(bell["errors"] == 0);
 }
+
+TEST_CASE("a source that leaves the configuration is forgotten: its status line goes, the others' stay") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  Pined pined(home, {}, {"main"});
+  const std::string base = readText(home + "/pine.yaml");
+  auto configure = [&](const std::string& sources) {
+    writeText(home + "/pine.yaml", base + "\nsources:\n" + sources);
+    auto r = pined.ctl({"reload"});
+    REQUIRE_MESSAGE(r.exitCode == 0, r.err);
+  };
+  configure("  - {name: bell, type: webhook, topic: door/bell, open: true}\n"
+            "  - {name: door, type: webhook, topic: door/open, open: true}\n");
+  REQUIRE(waitUntil([&] { return postHook(home, "bell", "{}", {}) == 202; }, 10s));
+  REQUIRE(postHook(home, "door", "{}", {}) == 202);
+  // The broker writes its counts every few seconds.
+  REQUIRE(waitUntil([&] { return sourceStatus(home, "bell").events == 1 && sourceStatus(home, "door").events == 1; }, 15s));
+
+  configure("  - {name: door, type: webhook, topic: door/open, open: true}\n");
+  CHECK(waitUntil([&] { return sourceStatus(home, "bell").events == 0; }, 10s));
+  CHECK(sourceStatus(home, "door").events == 1);  // still configured: kept
+  CHECK(waitUntil([&] { return contains(readText(home + "/data/logs/broker.log"), "source 'bell': no longer configured"); }, 5s));
+  // Added again, it starts afresh.
+  configure("  - {name: bell, type: webhook, topic: door/bell, open: true}\n"
+            "  - {name: door, type: webhook, topic: door/open, open: true}\n");
+  CHECK(sourceNamed(pined, "bell")["events"] == 0);
+}

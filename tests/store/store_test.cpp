@@ -606,7 +606,10 @@ TEST_CASE("sources: memory round trip, kept per source, forgotten with the sourc
   CHECK_FALSE(s->removeSourceState("web", "sha256"));
   CHECK(errorOf([&] { s->putSourceState("", "k", "v", 1); }).find("source") != std::string::npos);
   s->noteSourceLook("web", 3000, "42");
+  s->noteSourceError("gone", 3000, "refused");  // a status line without memory
+  CHECK(s->rememberedSources() == std::vector<std::string>{"drop", "gone", "web"});
   CHECK(s->forgetSource("web") == 2);  // its memory and its status line
+  CHECK(s->rememberedSources() == std::vector<std::string>{"drop", "gone"});
   CHECK(s->sourceStates("web").empty());
   CHECK_FALSE(s->sourceStatus("web"));
   CHECK(s->sourceState("drop", "file:a.txt") == std::optional<std::string>("12 deadbeef"));  // others untouched
