@@ -38,6 +38,25 @@ sources::FtpServices ftpSourceServices(std::function<proto::Supervisor::Client()
           return a;
         });
   };
+  s.fetch = [supervisor](const std::string& source, const std::string& file) {
+    auto req = supervisor().fetchFtpFileRequest();
+    req.setSource(source);
+    req.setFile(file);
+    return req.send().then(
+        [](auto r) {
+          sources::FtpFetched f;
+          f.path = r.getPath();
+          f.bytes = r.getBytes();
+          f.sha256 = r.getSha256();
+          f.error = r.getError();
+          return f;
+        },
+        [](kj::Exception&& e) {
+          sources::FtpFetched f;
+          f.error = describeRemote(e);
+          return f;
+        });
+  };
   s.publish = [&bus](sources::Draft d) { return bus.publish(sourceEvent(std::move(d))).ignoreResult(); };
   s.recall = [&store](const std::string& source) { return store.sourceStates(source); };
   s.remember = [&store](const std::string& source, const std::string& key, const std::string& value) {

@@ -239,7 +239,7 @@ const std::vector<std::string>& typeKeys(const std::string& type) {
       {"http", {"url", "intervalSec", "tokenSecret", "tokenHeader", "network", "topic"}},
       {"command", {"command", "intervalSec", "mode", "timeoutSec"}},
       {"telegram", {"tokenSecret", "allow", "baseUrl", "groups", "maxFileMb", "notify"}},
-      {"ftp", {"url", "tls", "usernameSecret", "passwordSecret", "intervalSec", "network", "fetch", "topic"}},
+      {"ftp", {"url", "tls", "usernameSecret", "passwordSecret", "intervalSec", "network", "fetch", "maxFileMb", "topic"}},
       {"", {"options"}},
   };
   static const std::vector<std::string> none;
@@ -308,10 +308,9 @@ void readFtpSourceFields(Map& m, Source& s) {
   m.secretName("passwordSecret", s.passwordSecret);
   m.require("passwordSecret");
   m.integer("intervalSec", s.intervalSec, 60, 7 * 86400);
-  // pined and egress can fetch one file (listFtp's file), but nothing writes it into the inbox yet.
-  if (m.boolean("fetch", s.fetch) && s.fetch)
-    c.error(m.valuePos("fetch"), m.pathOf("fetch"), "fetching files into the agent's inbox is not built yet",
-            "remove fetch (or write fetch: false): each new or changed file is still an event that names it");
+  m.boolean("fetch", s.fetch);  // each new or changed file into the owning agent's inbox (supervisor/ftp_fetch.h)
+  if (m.integer("maxFileMb", s.maxFileMb, 1, 1024) && !s.fetch)
+    c.error(m.keyPos("maxFileMb"), m.pathOf("maxFileMb"), "maxFileMb limits the files fetched", "set fetch: true or remove it");
   readEventTopic(m, s.topic);
   std::string network;
   if (m.str("network", network)) {

@@ -128,6 +128,14 @@ interface Supervisor {
   # secret and stores it in .env as HOOK_<SOURCE> (upper case, '-' as '_'), and answers that name; the
   # value never leaves pined. Fails saying why when the name is no source name or that entry exists
   # (an entry of the owner's is never replaced).
+
+  fetchFtpFile @20 (source :Text, file :Text) -> (path :Text, bytes :UInt64, sha256 :Text, error :Text);
+  # One file of the remote folder of the ftp source named (fetch: true; a plain name from its listing),
+  # fetched by a pine-egress process as listFtp fetches one, and written by pined into the owning
+  # agent's workspace (the main agent's for a source of all agents) as inbox/ftp-<source>/<file>: never
+  # through a link, created as the agent's own file, replacing an older copy only once the new one is
+  # whole. path is that workspace-relative path; error says why nothing was written. The bytes never
+  # reach the broker.
 }
 
 struct EgressRequest {

@@ -71,17 +71,21 @@ FtpLook ftpLook(const config::Source& s, const std::string& file) {
   return out;
 }
 
+std::shared_ptr<const config::Source> ftpSourceFor(const Supervisor& sup, const std::string& name, size_t fileBytes,
+                                                   const char* method) {
+  KJ_REQUIRE(fileBytes <= 1024, method, "the file name is too long");
+  auto cfg = sup.config();
+  KJ_REQUIRE(cfg != nullptr, method, "no configuration is loaded");
+  for (const auto& s : cfg->pine.sources)
+    if (s.name == name && s.type == "ftp") return std::shared_ptr<const config::Source>(cfg, &s);
+  KJ_FAIL_REQUIRE(method, "no ftp source of that name", name);
+}
+
 kj::Promise<void> listFtp(
     Supervisor& sup, EgressProcesses& egress,
     capnp::CallContext<proto::Supervisor::ListFtpParams, proto::Supervisor::ListFtpResults> context) {
   auto p = context.getParams();
-  KJ_REQUIRE(p.getFile().size() <= 1024, "listFtp: the file name is too long");
-  auto cfg = sup.config();
-  KJ_REQUIRE(cfg != nullptr, "listFtp: no configuration is loaded");
-  const config::Source* source = nullptr;
-  for (const auto& s : cfg->pine.sources)
-    if (s.name == p.getSource().cStr() && s.type == "ftp") source = &s;
-  KJ_REQUIRE(source != nullptr, "listFtp: no ftp source of that name", p.getSource().cStr());
+  auto source = ftpSourceFor(sup, p.getSource(), p.getFile().size(), "listFtp");
   FtpLook look = ftpLook(*source, p.getFile());
   if (!look.refused.empty()) {
     audit("egress.refused", {{"purpose", "source:" + source->name}, {"reason", look.refused}});

@@ -7,6 +7,7 @@
 #pragma once
 #include <kj/async.h>
 
+#include <memory>
 #include <string>
 
 #include "config/model.h"
@@ -26,6 +27,11 @@ struct FtpLook {
   std::string refused;
 };
 FtpLook ftpLook(const config::Source& source, const std::string& file);
+
+// The ftp source named so in the configuration in force (which the pointer keeps alive), for the
+// broker's request `method` with a file name of `fileBytes`: throws when there is none.
+std::shared_ptr<const config::Source> ftpSourceFor(const Supervisor& sup, const std::string& name, size_t fileBytes,
+                                                   const char* method);
 
 kj::Promise<void> listFtp(
     Supervisor& sup, EgressProcesses& egress,

@@ -12,6 +12,7 @@
 #include "supervisor/mqtt_call.h"
 #include "supervisor/program_file.h"
 #include "supervisor/agent_command.h"
+#include "supervisor/ftp_fetch.h"
 #include "supervisor/hook_secret.h"
 #include "supervisor/source_command.h"
 #include "supervisor/source_fetch.h"
@@ -223,6 +224,10 @@ kj::Promise<void> SupervisorService::runAgentCommand(RunAgentCommandContext cont
 
 kj::Promise<void> SupervisorService::makeHookSecret(MakeHookSecretContext context) {
   return pine::makeHookSecret(sup_, context);
+}
+
+kj::Promise<void> SupervisorService::fetchFtpFile(FetchFtpFileContext context) {
+  return pine::fetchFtpFile(sup_, egress_, context);
 }
 
 namespace {

@@ -39,6 +39,7 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> runSourceCommand(RunSourceCommandContext context) override;
   kj::Promise<void> runAgentCommand(RunAgentCommandContext context) override;
   kj::Promise<void> makeHookSecret(MakeHookSecretContext context) override;
+  kj::Promise<void> fetchFtpFile(FetchFtpFileContext context) override;
   kj::Promise<void> startSourceProgram(StartSourceProgramContext context) override;
   kj::Promise<void> sourceProgram(SourceProgramContext context) override;
   kj::Promise<void> startMcpServer(StartMcpServerContext context) override;

@@ -68,6 +68,7 @@ kj::Promise<void> FtpPoller::judge(FtpAnswer answer) {
   // One event per new or changed file, each remembered once it is committed: a crash in between
   // repeats that event, never loses one.
   kj::Promise<void> chain = kj::READY_NOW;
+  auto fetchFailed = std::make_shared<bool>(false);  // then the error stays the status line's
   for (auto& f : listing.files) {
     auto it = before->find(kFilePrefix + f.name);
     if (it != before->end() && it->second == seen(f)) continue;
@@ -79,13 +80,33 @@ kj::Promise<void> FtpPoller::judge(FtpAnswer answer) {
     d.topic = source_.topic.empty() ? "ftp/" + source_.name : source_.topic;
     d.trust = source_.trust == config::Trust::Owner ? "owner" : "untrusted";
     d.payload = payload.dump();
-    chain = chain.then([this, d = std::move(d), key = kFilePrefix + f.name, value = seen(f)]() mutable {
-      return services_.publish(std::move(d)).then([this, key, value]() { services_.remember(source_.name, key, value); });
+    chain = chain.then([this, d = std::make_shared<Draft>(std::move(d)), name = f.name, key = kFilePrefix + f.name,
+                        value = seen(f), fetchFailed]() {
+      kj::Promise<bool> fetched = true;
+      if (source_.fetch && services_.fetch)
+        fetched = services_.fetch(source_.name, name).then([this, d, name, fetchFailed](FtpFetched got) {
+          if (!got.error.empty()) {
+            *fetchFailed = true;
+            fail(name + ": " + got.error);
+            return false;
+          }
+          auto payload = nlohmann::json::parse(d->payload);
+          payload["path"] = got.path;
+          payload["bytes"] = got.bytes;
+          payload["sha256"] = got.sha256;
+          d->payload = payload.dump();
+          return true;
+        });
+      return fetched.then([this, d, key, value](bool ok) -> kj::Promise<void> {
+        if (!ok) return kj::READY_NOW;  // no event, not remembered: the next look tries again
+        return services_.publish(std::move(*d)).then([this, key, value]() { services_.remember(source_.name, key, value); });
+      });
     });
   }
   const size_t n = listing.files.size();
-  return chain.then([this, n]() {
+  return chain.then([this, n, fetchFailed]() {
     services_.looked(source_.name, std::to_string(n));  // the files there; a status line repeats only a number or a word
+    if (*fetchFailed) return;
     if (!lastError_.empty()) spdlog::info("source '{}': {} answers again", source_.name, source_.url);
     lastError_.clear();
   });

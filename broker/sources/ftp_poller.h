@@ -3,7 +3,10 @@
 // the request goes, TLS included); here the listing is parsed (ftp_listing.h), each new file and
 // each changed one (size or modify time) becomes one event, and what was seen is remembered in the
 // store (one row per file, written once the file's event is committed; the rows of files gone from
-// the folder are dropped, so a file that comes back is new again). Event-loop thread only.
+// the folder are dropped, so a file that comes back is new again). With fetch: true each such file
+// is first fetched into the owning agent's inbox (pined's fetchFtpFile) and its event says where; a
+// file that could not be fetched has no event and is not remembered, so the next look tries it
+// again. Event-loop thread only.
 #pragma once
 #include <kj/async-io.h>
 
@@ -25,9 +28,18 @@ struct FtpAnswer {
   std::string error;
 };
 
+// pined's answer to fetchFtpFile: where in the owning agent's workspace the file now is, or an error.
+struct FtpFetched {
+  std::string path;  // inbox/ftp-<source>/<name>
+  unsigned long long bytes = 0;
+  std::string sha256, error;
+};
+
 // What the pollers need of the broker; unset (no list) in tests of the other sources.
 struct FtpServices {
   std::function<kj::Promise<FtpAnswer>(const std::string& source)> list;
+  // fetch: true: the file into the agent's inbox, before its event.
+  std::function<kj::Promise<FtpFetched>(const std::string& source, const std::string& file)> fetch;
   std::function<kj::Promise<void>(Draft)> publish;  // resolves once the event is committed
   std::function<std::map<std::string, std::string>(const std::string& source)> recall;
   std::function<void(const std::string& source, const std::string& key, const std::string& value)> remember;

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -245,9 +246,82 @@ TEST_CASE("ftp source: check names a login in clear; tls: none on ftps:// and an
   CHECK(c.exitCode == 2);
   CHECK_MESSAGE(contains(c.out + c.err, "usernameSecret"), (c.out + c.err));
   writeText(home + "/pine.yaml", yaml.substr(0, yaml.find("\nsources:")) +
-                                     "\nsources:\n  - {name: fetching, type: ftp, url: \"ftps://files.example/\", fetch: true, "
+                                     "\nsources:\n  - {name: fetching, type: ftp, url: \"ftps://files.example/\", maxFileMb: 5, "
                                      "usernameSecret: FTP_USER, passwordSecret: FTP_PASSWORD}\n");
   c = run({binDir() + "/pinectl", "--home", home, "check"});
   CHECK(c.exitCode == 2);
-  CHECK_MESSAGE(contains(c.out + c.err, "not built yet"), (c.out + c.err));
+  CHECK_MESSAGE(contains(c.out + c.err, "maxFileMb limits the files fetched"), (c.out + c.err));
+}
+
+TEST_CASE("ftp source with fetch: each new or changed file lands whole in the agent's inbox as its own; over "
+          "maxFileMb nothing; a link the agent planted is not followed") {
+  TempDir dir;
+  std::string home = dir.path() + "/home", root = dir.path() + "/ftp", outside = dir.path() + "/outside";
+  std::filesystem::create_directories(root);
+  std::filesystem::create_directories(outside);
+  std::string binary;
+  for (int i = 0; i < 3000; ++i) binary += static_cast<char>((i * 7) & 0xff);  // NUL bytes and all
+  writeText(root + "/a.txt", "alpha\n");
+  writeText(root + "/bin.dat", binary);
+  writeText(root + "/big.bin", std::string((1 << 20) + 4096, 'x'));  // over maxFileMb: 1
+  FtpServer server(root, kPassword);
+  Pined pined(home);
+  setSecrets(pined);
+  const std::string ws = home + "/agents/main/workspace";
+  std::filesystem::create_directories(ws);
+  // The agent can change its workspace: a link where the inbox goes must not lead pined outside.
+  std::filesystem::create_directory_symlink(outside, ws + "/inbox");
+  std::ofstream(home + "/pine.yaml", std::ios::app)
+      << "\nsources:\n  - {name: drop, type: ftp, agent: main, url: \"ftp://127.0.0.1:" << server.port()
+      << "/\", tls: none, network: local, usernameSecret: FTP_USER, passwordSecret: FTP_PASSWORD, start: always, "
+         "intervalSec: 60, fetch: true, maxFileMb: 1}\n";
+  auto r = pined.ctl({"reload"});
+  REQUIRE_MESSAGE(r.exitCode == 0, r.err);
+  CHECK_MESSAGE(waitUntil([&] { return contains(statusOf(home, "drop").error, "not a folder (a link or a file)"); }, 30s),
+                statusOf(home, "drop").error);
+  CHECK(eventsOf(pined, "ftp/drop").empty());  // not fetched: no event, tried again at the next look
+  CHECK(std::filesystem::is_empty(outside));
+
+  // The link gone, the next look (a changed interval starts one) fetches what fits.
+  std::filesystem::remove(ws + "/inbox");
+  setInterval(home, 60, 61);
+  REQUIRE(pined.ctl({"reload"}).exitCode == 0);
+  REQUIRE_MESSAGE(waitUntil([&] { return eventsOf(pined, "ftp/drop").size() == 2; }, 30s),
+                  (tailOf(pined.stderrText(), 3000) + statusOf(home, "drop").error));
+  auto events = eventsOf(pined, "ftp/drop");
+  CHECK(names(events) == "a.txt:new bin.dat:new ");
+  for (auto& e : events) {
+    auto p = e["payload"];
+    const std::string name = p["name"];
+    CHECK(p["path"] == "inbox/ftp-drop/" + name);
+    const std::string want = name == "a.txt" ? "alpha\n" : binary;
+    CHECK(readText(ws + "/" + p["path"].get<std::string>()) == want);
+    CHECK(p["bytes"] == want.size());
+    CHECK(p["sha256"].get<std::string>().size() == 64);
+  }
+  CHECK(events[0]["payload"]["sha256"] != events[1]["payload"]["sha256"]);
+  // big.bin may come last in the listing: its refusal ends the look.
+  CHECK_MESSAGE(waitUntil([&] {
+                  auto e = statusOf(home, "drop").error;
+                  return contains(e, "big.bin") && !contains(e, "not a folder");
+                }, 30s),
+                statusOf(home, "drop").error);
+  // The agent's own files (as root: its uid, as its workspace is); nothing half-written left behind.
+  struct stat wsSt {}, fileSt {};
+  REQUIRE(stat(ws.c_str(), &wsSt) == 0);
+  REQUIRE(stat((ws + "/inbox/ftp-drop/a.txt").c_str(), &fileSt) == 0);
+  CHECK(fileSt.st_uid == wsSt.st_uid);
+  for (auto& e : std::filesystem::directory_iterator(ws + "/inbox/ftp-drop"))
+    CHECK_MESSAGE(e.path().filename().string().rfind(".fetching-", 0) != 0, e.path().string());
+  CHECK(!std::filesystem::exists(ws + "/inbox/ftp-drop/big.bin"));
+  CHECK(std::filesystem::is_empty(outside));
+  // The bytes went to the workspace, never through the broker: the database holds the event, not the file.
+  CHECK(!contains(readText(home + "/data/pine.db"), std::string(binary.substr(100, 64))));
+
+  // A changed file replaces the copy in the inbox, whole.
+  writeText(root + "/a.txt", "alpha, second edition\n");
+  setInterval(home, 61, 62);
+  REQUIRE(pined.ctl({"reload"}).exitCode == 0);
+  REQUIRE(waitUntil([&] { return eventsOf(pined, "ftp/drop").size() == 3; }, 30s));
+  CHECK(readText(ws + "/inbox/ftp-drop/a.txt") == "alpha, second edition\n");
 }

@@ -252,3 +252,42 @@ TEST_CASE("ftp poller: LIST listings are read as such; an error is the status, a
   CHECK(nlohmann::json::parse(b.events[0].payload)["modified"] == "Dec 03 00:37");
   CHECK(b.memory.count("f:a.txt") == 1);
 }
+
+TEST_CASE("ftp poller with fetch: the event says where the file is; a file not fetched has no event and is tried again") {
+  Loop loop;
+  FakeBroker b;
+  b.answer = [&] { return mlsd("type=file;size=3; a.txt\r\ntype=file;size=9; b.txt\r\n"); };
+  std::map<std::string, int> asked;
+  bool bFails = true;
+  auto services = b.services();
+  services.fetch = [&](const std::string& source, const std::string& file) {
+    CHECK(source == "drop");
+    ++asked[file];
+    FtpFetched f;
+    if (file == "b.txt" && bFails) f.error = "response larger than 1048576 bytes";
+    else f.path = "inbox/ftp-drop/" + file, f.bytes = 3, f.sha256 = std::string(64, 'a');
+    return kj::Promise<FtpFetched>(f);
+  };
+  auto source = ftpSource("ftp://127.0.0.1/");
+  source.fetch = true;
+  FtpPoller poller(loop.io.provider->getTimer(), source, services, 10 * kj::MILLISECONDS);
+  REQUIRE(loop.until([&] { return asked["b.txt"] >= 2; }));
+  // a.txt: fetched once, one event naming its place; b.txt: no event, not remembered, asked again.
+  REQUIRE(b.events.size() == 1);
+  auto j = nlohmann::json::parse(b.events[0].payload);
+  CHECK(j["name"] == "a.txt");
+  CHECK(j["path"] == "inbox/ftp-drop/a.txt");
+  CHECK(j["bytes"] == 3);
+  CHECK(j["sha256"] == std::string(64, 'a'));
+  CHECK(asked["a.txt"] == 1);
+  CHECK(b.memory.count("f:b.txt") == 0);
+  REQUIRE(!b.errors.empty());
+  CHECK(b.errors.back() == "b.txt: response larger than 1048576 bytes");
+  // Once it can be fetched, its event comes, once.
+  bFails = false;
+  REQUIRE(loop.until([&] { return b.events.size() == 2; }));
+  CHECK(nlohmann::json::parse(b.events[1].payload)["path"] == "inbox/ftp-drop/b.txt");
+  size_t looks = b.found.size();
+  REQUIRE(loop.until([&] { return b.found.size() >= looks + 2; }));
+  CHECK(b.events.size() == 2);
+}
