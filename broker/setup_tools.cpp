@@ -195,6 +195,7 @@ policy::AddSourceRequest addSourceRequest(const RunContext& run, const nlohmann:
     r.ftpUrl = src["url"].get<std::string>();
     r.localReason = ftpLocalReason(r.ftpUrl);
     r.ftpLogin = src.value("usernameSecret", "") + " and " + src.value("passwordSecret", "");
+    r.ftpFetch = src.contains("fetch") && src["fetch"].is_boolean() && src["fetch"].get<bool>();
   }
   if (src.value("type", "") == "command" && !commandWordsProblem(src)) {
     const std::string mode = src.contains("mode") && src["mode"].is_string() ? src["mode"].get<std::string>() : "interval";

@@ -90,7 +90,8 @@ Verdict decideAddSource(const config::AgentConfig& agent, const SessionFacts& fa
     add("it lists the FTP folder " + req.ftpUrl +
         (req.localReason.empty() ? ", a public address (never followed into your local network)"
                                  : " on your LOCAL NETWORK (" + req.localReason + ")") +
-        ", logging in with your .env entries " + req.ftpLogin);
+        ", logging in with your .env entries " + req.ftpLogin +
+        (req.ftpFetch ? ", and fetches each new or changed file into the agent's inbox" : ""));
   if (req.forAllAgents) add("it is a source for all agents");
   if (req.trustOwner) add("its reports would count as yours (trust: owner)");
   if (tainted) add(taintWords(facts));

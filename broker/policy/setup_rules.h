@@ -36,6 +36,7 @@ struct AddSourceRequest {
   std::string folder = {};            // a folder source's path, as asked for (named in the question)
   std::string ftpUrl = {};            // an ftp source's folder: the question names it (localReason as for http)
   std::string ftpLogin = {};          // the .env entries it logs in with ("FTP_USER and FTP_PASSWORD")
+  bool ftpFetch = false;              // ...and writes each new file into the agent's inbox
   std::string webhook = {};           // a webhook source: "/hooks/NAME" (events from whoever sends there)
   bool webhookOpen = false;           // ...accepting anyone, without a secret
 };

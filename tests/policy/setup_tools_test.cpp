@@ -163,6 +163,10 @@ TEST_CASE("setup: add_source of an ftp source asks in every mode, naming the fol
   check("public ftp asks too", v, Decision::Ask);
   CHECK(v.reason.find("ftps://files.example.com/drop/, a public address") != std::string::npos);
   CHECK(v.reason.find("LOCAL") == std::string::npos);
+  CHECK(v.reason.find("inbox") == std::string::npos);
+  pub.ftpFetch = true;
+  CHECK(decideAddSource(gonzo, setupFacts(Mode::Bypass), pub).reason.find(
+            "and fetches each new or changed file into the agent's inbox") != std::string::npos);
   // Not a folder in the workspace, whatever the request says: still asked.
   pub.folderInsideWorkspace = true;
   check("an ftp source is never a workspace folder", decideAddSource(gonzo, setupFacts(Mode::Bypass), pub), Decision::Ask);
