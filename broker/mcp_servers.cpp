@@ -48,6 +48,20 @@ McpServers::SessionPtr McpServers::session(const std::string& agent, const std::
   return s;
 }
 
+namespace {
+
+// What pined starts a server's process from: a change of any of these starts it again. The
+// broker's own rules (taints, approve, readOnly, timeouts) take effect without a restart.
+std::string startedFrom(const config::McpServer& s) {
+  return nlohmann::json{{"bundled", s.bundled},         {"command", s.command},         {"env", s.env},
+                        {"url", s.url},                 {"headers", s.headers},         {"allowHosts", s.allowHosts},
+                        {"denyHosts", s.denyHosts},     {"allowPrivate", s.allowPrivate}, {"search", s.searchUrl},
+                        {"searchKey", s.searchKeySecret}, {"profile", s.profile}}
+      .dump();
+}
+
+}  // namespace
+
 kj::Promise<void> McpServers::prepare(const config::AgentConfig& agent, const std::vector<std::string>& servers) {
   kj::Vector<kj::Promise<void>> all;
   for (const auto& name : servers) {
@@ -61,6 +75,17 @@ kj::Promise<void> McpServers::prepare(const config::AgentConfig& agent, const st
     s->lastUsedMs = nowMs();
     s->idleSec = unsigned(it->second.idleSec);
     s->callTimeoutSec = unsigned(it->second.timeoutSec);
+    const std::string entry = startedFrom(it->second);
+    // Its entry changed since it started: started again with the new one (once no call is in flight;
+    // a server waiting out a failure's delay is tried again at once).
+    if ((s->state == "running" || s->state == "failed") && s->calls == 0 && !s->entry.empty() && s->entry != entry) {
+      spdlog::info("MCP server '{}' of agent '{}': its entry changed; starting it again", name, agent.id);
+      audit("mcp.stopped", {{"agent", agent.id}, {"server", name}, {"reason", "its entry changed"}});
+      s->state = "stopped";
+      s->retryAtMs = 0;
+      letGo(*s);
+    }
+    if (s->state != "running" && s->state != "starting") s->entry = entry;
     all.add(ensure(s));
   }
   return kj::joinPromises(all.releaseAsArray());

@@ -120,6 +120,7 @@ struct McpServers::Session {
   std::set<std::string> disabled;  // by the tool's name on the server
   long long lastUsedMs = 0, retryAtMs = 0, startedMs = 0;
   unsigned idleSec = 600, callTimeoutSec = 300;  // from its configuration, at its last prepare
+  std::string entry;  // what its process was started from (startedFrom): a change starts it again
   // bundled: commands: no process; its tools are the commands of its configuration
   bool commands = false;
   std::map<std::string, config::McpCommand> commandSpecs;

@@ -622,3 +622,51 @@ TEST_CASE("bundled commands: pined checks again what a broker asks, and runs at 
   };
   CHECK_MESSAGE(waitUntil([&] { return commandExits() >= 6; }, 10s), commandExits());
 }
+
+TEST_CASE("MCP: a server whose entry changed is started again with the new one at its next use; a rule change is not") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  auto agentYaml = [&](const std::string& mark, const std::string& extra) {
+    return "description: uses an MCP server\ntools: [read]\nmcpServers:\n" +
+           server("files", "honest", "    env: {MARK: " + mark + "}\n" + extra);
+  };
+  mcpHome(home, {{"relay-mcp", agentYaml("one", "")}});
+  Pined pined(home, mcpWorker(), {});
+  auto serverPid = [&] {
+    std::vector<pid_t> pids;
+    REQUIRE(waitUntil([&] { return (pids = processesMentioning("--mode=honest")).size() == 1; }, 10s));
+    return pids[0];
+  };
+  auto markOf = [](pid_t pid) {
+    std::string env = readText("/proc/" + std::to_string(pid) + "/environ");
+    for (auto& v : {"MARK=one", "MARK=two"})
+      if (contains(env, std::string(v) + '\0')) return std::string(v);
+    return std::string("none");
+  };
+  auto echo = [&](const std::string& text) {
+    return answerOf(message(pined, "relay-mcp", "CALL mcp__files__echo {\"text\": \"" + text + "\"}\n"));
+  };
+  REQUIRE(contains(echo("first"), "mcp__files__echo: ok:"));
+  pid_t first = serverPid();
+  CHECK(markOf(first) == "MARK=one");
+
+  // A rule of the broker's (the call's time limit) changes: the same process serves.
+  writeText(home + "/agents/relay-mcp/agent.yaml", agentYaml("one", "    timeoutSec: 100\n"));
+  REQUIRE(pined.ctl({"reload"}).exitCode == 0);
+  REQUIRE(contains(echo("second"), "mcp__files__echo: ok:"));
+  CHECK(serverPid() == first);
+
+  // Its environment changes: the old process goes, a new one starts from the new entry.
+  writeText(home + "/agents/relay-mcp/agent.yaml", agentYaml("two", "    timeoutSec: 100\n"));
+  REQUIRE(pined.ctl({"reload"}).exitCode == 0);
+  std::string a = echo("third");
+  CHECK_MESSAGE(contains(a, "mcp__files__echo: ok:"), a);
+  CHECK(contains(a, "third"));
+  CHECK(waitUntil([&] { return kill(first, 0) != 0; }, 10s));
+  pid_t second = serverPid();
+  CHECK(second != first);
+  CHECK(markOf(second) == "MARK=two");
+  bool audited = false;
+  for (auto& e : pined.auditEvents("mcp.stopped")) audited = audited || contains(e, "its entry changed");
+  CHECK(audited);
+}
