@@ -300,19 +300,24 @@ TEST_CASE("ftp source with fetch: each new or changed file lands whole in the ag
     CHECK(p["sha256"].get<std::string>().size() == 64);
   }
   CHECK(events[0]["payload"]["sha256"] != events[1]["payload"]["sha256"]);
-  // big.bin may come last in the listing: its refusal ends the look.
-  CHECK_MESSAGE(waitUntil([&] {
-                  auto e = statusOf(home, "drop").error;
-                  return contains(e, "big.bin") && !contains(e, "not a folder");
-                }, 30s),
-                statusOf(home, "drop").error);
-  // The agent's own files (as root: its uid, as its workspace is); nothing half-written left behind.
+  // The agent's own files (as root: its uid, as its workspace is).
   struct stat wsSt {}, fileSt {};
   REQUIRE(stat(ws.c_str(), &wsSt) == 0);
   REQUIRE(stat((ws + "/inbox/ftp-drop/a.txt").c_str(), &fileSt) == 0);
   CHECK(fileSt.st_uid == wsSt.st_uid);
-  for (auto& e : std::filesystem::directory_iterator(ws + "/inbox/ftp-drop"))
-    CHECK_MESSAGE(e.path().filename().string().rfind(".fetching-", 0) != 0, e.path().string());
+  // big.bin (over maxFileMb) is refused whenever its turn in the look comes; what it began to
+  // write goes with it: nothing half-written stays.
+  auto halfWritten = [&] {
+    for (auto& e : std::filesystem::directory_iterator(ws + "/inbox/ftp-drop"))
+      if (e.path().filename().string().rfind(".fetching-", 0) == 0) return true;
+    return false;
+  };
+  CHECK_MESSAGE(waitUntil([&] {
+                  auto e = statusOf(home, "drop").error;
+                  return contains(e, "big.bin: the file was not fetched:") && contains(e, "larger than 1048576 bytes");
+                }, 30s),
+                statusOf(home, "drop").error);
+  CHECK(waitUntil([&] { return !halfWritten(); }, 30s));
   CHECK(!std::filesystem::exists(ws + "/inbox/ftp-drop/big.bin"));
   CHECK(std::filesystem::is_empty(outside));
   // The bytes went to the workspace, never through the broker: the database holds the event, not the file.
