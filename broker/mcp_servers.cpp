@@ -56,7 +56,9 @@ kj::Promise<void> McpServers::prepare(const config::AgentConfig& agent, const st
       useCommands(agent.id, it->second);
       continue;
     }
-    if (it == agent.mcpServers.end() || (it->second.command.empty() && it->second.url.empty() && it->second.bundled != "web")) continue;  // bundled browser: not here yet
+    if (it == agent.mcpServers.end() || (it->second.command.empty() && it->second.url.empty() && it->second.bundled != "web" &&
+                                            it->second.bundled != "browser"))
+      continue;
     auto s = session(agent.id, name);
     s->lastUsedMs = nowMs();
     s->idleSec = unsigned(it->second.idleSec);

@@ -8,5 +8,8 @@ namespace pine::sandbox {
 
 std::vector<const char*> systemRoots();        // any sandboxed program (defaultSystemReadable)
 std::vector<const char*> brokerSystemRoots();  // the broker's narrower set (brokerSystemReadable)
+// What Chromium with its own sandbox reads and writes beyond the egress set (browserPolicy).
+std::vector<const char*> browserSystemReadable();
+std::vector<const char*> browserSystemWritable();
 
 }  // namespace pine::sandbox
