@@ -68,12 +68,15 @@ TEST_CASE("browser: a real Chromium with its sandbox on, driven through pine-bro
   const std::string base = "http://127.0.0.1:" + std::to_string(port);
   TempDir dir;
   std::string home = dir.path() + "/home";
-  writeMinimalConfig(home, {"relay-open", "relay-strict"});
+  writeMinimalConfig(home, {"relay-open", "relay-strict", "relay-profile"});
   writeText(home + "/agents/relay-open/agent.yaml",
             "description: the browser on this machine\ntools: [read]\nmcpServers:\n  browser:\n    bundled: browser\n"
             "    allowPrivate: true\n    denyHosts: [localhost]\n");
   writeText(home + "/agents/relay-strict/agent.yaml",
             "description: the public web only\ntools: [read]\nmcpServers:\n  browser:\n    bundled: browser\n");
+  writeText(home + "/agents/relay-profile/agent.yaml",
+            "description: a kept profile\ntools: [read]\nmcpServers:\n  browser:\n    bundled: browser\n"
+            "    allowPrivate: true\n    profile: shop\n");
   Pined pined(home, {"--worker-program", testBinDir() + "/fixtures/test-worker"}, {});
 
   auto t = message(pined, "relay-open",
@@ -152,6 +155,18 @@ TEST_CASE("browser: a real Chromium with its sandbox on, driven through pine-bro
   CHECK(contains(s.value("answer", ""), "refused: '127.0.0.1': 127.0.0.1 is a loopback address"));
   CHECK(server.requests().size() == before);
 
+  // A named profile: Chromium keeps it in browser-profiles/<name>/ in pine's home, mode 700, not
+  // in the workspace, and it is still there after the server stops.
+  auto k = message(pined, "relay-profile", call("open", "{\"url\": \"" + base + "/more\"}"));
+  CAPTURE(k.dump());
+  CHECK(contains(k.value("answer", ""), "Opened " + base + "/more (\"More\")"));
+  const std::string kept = home + "/browser-profiles/shop";
+  struct stat st {};
+  REQUIRE(stat(kept.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  CHECK(std::filesystem::exists(kept + "/Default"));
+  CHECK_FALSE(std::filesystem::exists(home + "/agents/relay-profile/workspace/Default"));
+
   // No orphans: once pined has stopped, pine-browser and every Chromium process are gone.
   std::set<pid_t> all(tree.begin(), tree.end());
   for (pid_t b : processesMentioning("pine-browser")) all.insert(b);
@@ -161,4 +176,7 @@ TEST_CASE("browser: a real Chromium with its sandbox on, driven through pine-bro
     CAPTURE(pid);
     CHECK_FALSE(alive(pid));
   }
+  // The named profile is kept. (pined's shutdown kills MCP servers outright: a fresh profile
+  // and pine-browser's temp folder in /dev/shm are removed by the server's next start then.)
+  CHECK(std::filesystem::exists(kept + "/Default"));
 }
