@@ -19,6 +19,7 @@ using nlohmann::json;
 
 constexpr size_t kMaxTextBytes = 1u << 20;
 constexpr int kLoadWaitMs = 20000;
+constexpr size_t kMaxTabs = 8;
 
 std::string stringArg(const json& args, const char* key) {
   auto it = args.find(key);
@@ -67,19 +68,41 @@ json PageTools::list() const {
 }
 
 std::string PageTools::session() {
-  if (!session_.empty()) return session_;
+  auto it = tabs_.find(current_);
+  if (it != tabs_.end()) {
+    it->second.used = ++clock_;
+    return it->second.session;
+  }
+  if (tabs_.size() >= kMaxTabs) {  // the one used longest ago makes room
+    auto old = tabs_.begin();
+    for (auto t = tabs_.begin(); t != tabs_.end(); ++t)
+      if (t->second.used < old->second.used) old = t;
+    try {
+      if (!old->second.context.empty())
+        cdp_.call("Target.disposeBrowserContext", {{"browserContextId", old->second.context}});
+      else
+        cdp_.call("Target.closeTarget", {{"targetId", old->second.target}});
+    } catch (const CdpError&) {
+      // gone already
+    }
+    tabs_.erase(old);
+  }
   // A fresh profile: a browser context of its own (cookies and storage in memory, gone with
   // the process). A named profile: its default context, where its cookies are.
+  Tab tab;
   json create = {{"url", "about:blank"}};
-  if (!job_.persistent)
-    create["browserContextId"] = cdp_.call("Target.createBrowserContext", {{"disposeOnDetach", true}}).value("browserContextId", "");
-  json target = cdp_.call("Target.createTarget", create);
-  json attached = cdp_.call("Target.attachToTarget", {{"targetId", target.value("targetId", "")}, {"flatten", true}});
-  std::string s = attached.value("sessionId", "");
-  if (s.empty()) throw CdpError("Chromium gave no session for the page");
-  cdp_.call("Page.enable", json::object(), s);
-  session_ = s;
-  return s;
+  if (!job_.persistent) {
+    tab.context = cdp_.call("Target.createBrowserContext", {{"disposeOnDetach", true}}).value("browserContextId", "");
+    create["browserContextId"] = tab.context;
+  }
+  tab.target = cdp_.call("Target.createTarget", create).value("targetId", "");
+  json attached = cdp_.call("Target.attachToTarget", {{"targetId", tab.target}, {"flatten", true}});
+  tab.session = attached.value("sessionId", "");
+  if (tab.session.empty()) throw CdpError("Chromium gave no session for the page");
+  cdp_.call("Page.enable", json::object(), tab.session);
+  tab.used = ++clock_;
+  tabs_[current_] = tab;
+  return tab.session;
 }
 
 json PageTools::evaluate(const std::string& expression) {
@@ -245,8 +268,9 @@ json PageTools::screenshot() {
   return fail("cannot name the screenshot: too many in this second");
 }
 
-json PageTools::call(const std::string& tool, const json& args) {
+json PageTools::call(const std::string& tool, const json& args, const std::string& conversation) {
   std::lock_guard<std::mutex> lock(mu_);
+  current_ = conversation.substr(0, 256);
   try {
     if (tool == "open") return open(args);
     if (tool == "read") return read();

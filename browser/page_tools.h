@@ -1,8 +1,12 @@
 // The browser's tools as the model calls them (open, read, click, type, back, screenshot),
-// each on the page of a browser context of its own (a fresh profile in Chromium's memory),
-// driven over the DevTools protocol. Every error is an error result, never a crash. What a
+// on a page of the calling conversation's own (the broker names it in the call's _meta): with a
+// fresh profile each conversation has a browser context of its own (cookies and storage in
+// Chromium's memory, apart from the others'); with a named profile a tab of its own in that
+// profile. At most 8 are kept; the one used longest ago is closed for a ninth. Driven over the
+// DevTools protocol. Every error is an error result, never a crash. What a
 // page says is a stranger's text: it comes back as text, and the server always taints.
 #pragma once
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -20,7 +24,7 @@ class PageTools {
   // tools/list's array.
   nlohmann::json list() const;
   // A tools/call result ({content, isError}); one call at a time.
-  nlohmann::json call(const std::string& tool, const nlohmann::json& args);
+  nlohmann::json call(const std::string& tool, const nlohmann::json& args, const std::string& conversation = "");
 
  private:
   std::string session();
@@ -39,8 +43,14 @@ class PageTools {
   CdpClient& cdp_;
   Proxy& proxy_;
   const BrowserJob& job_;
+  struct Tab {
+    std::string session, target, context;
+    unsigned long long used = 0;
+  };
   std::mutex mu_;
-  std::string session_;
+  std::map<std::string, Tab> tabs_;  // by conversation
+  std::string current_;             // the conversation of the call running now
+  unsigned long long clock_ = 0;
 };
 
 }  // namespace pine::browser

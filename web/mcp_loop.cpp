@@ -96,7 +96,8 @@ std::optional<json> mcpAnswer(const json& m, const McpServerSpec& spec) {
   if (method == "tools/call") {
     const std::string name = params.value("name", json("")).is_string() ? params.value("name", "") : "";
     json args = params.contains("arguments") && params["arguments"].is_object() ? params["arguments"] : json::object();
-    return result(id, spec.call(name, args));
+    json meta = params.contains("_meta") && params["_meta"].is_object() ? params["_meta"] : json::object();
+    return result(id, spec.call(name, args, meta));
   }
   return errorAnswer(id, -32601, "no method '" + method + "' (" + spec.name + " serves initialize, ping, tools/list, tools/call)");
 }

@@ -34,8 +34,9 @@ struct McpServerSpec {
   std::string name;          // serverInfo.name, and in error texts
   std::string instructions;  // initialize's instructions
   nlohmann::json tools;      // the tools/list array
-  // A tools/call's result object ({content, isError}); may throw (an error result then).
-  std::function<nlohmann::json(const std::string& tool, const nlohmann::json& arguments)> call;
+  // A tools/call's result object ({content, isError}); may throw (an error result then). `meta`
+  // is the call's _meta (an object; the broker names the conversation to pine-browser there).
+  std::function<nlohmann::json(const std::string& tool, const nlohmann::json& arguments, const nlohmann::json& meta)> call;
   std::function<void()> atEnd;  // when the broker has closed the socket, before the exit
 };
 

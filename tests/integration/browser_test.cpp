@@ -42,6 +42,11 @@ PageReply site(const PageRequest& r, int port) {
             "<button id=\"go\" type=\"submit\">Search</button></form>"};
   if (r.path.rfind("/submit?", 0) == 0)
     return {200, {{"Content-Type", html}}, "<title>Done</title><p>You searched.</p>"};
+  if (r.path == "/set") return {200, {{"Content-Type", html}, {"Set-Cookie", "pine=kept; Path=/"}}, "<title>Set</title>"};
+  if (r.path == "/show") {
+    const std::string cookie = r.header("Cookie");
+    return {200, {{"Content-Type", html}}, "<title>Show</title><p>cookie: " + (cookie.empty() ? "none" : cookie) + "</p>"};
+  }
   if (r.path == "/to-denied") return {302, {{"Location", "http://localhost:" + p + "/secret"}}, ""};
   return {404, {{"Content-Type", "text/plain"}}, "not here"};
 }
@@ -147,6 +152,23 @@ TEST_CASE("browser: a real Chromium with its sandbox on, driven through pine-bro
     }
   }
   CHECK(renderers >= 1);
+
+  // Each conversation has a browser context of its own: a cookie set in one is not sent from
+  // another, and is still there when the first conversation comes back.
+  auto c1 = message(pined, "relay-open", call("open", "{\"url\": \"" + base + "/set\"}") +
+                                             call("open", "{\"url\": \"" + base + "/show\"}") + call("read"),
+                    true, "one");
+  CAPTURE(c1.dump());
+  CHECK(contains(c1.value("answer", ""), "cookie: pine=kept"));
+  auto c2 = message(pined, "relay-open", call("read") + call("open", "{\"url\": \"" + base + "/show\"}") + call("read"),
+                    true, "two");
+  CAPTURE(c2.dump());
+  CHECK(contains(c2.value("answer", ""), "URL: about:blank"));  // its own page, not the other's
+  CHECK(contains(c2.value("answer", ""), "cookie: none"));
+  auto c3 = message(pined, "relay-open", call("read"), true, "one");
+  CAPTURE(c3.dump());
+  CHECK(contains(c3.value("answer", ""), "URL: " + base + "/show"));
+  CHECK(contains(c3.value("answer", ""), "cookie: pine=kept"));
 
   // Without allowPrivate this machine is refused, before Chromium asks for it.
   const size_t before = server.requests().size();
