@@ -67,6 +67,10 @@ int serve(int fd) {
     return 2;
   }
   const BrowserJob job = std::move(*decoded);
+  if (geteuid() == 0) {  // Chromium's sandbox is never traded for running as root
+    fprintf(stderr, "pine-browser: refusing to run Chromium as root (pined starts it as an unprivileged uid)\n");
+    return 2;
+  }
   // Stopped by a signal (pined's shutdown): the same clean-up as when the broker lets go. Blocked
   // here, before any thread, and taken by one thread below.
   sigset_t stop;

@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <thread>
@@ -142,7 +143,12 @@ std::string PageTools::refusalNote(size_t mark) {
   auto refused = proxy_.refusalsSince(mark);
   if (refused.empty()) return "";
   std::string out = "\nRefused by the web rules:";
-  for (size_t i = 0; i < refused.size() && i < 20; ++i) out += "\n- " + refused[i];
+  std::vector<std::string> said;  // each reason once
+  for (size_t i = 0; i < refused.size() && said.size() < 20; ++i)
+    if (std::find(said.begin(), said.end(), refused[i]) == said.end()) {
+      said.push_back(refused[i]);
+      out += "\n- " + refused[i];
+    }
   return out;
 }
 

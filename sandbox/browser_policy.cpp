@@ -1,10 +1,13 @@
 // browserPolicy (policy.h): pine-browser's sandbox, the egress one widened by what Chromium's
 // own sandbox needs. Kept apart from policy.cpp: it is one connector's.
+#include <dirent.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "sandbox/policy.h"
 #include "sandbox/system_runtime.h"
@@ -42,6 +45,25 @@ Policy browserPolicy(const BrowserPaths& paths) {
   // That socket is made in a short folder pine-browser makes in /dev/shm (a socket's path has
   // at most 107 bytes): Landlock's right to make sockets there (and below).
   if (auto shm = resolvedIfThere("/dev/shm"); !shm.empty()) pol.listenSockets.push_back(shm + "/SingletonSocket");
+  // Where the system's sockets live (D-Bus, container engines, users' session buses): each entry
+  // there now is hidden, so that AF_UNIX reaches none of them. A mount namespace binds an empty
+  // folder or file over each (the launch's maskHome); without one, Landlock has nothing to refuse
+  // (connect is not mediated) and this stays a gap, as for entries made later.
+  for (const char* hidden : browserHiddenRoots()) {
+    const std::string root = resolvedIfThere(hidden);
+    DIR* d = root.empty() ? nullptr : opendir(root.c_str());
+    if (!d) continue;
+    pol.readable.push_back(root);
+    while (dirent* e = readdir(d)) {
+      const std::string path = root + "/" + e->d_name;
+      struct stat st;
+      // A link (/run/shm) leads where the policy already decides.
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0 && lstat(path.c_str(), &st) == 0 &&
+          !S_ISLNK(st.st_mode))
+        pol.denyRead.push_back(path);
+    }
+    closedir(d);
+  }
   for (const char* r : browserSystemReadable())
     if (auto real = resolvedIfThere(r); !real.empty()) pol.readable.push_back(real);
   for (const char* w : browserSystemWritable())

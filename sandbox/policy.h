@@ -204,7 +204,9 @@ struct BrowserPaths {
 // can write its new user namespace's uid_map, gid_map and setgroups (pined's fresh /proc of
 // the pid namespace: only pine-browser's own processes are there); user namespaces and chroot
 // (seccomp: Chromium chroots into an empty folder inside its own user namespace); fonts'
-// settings read-only; /dev/shm, the data folder and the screenshots folder writable. Throws
+// settings read-only; AF_UNIX (its process singleton), with each entry of /run in denyRead (a
+// mount namespace masks them: the system's sockets); /dev/shm, the data folder and the
+// screenshots folder writable. Throws
 // PolicyError as egressPolicy does, or when the data or screenshots folder lies in a readable
 // tree, or holds pine's home.
 Policy browserPolicy(const BrowserPaths& paths);

@@ -65,5 +65,6 @@ std::vector<const char*> browserSystemReadable() {
   return {"/etc/fonts", "/etc/localtime", "/etc/passwd", "/etc/group", "/sys/devices/system/cpu"};
 }
 std::vector<const char*> browserSystemWritable() { return {"/proc", "/dev/shm", "/dev/null"}; }
+std::vector<const char*> browserHiddenRoots() { return {"/run"}; }
 
 }  // namespace pine::sandbox

@@ -22,5 +22,6 @@ std::string elfInterpreter(const std::string&) { return ""; }
 // Chromium's macOS sandbox is Seatbelt's own; untried here: the libraries' roots only.
 std::vector<const char*> browserSystemReadable() { return {}; }
 std::vector<const char*> browserSystemWritable() { return {"/dev/null"}; }
+std::vector<const char*> browserHiddenRoots() { return {}; }
 
 }  // namespace pine::sandbox

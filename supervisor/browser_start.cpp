@@ -98,6 +98,7 @@ StartedProgram startBrowserServer(Supervisor& sup, const std::string& agent, con
     sandbox::LaunchParams launch;
     launch.cwd = "/";
     launch.ids = ids;
+    launch.maskHome = home;  // an empty folder over /run (browserPolicy's hidden roots)
     launch.seatbelt = sandbox::SeatbeltOptions{false, false, true};
     host.launch(box, launch);
   } catch (std::exception& e) {
