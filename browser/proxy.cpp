@@ -213,41 +213,46 @@ int Proxy::start() {
   if (bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listener_, 64) != 0 ||
       getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
     throw std::runtime_error(std::string("proxy: cannot listen on 127.0.0.1: ") + strerror(errno));
-  std::thread([this] {
+  std::thread([state = state_, fd = listener_] {
     for (;;) {
-      int c = acceptCloexec(listener_);
+      int c = acceptCloexec(fd);
       if (c < 0) {
         if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE) continue;
+        close(fd);  // shut down by ~Proxy
         return;
       }
-      std::thread([this, c] { serve(c); }).detach();
+      std::thread([state, c] { serve(state, c); }).detach();
     }
   }).detach();
   return ntohs(a.sin_port);
 }
 
+Proxy::~Proxy() {
+  if (listener_ >= 0) shutdown(listener_, SHUT_RDWR);  // the accepting thread sees it and closes it
+}
+
 size_t Proxy::mark() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return refusals_.size();
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->refusals.size();
 }
 
 std::vector<std::string> Proxy::refusalsSince(size_t mark) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (mark >= refusals_.size()) return {};
-  return std::vector<std::string>(refusals_.begin() + static_cast<long>(mark), refusals_.end());
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (mark >= state_->refusals.size()) return {};
+  return std::vector<std::string>(state_->refusals.begin() + static_cast<long>(mark), state_->refusals.end());
 }
 
-void Proxy::refuse(int client, const std::string& why) {
+void Proxy::refuse(State& state, int client, const std::string& why) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (refusals_.size() < kMaxRefusals) refusals_.push_back(why);
+    std::lock_guard<std::mutex> lock(state.mu);
+    if (state.refusals.size() < kMaxRefusals) state.refusals.push_back(why);
   }
   const std::string body = "pine-browser refused this address: " + why + "\n";
   web::writeAll(client, "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
                             std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
 }
 
-void Proxy::serve(int client) {
+void Proxy::serve(const std::shared_ptr<State>& state, int client) {
   std::string head;
   char buf[4096];
   while (head.find("\r\n\r\n") == std::string::npos) {
@@ -269,13 +274,13 @@ void Proxy::serve(int client) {
   std::string why;
   auto req = parseProxyRequest(head, why);
   if (!req) {
-    refuse(client, why);
+    refuse(*state, client, why);
     close(client);
     return;
   }
   std::vector<sockaddr_storage> addrs;
-  if (auto refused = checkDestination(req->host, req->port, !req->connect, rules_, addrs)) {
-    refuse(client, *refused);
+  if (auto refused = checkDestination(req->host, req->port, !req->connect, state->rules, addrs)) {
+    refuse(*state, client, *refused);
     close(client);
     return;
   }

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -40,23 +41,30 @@ std::optional<ProxyRequest> parseProxyRequest(const std::string& head, std::stri
 
 class Proxy {
  public:
-  explicit Proxy(WebRules rules) : rules_(std::move(rules)) {}
+  explicit Proxy(WebRules rules) : state_(std::make_shared<State>()) { state_->rules = std::move(rules); }
+  // Stops listening; connections being relayed finish on their own (their threads share the state).
+  ~Proxy();
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
   // Listens on 127.0.0.1 (a port the kernel picks) and serves on threads; returns the port.
   // Throws std::runtime_error when it cannot listen.
   int start();
   // Refusals are numbered: mark() now, refusalsSince(mark) later.
   size_t mark();
   std::vector<std::string> refusalsSince(size_t mark);
-  const WebRules& rules() const { return rules_; }
+  const WebRules& rules() const { return state_->rules; }
 
  private:
-  void serve(int client);
-  void refuse(int client, const std::string& why);
+  struct State {
+    WebRules rules;
+    std::mutex mu;
+    std::vector<std::string> refusals;
+  };
+  static void serve(const std::shared_ptr<State>& state, int client);
+  static void refuse(State& state, int client, const std::string& why);
 
-  WebRules rules_;
+  std::shared_ptr<State> state_;  // shared with the threads, which may outlive the Proxy
   int listener_ = -1;
-  std::mutex mu_;
-  std::vector<std::string> refusals_;
 };
 
 }  // namespace pine::browser
