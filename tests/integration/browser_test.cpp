@@ -210,6 +210,10 @@ TEST_CASE("browser: a real Chromium with its sandbox on, driven through pine-bro
   CHECK(std::filesystem::exists(kept + "/Default"));
   CHECK_FALSE(std::filesystem::exists(home + "/agents/relay-profile/workspace/Default"));
 
+  // pine-browser writes to pined's stderr: a sanitizer build's report from it would be here.
+  CHECK_FALSE(contains(pined.stderrText(), "ERROR: AddressSanitizer"));
+  CHECK_FALSE(contains(pined.stderrText(), "runtime error:"));
+
   // No orphans: once pined has stopped, pine-browser and every Chromium process are gone.
   std::set<pid_t> all(tree.begin(), tree.end());
   for (pid_t b : processesMentioning("pine-browser")) all.insert(b);
