@@ -74,6 +74,8 @@ TEST_CASE("browser: a real Chromium with its sandbox on, driven through pine-bro
   const std::string base = "http://127.0.0.1:" + std::to_string(port);
   TempDir dir;
   std::string home = dir.path() + "/home";
+  std::set<std::string> shmBefore;
+  for (auto& e : std::filesystem::directory_iterator("/dev/shm")) shmBefore.insert(e.path().string());
   writeMinimalConfig(home, {"relay-open", "relay-strict", "relay-profile"});
   writeText(home + "/agents/relay-open/agent.yaml",
             "description: the browser on this machine\ntools: [read]\nmcpServers:\n  browser:\n    bundled: browser\n"
@@ -228,4 +230,8 @@ TEST_CASE("browser: a real Chromium with its sandbox on, driven through pine-bro
   // The named profile is kept. (pined's shutdown kills MCP servers outright: a fresh profile
   // and pine-browser's temp folder in /dev/shm are removed by the server's next start then.)
   CHECK(std::filesystem::exists(kept + "/Default"));
+  // This home is not started again, so its servers' temp folders are removed here.
+  for (auto& e : std::filesystem::directory_iterator("/dev/shm"))
+    if (e.path().filename().string().rfind("pine-browser-", 0) == 0 && !shmBefore.count(e.path().string()))
+      std::filesystem::remove_all(e.path());
 }
