@@ -34,9 +34,9 @@ nlohmann::json McpServers::report(const config::Home& cfg) const {
           tools.push_back({{"name", cmd}, {"readOnly", spec.readOnly || conf.readOnly}, {"disabled", false},
                            {"modelName", "mcp__" + name + "__" + cmd}, {"command", config::shownCommandLine(spec.words)}});
         j["tools"] = tools;
-      } else if (conf.command.empty() && conf.url.empty() && conf.bundled != "web") {
+      } else if (conf.command.empty() && conf.url.empty() && conf.bundled != "web" && conf.bundled != "browser") {
         j["state"] = "unsupported";
-        j["error"] = "only local (command) and remote (url) servers, the bundled web server and commands run in this version of pine";
+        j["error"] = "only local (command) and remote (url) servers, the bundled web and browser servers and commands run in this version of pine";
       } else if (it == sessions_.end()) {
         j["state"] = "stopped";
       } else {

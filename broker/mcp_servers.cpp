@@ -70,11 +70,14 @@ kj::Promise<void> McpServers::prepare(const config::AgentConfig& agent, const st
       useCommands(agent.id, it->second);
       continue;
     }
-    if (it == agent.mcpServers.end() || (it->second.command.empty() && it->second.url.empty() && it->second.bundled != "web")) continue;  // bundled browser: not here yet
+    if (it == agent.mcpServers.end() || (it->second.command.empty() && it->second.url.empty() && it->second.bundled != "web" &&
+                                            it->second.bundled != "browser"))
+      continue;
     auto s = session(agent.id, name);
     s->lastUsedMs = nowMs();
     s->idleSec = unsigned(it->second.idleSec);
     s->callTimeoutSec = unsigned(it->second.timeoutSec);
+    s->browser = it->second.bundled == "browser";
     const std::string entry = startedFrom(it->second);
     // Its entry changed since it started: started again with the new one (once no call is in flight;
     // a server waiting out a failure's delay is tried again at once).
@@ -275,14 +278,16 @@ std::vector<McpTool> McpServers::tools(const std::string& agent, const std::stri
 
 kj::Promise<McpAnswer> McpServers::call(const std::string& agent, const std::string& server,
                                               const std::string& tool, const nlohmann::json& args,
-                                              std::function<void(const std::string&)> progress) {
+                                              std::function<void(const std::string&)> progress,
+                                              const std::string& conversation) {
   auto it = sessions_.find(agent + "/" + server);
   auto fail = [&](std::string why) { return McpAnswer{"MCP server '" + server + "': " + why, true, false}; };
   if (it == sessions_.end()) return fail("not started");
   SessionPtr s = it->second;
   s->lastUsedMs = nowMs();
   if (s->commands) return callCommand(s, tool, args);
-  return ensure(s).then([this, s, tool, args, server, progress = std::move(progress)]() mutable -> kj::Promise<McpAnswer> {
+  return ensure(s).then([this, s, tool, args, server, conversation,
+                         progress = std::move(progress)]() mutable -> kj::Promise<McpAnswer> {
     auto fail = [&](std::string why) { return McpAnswer{"MCP server '" + server + "': " + why, true, false}; };
     if (s->state != "running" || !s->client) return fail(s->error.empty() ? "not running" : s->error);
     bool known = std::any_of(s->tools.begin(), s->tools.end(), [&](const mcp::ToolInfo& t) { return t.name == tool; });
@@ -298,7 +303,9 @@ kj::Promise<McpAnswer> McpServers::call(const std::string& agent, const std::str
       s->lastUsedMs = nowMs();
     });
     auto client = s->client;
-    return client->callTool(tool, args, s->callTimeoutSec * kj::SECONDS, std::move(progress))
+    nlohmann::json meta = nlohmann::json::object();
+    if (s->browser) meta["pine/conversation"] = conversation;
+    return client->callTool(tool, args, s->callTimeoutSec * kj::SECONDS, std::move(progress), meta)
         .attach(std::shared_ptr<mcp::Client>(client))
         .then([](mcp::ToolResult r) { return McpAnswer{std::move(r.text), r.isError, true}; },
               [this, s, gen, server](kj::Exception&& e) {

@@ -67,8 +67,11 @@ class McpServers : private kj::TaskSet::ErrorHandler {
   // One call of an enabled tool (by its name on the server). The result as the model reads it; an
   // error result saying why when the server failed, timed out or the tool is disabled.
   // progress gets the server's progress messages (outside content) while the call runs.
+  // `conversation` goes to the bundled browser only (its _meta "pine/conversation": a browser
+  // context per conversation); other servers are not told.
   kj::Promise<McpAnswer> call(const std::string& agent, const std::string& server, const std::string& tool,
-                              const nlohmann::json& args, std::function<void(const std::string&)> progress = {});
+                              const nlohmann::json& args, std::function<void(const std::string&)> progress = {},
+                              const std::string& conversation = "");
   // How the commands of `bundled: commands` servers are started (through pined); without it they
   // answer that they do not run.
   void runCommandsWith(AgentCommandStarter start) { runCommand_ = std::move(start); }
@@ -124,6 +127,7 @@ struct McpServers::Session {
   // bundled: commands: no process; its tools are the commands of its configuration
   bool commands = false;
   std::map<std::string, config::McpCommand> commandSpecs;
+  bool browser = false;  // bundled: browser: told the conversation of each call
   unsigned failures = 0, generation = 0, calls = 0, starts = 0;
 };
 

@@ -87,7 +87,7 @@ kj::Promise<ToolAnswer> BrokerTools::callMcp(const std::string& tool, const nloh
       if (c == '\n' || c == '\r') c = ' ';
     services->progress(task, tool + ": " + line);
   };
-  return mcp->call(run_.req.agent, server, row->name, args, progress).then([server, tool](McpAnswer a) {
+  return mcp->call(run_.req.agent, server, row->name, args, progress, run_.req.session).then([server, tool](McpAnswer a) {
     // Whatever a server returns may have been written by a stranger: data for the model, fenced.
     if (!a.fromServer) return ToolAnswer{a.text, a.isError};
     return ToolAnswer{fenceOutside("the result of " + tool + " (MCP server '" + server + "')", a.text), a.isError};

@@ -243,6 +243,13 @@ std::vector<SecurityNote> securityNotes(const Home& home, const HomeFacts& facts
                          "your account and the network",
                          "set defaults.mode: auto"});
     }
+    // A persistent browser profile keeps its sign-ins: any page the agent reads drives them.
+    for (auto& [name, s] : a.mcpServers)
+      if (s.bundled == "browser" && !s.profile.empty())
+        notes.push_back({a.file, "mcpServers." + name + ".profile",
+                         "agent '" + id + "' uses the browser profile '" + s.profile + "': a site signed in there sees the "
+                         "agent as you, and a page it reads can make it act as you there",
+                         "sign that profile in to nothing you would not let a stranger use, or remove profile for a fresh one"});
     // The dangerous combination: outside text plus something private to send out.
     if (a.hasWebTools()) {
       std::vector<std::string> why;

@@ -953,17 +953,22 @@ void readMcpServer(Ctx& c, const std::string& name, const YAML::Node& n, const s
   m.boolean("readOnly", s.readOnly);
   auto hostList = [&](const char* key, std::vector<std::string>& out) {
     m.strList(key, out);
-    if (m.has(key) && s.bundled != "web")
-      c.error(m.keyPos(key), m.pathOf(key), std::string("'") + key + "' applies to the bundled web server only");
+    if (m.has(key) && s.bundled != "web" && s.bundled != "browser")
+      c.error(m.keyPos(key), m.pathOf(key), std::string("'") + key + "' applies to the bundled web and browser servers only");
   };
   hostList("allowHosts", s.allowHosts);
   hostList("denyHosts", s.denyHosts);
   m.boolean("allowPrivate", s.allowPrivate);
-  if (m.has("allowPrivate") && s.bundled != "web")
-    c.error(m.keyPos("allowPrivate"), m.pathOf("allowPrivate"), "'allowPrivate' applies to the bundled web server only");
+  if (m.has("allowPrivate") && s.bundled != "web" && s.bundled != "browser")
+    c.error(m.keyPos("allowPrivate"), m.pathOf("allowPrivate"), "'allowPrivate' applies to the bundled web and browser servers only");
   if (m.has("search")) readWebSearch(c, m, s);
   if (m.str("profile", s.profile) && s.bundled != "browser")
     c.error(m.keyPos("profile"), m.pathOf("profile"), "'profile' applies to the bundled browser only");
+  else if (m.has("profile") && (s.profile.empty() || s.profile.size() > 64 || s.profile[0] == '-' ||
+                                 s.profile.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+                                     std::string::npos))
+    c.error(m.keyPos("profile"), m.pathOf("profile"),
+            "'" + s.profile + "' is not a profile name: use letters, digits, '_' and '-' (at most 64), e.g. shopping");
   m.integer("timeoutSec", s.timeoutSec, 1, 3600);
   m.integer("idleSec", s.idleSec, 1, 7 * 86400);
   if (m.has("commands") && s.bundled != "commands")

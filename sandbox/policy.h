@@ -34,6 +34,8 @@ struct Policy {
   // With network all: TCP only on these ports (bind: listeners; connect: what it dials).
   bool tcpPortsOnly = false;
   std::vector<int> tcpBind, tcpConnect;
+  // Chromium's own sandbox (browserPolicy): clone/unshare with CLONE_NEWUSER and chroot allowed.
+  bool userNamespaces = false;
 };
 
 // A configuration or grant that cannot become a policy. what() names the path
@@ -182,5 +184,31 @@ struct EgressPaths {
 // even where a readable tree holds them. Throws PolicyError when a path cannot be made
 // canonical or the program is not an ELF file, or when it lies inside pine's home.
 Policy egressPolicy(const EgressPaths& paths);
+
+}  // namespace pine::sandbox
+
+namespace pine::sandbox {
+
+// Where pine-browser (the bundled browser MCP server) runs from and what it may write.
+struct BrowserPaths {
+  EgressPaths egress;              // pine-browser itself, pine's home and the owner's home (denied)
+  std::string chromium;            // Chromium's program file (Debian: /usr/lib/chromium/chromium)
+  std::string dataDir;             // the server's own folder: its fresh profiles (or the named one)
+  std::string screenshots;         // the agent's workspace's screenshots/ folder; empty: none
+};
+
+// pine-browser's policy: the egress process's (network; libraries and what name resolution
+// and TLS read; pine's home, .env and the owner's home denied; nothing else executable) plus
+// what Chromium with its own sandbox on needs, no more: Chromium's program executable (it
+// starts its helpers as /proc/self/exe); /proc writable, so that Chromium's namespace sandbox
+// can write its new user namespace's uid_map, gid_map and setgroups (pined's fresh /proc of
+// the pid namespace: only pine-browser's own processes are there); user namespaces and chroot
+// (seccomp: Chromium chroots into an empty folder inside its own user namespace); fonts'
+// settings read-only; AF_UNIX (its process singleton), with each entry of /run in denyRead (a
+// mount namespace masks them: the system's sockets); /dev/shm, the data folder and the
+// screenshots folder writable. Throws
+// PolicyError as egressPolicy does, or when the data or screenshots folder lies in a readable
+// tree, or holds pine's home.
+Policy browserPolicy(const BrowserPaths& paths);
 
 }  // namespace pine::sandbox

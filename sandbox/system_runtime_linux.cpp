@@ -58,4 +58,13 @@ std::string elfInterpreter(const std::string& program) {
   return "";  // static: nothing but the program itself is executed
 }
 
+// Fonts' settings, the time zone, the accounts (getpwuid), the CPUs' description; /proc
+// writable for the uid_map of the user namespace Chromium's sandbox makes, /dev/shm for its
+// shared memory.
+std::vector<const char*> browserSystemReadable() {
+  return {"/etc/fonts", "/etc/localtime", "/etc/passwd", "/etc/group", "/sys/devices/system/cpu"};
+}
+std::vector<const char*> browserSystemWritable() { return {"/proc", "/dev/shm", "/dev/null"}; }
+std::vector<const char*> browserHiddenRoots() { return {"/run"}; }
+
 }  // namespace pine::sandbox

@@ -19,4 +19,9 @@ std::vector<const char*> brokerSystemRoots() {
 // Mach-O programs name their loader (dyld) inside the shared cache the roots above cover.
 std::string elfInterpreter(const std::string&) { return ""; }
 
+// Chromium's macOS sandbox is Seatbelt's own; untried here: the libraries' roots only.
+std::vector<const char*> browserSystemReadable() { return {}; }
+std::vector<const char*> browserSystemWritable() { return {"/dev/null"}; }
+std::vector<const char*> browserHiddenRoots() { return {}; }
+
 }  // namespace pine::sandbox

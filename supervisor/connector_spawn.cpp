@@ -17,7 +17,11 @@ std::string connectorProgram(const std::string& name) { return programDir() + "/
 
 pid_t spawnConnector(Supervisor& sup, const std::string& program, int fd3, const std::string& label) {
   // The egress process's sandbox fits connectors as well: network, libraries, the CA folders.
-  sandbox::PreparedSandbox box = egressSandbox(program, sup.home().root, sup.sandboxHost());
+  return spawnConnectorIn(sup, egressSandbox(program, sup.home().root, sup.sandboxHost()), program, fd3, label);
+}
+
+pid_t spawnConnectorIn(Supervisor& sup, const sandbox::PreparedSandbox& box, const std::string& program, int fd3,
+                       const std::string& label) {
   SpawnSpec spawn;
   spawn.program = program;
   spawn.args = {program};

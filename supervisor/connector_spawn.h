@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "sandbox/sandbox_host.h"
+
 namespace pine {
 
 class Supervisor;
@@ -16,5 +18,9 @@ std::string connectorProgram(const std::string& name);
 // Throws std::runtime_error saying why when the sandbox could not be built or entered: a
 // connector never runs unconfined.
 pid_t spawnConnector(Supervisor& sup, const std::string& program, int fd3, const std::string& label);
+
+// The same in a sandbox of the caller's (pine-browser's, sandbox::browserPolicy).
+pid_t spawnConnectorIn(Supervisor& sup, const sandbox::PreparedSandbox& box, const std::string& program, int fd3,
+                       const std::string& label);
 
 }  // namespace pine

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "config/secrets.h"
+#include "supervisor/browser_start.h"
 #include "supervisor/mcp_remote_start.h"
 #include "supervisor/supervisor.h"
 #include "supervisor/web_start.h"
@@ -81,6 +82,7 @@ StartedProgram startMcpServer(Supervisor& sup, kj::AsyncIoContext& io, const std
     throw std::runtime_error("agent '" + agent + "' has no MCP server '" + server + "' (agent.yaml mcpServers)");
   if (!s->second.url.empty()) return startMcpRemote(sup, io, agent, server, s->second);  // mcp_remote_start.cpp
   if (s->second.bundled == "web") return startWebServer(sup, io, agent, s->second);  // pine-web, in the egress sandbox
+  if (s->second.bundled == "browser") return startBrowserServer(sup, agent, s->second);  // pine-browser and Chromium
   if (s->second.command.empty())
     throw std::runtime_error("MCP server '" + server + "' of agent '" + agent + "' is not a local server ('command')");
   std::string why;

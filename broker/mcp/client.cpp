@@ -192,12 +192,16 @@ kj::Promise<std::vector<ToolInfo>> Client::listPage(std::string cursor, int page
 }
 
 kj::Promise<ToolResult> Client::callTool(const std::string& name, const nlohmann::json& arguments,
-                                         kj::Duration timeout, std::function<void(const std::string&)> progress) {
+                                         kj::Duration timeout, std::function<void(const std::string&)> progress,
+                                         const nlohmann::json& meta) {
   long long id = nextId_++;
   std::string token = "pine-" + std::to_string(id);
   nlohmann::json params = {{"name", name},
                            {"arguments", arguments.is_object() ? arguments : nlohmann::json::object()},
                            {"_meta", {{"progressToken", token}}}};
+  if (meta.is_object())
+    for (auto& [k, v] : meta.items())
+      if (k != "progressToken") params["_meta"][k] = v;
   progress_[token] = std::move(progress);
   size_t cap = options_.maxResultText;
   return request("tools/call", params, timeout, id)

@@ -64,8 +64,10 @@ class Client : private kj::TaskSet::ErrorHandler {
 
   kj::Promise<std::vector<ToolInfo>> listTools();
   // progress gets the server's progress messages as text (outside content).
+  // `meta` (an object) adds to the call's _meta (the bundled browser's conversation).
   kj::Promise<ToolResult> callTool(const std::string& name, const nlohmann::json& arguments, kj::Duration timeout,
-                                   std::function<void(const std::string&)> progress = {});
+                                   std::function<void(const std::string&)> progress = {},
+                                   const nlohmann::json& meta = nlohmann::json::object());
 
   // The server said its tools changed (notifications/tools/list_changed).
   void onToolsChanged(std::function<void()> f) { toolsChanged_ = std::move(f); }

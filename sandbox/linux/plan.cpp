@@ -97,11 +97,11 @@ LinuxPlan buildLinuxPlan(const Policy& policy, const LinuxOptions& o, const Prob
 
   try {
     // Compiling the filter is most of a plan's cost (about 2 ms): one per kind of filter is enough.
-    seccomp::FilterOptions fo{net, policy.unixSockets && net == Network::All, policy.execOnly};
+    seccomp::FilterOptions fo{net, policy.unixSockets && net == Network::All, policy.execOnly, policy.userNamespaces};
     static std::mutex cacheLock;
-    static std::map<std::tuple<int, bool, bool>, std::vector<sock_filter>> cache;
+    static std::map<std::tuple<int, bool, bool, bool>, std::vector<sock_filter>> cache;
     std::lock_guard<std::mutex> lock(cacheLock);
-    auto& cached = cache[{(int)fo.network, fo.unixSockets, fo.refuseExecveat}];
+    auto& cached = cache[{(int)fo.network, fo.unixSockets, fo.refuseExecveat, fo.userNamespaces}];
     if (cached.empty()) cached = seccomp::buildFilter(fo);
     plan.seccomp = cached;
   } catch (const std::exception& e) {

@@ -69,11 +69,12 @@ std::vector<sock_filter> buildFilter(const FilterOptions& options) {
         "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "keyctl", "add_key",
         "request_key", "perf_event_open", "userfaultfd", "setns", "kexec_load", "kexec_file_load", "init_module",
         "finit_module", "delete_module", "swapon", "swapoff", "reboot", "acct", "quotactl", "quotactl_fd", "iopl",
-        "ioperm", "open_by_handle_at", "syslog", "chroot", "uselib", "lookup_dcookie", "vm86", "vm86old",
+        "ioperm", "open_by_handle_at", "syslog", "uselib", "lookup_dcookie", "vm86", "vm86old",
         "io_uring_setup", "io_uring_enter", "io_uring_register"})
     deny(c, name, EPERM);
+  if (!options.userNamespaces) deny(c, "chroot", EPERM);
 
-  {
+  if (!options.userNamespaces) {
     scmp_arg_cmp a[] = {SCMP_A0(SCMP_CMP_MASKED_EQ, (scmp_datum_t)CLONE_NEWUSER, (scmp_datum_t)CLONE_NEWUSER)};
     deny(c, "unshare", EPERM, 1, a);
     deny(c, "clone", EPERM, 1, a);

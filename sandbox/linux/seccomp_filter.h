@@ -31,6 +31,9 @@ struct FilterOptions {
   Network network = Network::None;
   bool unixSockets = false;
   bool refuseExecveat = false;
+  // Chromium's sandbox makes user namespaces and chroots into an empty folder inside one:
+  // CLONE_NEWUSER and chroot stay allowed (sandbox::browserPolicy).
+  bool userNamespaces = false;
 };
 std::vector<sock_filter> buildFilter(const FilterOptions& options);
 inline std::vector<sock_filter> buildFilter(Network network) { return buildFilter(FilterOptions{network}); }

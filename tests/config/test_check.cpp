@@ -302,3 +302,15 @@ TEST_CASE("runCheck: exit 0 clean, 1 with notes, 2 when the configuration is inv
   CHECK(invalid.str().find("http.port: 99999 is out of range") != std::string::npos);
   CHECK(invalid.str().find("Configuration is invalid (1 error)") != std::string::npos);
 }
+
+TEST_CASE("note: a persistent browser profile acts as the owner; a fresh one does not") {
+  TempHome h;
+  h.replace("agents/scout/agent.yaml", "    bundled: web          # taints: what it returns is other people's text\n",
+            "    bundled: web          # taints: what it returns is other people's text\n  browser:\n    bundled: browser\n");
+  CHECK(notesOf(h).empty());  // the twin: a fresh profile each time
+  h.replace("agents/scout/agent.yaml", "    bundled: browser\n", "    bundled: browser\n    profile: shopping\n");
+  auto notes = notesOf(h);
+  auto* n = findNote(notes, h.path("agents/scout/agent.yaml"), "mcpServers.browser.profile", "make it act as you");
+  REQUIRE_MESSAGE(n, all(notes));
+  CHECK(n->message.find("'shopping'") != std::string::npos);
+}

@@ -50,3 +50,26 @@ TEST_CASE("web search: url and keySecret read; the key must be in .env; http onl
   r = h.load();
   CHECK_MESSAGE(findError(r.errors, "mcpServers.web.search", "bundled web server only"), dump(r.errors));
 }
+
+TEST_CASE("browser keys: the web rules apply to the browser too; a profile is a plain name") {
+  TempHome h;
+  scout(h, "    bundled: browser\n    allowHosts: [shop.example]\n    denyHosts: [ads.example]\n    allowPrivate: true\n"
+           "    profile: shop_1\n");
+  auto r = h.load();
+  REQUIRE_MESSAGE(r.ok(), dump(r.errors));
+  const auto& s = r.home->agents.at("scout").mcpServers.at("web");
+  CHECK(s.allowHosts == std::vector<std::string>{"shop.example"});
+  CHECK(s.denyHosts == std::vector<std::string>{"ads.example"});
+  CHECK(s.allowPrivate);
+  CHECK(s.profile == "shop_1");
+  for (const char* bad : {"../home", "a/b", "-x", "\"\""}) {
+    scout(h, std::string("    bundled: browser\n    profile: ") + bad + "\n");
+    r = h.load();
+    auto e = findError(r.errors, "mcpServers.web.profile", "is not a profile name");
+    CAPTURE(bad);
+    REQUIRE_MESSAGE(e, dump(r.errors));
+    CHECK(e->line == 5);
+  }
+  scout(h, "    command: [x]\n    allowPrivate: true\n");
+  CHECK(findError(h.load().errors, "mcpServers.web.allowPrivate", "bundled web and browser servers only"));
+}

@@ -181,6 +181,7 @@ struct Opt {
   std::string cwd = {};  // set: the plan's working directory instead of the workspace
   bool broker = false;   // the broker's policy (brokerPolicy) for the fake home, the probe as its program
   std::vector<int> brokerConnect = {};  // TCP ports the broker may connect to
+  bool userNamespaces = false;  // the filter option pine-browser's policy sets (Chromium's own sandbox)
 };
 
 struct Result {
@@ -212,6 +213,7 @@ Result spawn(const Opt& o, std::vector<std::string> args, bool detach = false) {
   }
   pol.readable.insert(pol.readable.end(), o.extraRead.begin(), o.extraRead.end());
   pol.denyRead.insert(pol.denyRead.end(), o.extraDenyRead.begin(), o.extraDenyRead.end());
+  pol.userNamespaces = o.userNamespaces;
   LinuxOptions lo;
   lo.cwd = o.broker ? f.pine + "/data" : f.ws;
   lo.useNamespaces = o.namespaces;
@@ -655,6 +657,21 @@ TEST_CASE("the filter refuses namespaces, mounts, keys, bpf, perf, userfaultfd a
   c.control = true;
   WORKS(run({"userns"}, c));
   WORKS(run({"keyctl"}, c));
+}
+
+TEST_CASE("userNamespaces (pine-browser's filter) lets user namespaces through, and nothing else of the list") {
+  Opt b;
+  b.userNamespaces = true;
+  WORKS(run({"userns"}, b));
+  WORKS(run({"clone-userns"}, b));
+  std::string me = std::to_string(getpid());
+  for (const char* a : {"clone3", "mount", "setns", "keyctl", "bpf", "userfaultfd", "perf"}) {
+    CAPTURE(a);
+    REFUSED(run({a}, b));
+  }
+  REFUSED(run({"process_vm_readv", me}, b));
+  REFUSED(run({"ptrace", me}, b));
+  REFUSED(run({"userns"}));  // the twin: without the option, refused (as for every worker and other connector)
 }
 
 TEST_CASE("the worker cannot signal or trace the supervisor; its own children it can") {
