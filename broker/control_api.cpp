@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "broker/feed.h"
+#include "broker/turn_writes.h"
 #include "common/log.h"
 #include "common/names.h"
 #include "common/unix_socket.h"
@@ -337,7 +338,9 @@ kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver, Endpo
 kj::Promise<void> ControlApi::serve(kj::Own<kj::AsyncIoStream> connection, ApiListener listener) {
   Endpoint* endpoint = listener == ApiListener::Unix ? unixEndpoint_.get() : tcpEndpoint_.get();
   KJ_REQUIRE(endpoint != nullptr, "serve() on a listener that is not listening");
-  return endpoint->server.listenHttp(kj::heap<LimitedConnection>(kj::mv(connection), limits_.head));
+  // One write per turn (turn_writes.h): an answer's head and body wake the client once.
+  auto gathered = kj::heap<TurnWrites>(kj::mv(connection), io_.provider->getTimer());
+  return endpoint->server.listenHttp(kj::heap<LimitedConnection>(kj::mv(gathered), limits_.head));
 }
 
 kj::Promise<void> ControlApi::sendJson(Response& response, unsigned status, const json& body, int retryAfterSec) {
