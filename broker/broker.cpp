@@ -82,7 +82,8 @@ Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId, std::strin
     notifyOwner(agent, text, "", "bypassPaused");
   });
   router_ = std::make_unique<EventRouter>(*store_, config_, feed_, submitRun);
-  bus_ = std::make_unique<EventBus>(*store_, [this](const store::Event& e) { router_->deliver(e); });
+  // With the loop's timer: single events from concurrent senders share commits (event_bus.h).
+  bus_ = std::make_unique<EventBus>(*store_, [this](const store::Event& e) { router_->deliver(e); }, &timer);
   queue_ = std::make_unique<TaskQueue>(*store_, home_, config_, *sessions_, *approvals_, feed_);
   runner_ = std::make_unique<TaskRunner>(io_, home_, config_, *this, *queue_, feed_, background_);
   queue_->setLauncher(*runner_);

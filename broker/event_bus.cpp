@@ -3,6 +3,8 @@
 #include <kj/debug.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
+
 #include "common/log.h"
 
 namespace pine {
@@ -31,37 +33,64 @@ nlohmann::json eventJson(const store::Event& e) {
   return ev;
 }
 
-EventBus::EventBus(store::Store& store, Delivery deliver, size_t maxBatch)
-    : store_(store), deliver_(std::move(deliver)), maxBatch_(maxBatch) {}
+EventBus::EventBus(store::Store& store, Delivery deliver, kj::Timer* timer, Limits limits)
+    : store_(store), deliver_(std::move(deliver)), timer_(timer), limits_(limits), tasks_(*this) {
+  if (limits_.maxBatch == 0) limits_.maxBatch = 1;
+}
 
 EventBus::~EventBus() {
   for (auto& p : queue_)
     if (p.fulfiller->isWaiting()) p.fulfiller->reject(KJ_EXCEPTION(DISCONNECTED, "the broker is stopping"));
 }
 
+void EventBus::taskFailed(kj::Exception&& e) { spdlog::error("events: {}", e.getDescription().cStr()); }
+
 kj::Promise<store::Event> EventBus::publish(store::Event draft) {
   if (draft.id.empty()) draft.id = newId("e");
   if (draft.timeMs == 0) draft.timeMs = nowMs();
   auto paf = kj::newPromiseAndFulfiller<store::Event>();
+  if (queue_.empty() && timer_) groupStart_ = timer_->now();
   queue_.push_back(Pending{std::move(draft), kj::mv(paf.fulfiller)});
-  if (queue_.size() >= maxBatch_) {
-    flush();
-  } else if (!flushScheduled_) {
+  ++published_;
+  if (queue_.size() >= limits_.maxBatch) {
+    flush();  // the bound: never more than maxBatch waiting, whatever a flood sends
+  } else if (!gathering_) {
     // Everything published before the loop next waits for I/O goes into the same transaction:
     // evalLast runs once every ready continuation (other requests read in the same wake-up) has run.
-    flushScheduled_ = true;
-    flushTask_ = kj::evalLast([this]() {
-                   flushScheduled_ = false;
-                   flush();
-                 }).eagerlyEvaluate([](kj::Exception&& e) { spdlog::error("events: {}", e.getDescription().cStr()); });
+    gathering_ = true;
+    tasks_.add(kj::evalLast([this]() { return gather(0, published_); }));
   }
   return kj::mv(paf.promise);
+}
+
+bool EventBus::keepGathering(unsigned polls, unsigned long long seen) const {
+  if (!timer_ || queue_.empty()) return false;
+  if (polls >= limits_.maxPolls || timer_->now() - groupStart_ >= limits_.maxWait) return false;
+  // Look once more after the first look, and again while looking brings more: senders are arriving.
+  if (polls == 0 || published_ > seen) return true;
+  // The last group's senders, answered just before this group began, are coming back.
+  return queue_.size() < lastBatch_ && groupStart_ - lastCommit_ <= limits_.maxWait;
+}
+
+kj::Promise<void> EventBus::gather(unsigned polls, unsigned long long seen) {
+  if (!keepGathering(polls, seen)) {
+    gathering_ = false;
+    flush();
+    return kj::READY_NOW;
+  }
+  // A delay of zero: the loop polls for I/O without sleeping and runs what that brought (requests
+  // that publish); once it is about to wait again, this looks once more.
+  return timer_->afterDelay(0 * kj::NANOSECONDS).then([this, polls, now = published_]() {
+    return kj::evalLast([this, polls, now]() { return gather(polls + 1, now); });
+  });
 }
 
 void EventBus::flush() {
   if (queue_.empty()) return;
   std::vector<Pending> batch;
   batch.swap(queue_);
+  lastBatch_ = batch.size();
+  if (timer_) lastCommit_ = timer_->now();
   std::vector<store::Event> events;
   events.reserve(batch.size());
   for (auto& p : batch) events.push_back(p.event);
@@ -73,6 +102,9 @@ void EventBus::flush() {
     for (auto& p : batch) p.fulfiller->reject(KJ_EXCEPTION(FAILED, "the event could not be stored", e.what()));
     return;
   }
+  stats_.commits++;
+  stats_.events += batch.size();
+  stats_.largestBatch = std::max(stats_.largestBatch, batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     batch[i].fulfiller->fulfill(store::Event(events[i]));
     try {

@@ -1,10 +1,21 @@
 // Publishing an event: checked by the caller, committed to the store, then
-// handed on (routes, subscriptions, SSE listeners). Events published in one
-// turn of the event loop are committed in one transaction (group commit), and
-// nobody hears of an event before it is committed: an acknowledged event is
-// never lost by a crash of the broker.
+// handed on (routes, subscriptions, SSE listeners). Events are committed in
+// groups (one transaction each), and nobody hears of an event before it is
+// committed: an acknowledged event is never lost by a crash of the broker.
+//
+// How a group forms: everything published before the event loop next waits for
+// I/O, and then whatever each further poll of the loop (without sleeping) brings,
+// for as long as polls bring more, and until as many are pending as the last
+// group held when that one was recent (its senders, each waiting for its answer
+// as webhooks and devices do, are coming back); within a bounded wait (Limits).
+// Single events from concurrent senders then share a commit instead of each
+// paying for one; a lone sender costs one empty poll. At most maxBatch events are
+// pending: reaching it commits at once, so memory stays bounded whatever a flood
+// sends, and a flood's events and everyone else's are committed in arrival order.
 #pragma once
 #include <kj/async.h>
+#include <kj/time.h>
+#include <kj/timer.h>
 
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -15,32 +26,56 @@
 
 namespace pine {
 
-class EventBus {
+struct EventBusLimits {
+  size_t maxBatch = 2000;                   // events pending at most; reaching it commits at once
+  kj::Duration maxWait = kj::MILLISECONDS;  // how long a group gathers at most
+  unsigned maxPolls = 1000;                 // and in polls of the loop
+};
+
+class EventBus final : private kj::TaskSet::ErrorHandler {
  public:
   // Called once per committed event, in commit order.
   using Delivery = std::function<void(const store::Event&)>;
 
-  EventBus(store::Store& store, Delivery deliver, size_t maxBatch = 2000);
+  using Limits = EventBusLimits;
+  struct Stats {
+    unsigned long long commits = 0, events = 0;
+    size_t largestBatch = 0;
+  };
+
+  // Without a timer, a group is what one turn of the loop published (no waiting for senders).
+  EventBus(store::Store& store, Delivery deliver, kj::Timer* timer = nullptr, Limits limits = {});
   ~EventBus();
+  EventBus(const EventBus&) = delete;
+  EventBus& operator=(const EventBus&) = delete;
 
   // Fills in id and time when empty; resolves with the committed event (seq set).
   kj::Promise<store::Event> publish(store::Event draft);
   size_t pending() const { return queue_.size(); }
+  const Stats& stats() const { return stats_; }
 
  private:
   struct Pending {
     store::Event event;
     kj::Own<kj::PromiseFulfiller<store::Event>> fulfiller;
   };
+  // Runs when the loop is about to wait: commits now, or lets it poll once more for senders.
+  kj::Promise<void> gather(unsigned polls, unsigned long long seen);
+  bool keepGathering(unsigned polls, unsigned long long seen) const;
   void flush();
+  void taskFailed(kj::Exception&& e) override;
 
   store::Store& store_;
   Delivery deliver_;
-  size_t maxBatch_;
+  kj::Timer* timer_;
+  Limits limits_;
   std::vector<Pending> queue_;
-  bool flushScheduled_ = false;
-  kj::Maybe<kj::Promise<void>> flushTask_;
-  unsigned counter_ = 0;
+  unsigned long long published_ = 0;
+  size_t lastBatch_ = 0;  // the size of the last group: how many senders may be coming back
+  kj::TimePoint lastCommit_ = kj::origin<kj::TimePoint>(), groupStart_ = kj::origin<kj::TimePoint>();
+  bool gathering_ = false;
+  Stats stats_;
+  kj::TaskSet tasks_;  // the gathering; last, so that it is cancelled first
 };
 
 std::string newId(const char* prefix);

@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/integration/harness.h"
@@ -145,6 +148,37 @@ class Conn {
 
   int fd_;
   std::string token_, in_, sse_;
+};
+
+// Counts the events of an SSE stream on its own thread, noting when the last one arrived.
+class SseCounter {
+ public:
+  SseCounter(const std::string& home, const std::string& path) : conn_(home) {
+    if (!conn_.openStream("GET", path)) throw std::runtime_error("GET " + path + " did not open an event stream");
+    thread_ = std::thread([this] {
+      Conn::Event ev;
+      while (conn_.nextEvent(&ev)) {
+        if (ev.name == "overflow") {
+          overflowed = true;
+          return;
+        }
+        if (ev.name != "event") continue;
+        ++count;
+        lastNs = std::chrono::steady_clock::now().time_since_epoch().count();
+      }
+    });
+  }
+  ~SseCounter() {
+    conn_.shutdownRead();
+    thread_.join();
+  }
+  std::atomic<long> count{0};
+  std::atomic<long long> lastNs{0};
+  std::atomic<bool> overflowed{false};
+
+ private:
+  Conn conn_;
+  std::thread thread_;
 };
 
 inline double median(std::vector<double> v) {

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "broker/policy/topics.h"
 #include "broker/sources/payload.h"
@@ -29,8 +30,9 @@ class Events final : public proto::mqtt::MqttEvents::Server {
   kj::Promise<void> message(MessageContext context) override {
     auto p = context.getParams();
     auto payload = p.getPayload();
-    // A stream call that ends when its event is committed: a flood waits on the store here, the
-    // connector's window fills, and what the connector cannot queue (16 MiB) it drops and reports.
+    // A stream call that ends once the source has room (MqttLink::heard): a flood waits on the
+    // store here, the connector's window fills, and what the connector cannot queue (16 MiB) it
+    // drops and reports.
     return link_.heard(text(p.getTopic()), std::string(reinterpret_cast<const char*>(payload.begin()), payload.size()));
   }
   kj::Promise<void> status(StatusContext context) override {
@@ -152,10 +154,22 @@ kj::Promise<void> MqttLink::heard(std::string topic, std::string payload) {
                         kMaxPayloadBytes));
     return kj::READY_NOW;
   }
-  auto paf = kj::newPromiseAndFulfiller<void>();
-  auto fulfiller = std::make_shared<kj::Own<kj::PromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
-  Draft d{source_.name, std::move(topic), config::enumName(source_.trust), std::move(*json),
-          [fulfiller]() { (*fulfiller)->fulfill(); }};
+  // The message holds its place in the window until its commit callback is gone: called once
+  // committed, or dropped when the commit failed.
+  struct Place {
+    std::shared_ptr<Window> window;
+    size_t bytes;
+    ~Place() {
+      window->messages--;
+      window->bytes -= bytes;
+      if (window->messages < kWindowMessages && window->bytes < kWindowBytes)
+        for (auto& w : std::exchange(window->waiting, {})) w->fulfill();
+    }
+  };
+  auto place = std::make_shared<Place>(window_, json->size());
+  window_->messages++;
+  window_->bytes += json->size();
+  Draft d{source_.name, std::move(topic), config::enumName(source_.trust), std::move(*json), [place]() {}};
   const std::string where = "source '" + source_.name + "'";
   try {
     sink_(std::move(d));
@@ -166,9 +180,12 @@ kj::Promise<void> MqttLink::heard(std::string topic, std::string payload) {
     spdlog::error("{}: the broker did not take a message: {}", where, e.getDescription().cStr());
     return kj::READY_NOW;
   }
-  // An event that was not committed (its callback dropped unfulfilled) is logged where it failed;
-  // the stream goes on with the next message.
-  return paf.promise.catch_([](kj::Exception&&) {});
+  place = nullptr;  // the Draft's callback holds it now
+  // An event that was not committed is logged where it failed; the stream goes on.
+  if (window_->messages < kWindowMessages && window_->bytes < kWindowBytes) return kj::READY_NOW;
+  auto paf = kj::newPromiseAndFulfiller<void>();
+  window_->waiting.push_back(kj::mv(paf.fulfiller));
+  return kj::mv(paf.promise);
 }
 
 kj::Promise<std::optional<std::string>> MqttLink::publish(const std::string& topic, const std::string& payload) {
