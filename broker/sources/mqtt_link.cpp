@@ -157,6 +157,7 @@ kj::Promise<void> MqttLink::heard(std::string topic, std::string payload) {
   // The message holds its place in the window until its commit callback is gone: called once
   // committed, or dropped when the commit failed.
   struct Place {
+    Place(std::shared_ptr<Window> w, size_t b) : window(std::move(w)), bytes(b) {}  // clang 14: no aggregate ()
     std::shared_ptr<Window> window;
     size_t bytes;
     ~Place() {
