@@ -166,6 +166,10 @@ std::optional<std::string> checkSetupArgs(const RunContext& run, const std::stri
     if (type == "webhook" && src.contains("secret"))
       return "pine makes a webhook's secret and stores it in .env: leave out \"secret\" (you are told the entry's name)";
     if (type == "webhook" && src.contains("open") && !src["open"].is_boolean()) return "\"open\" is true or false";
+    // Checked before the owner is asked: pine makes the secret before it writes the entry, and a
+    // refused entry would leave that secret's name taken.
+    if (type == "webhook" && (!src.contains("topic") || !src["topic"].is_string()))
+      return "a webhook needs a \"topic\" (the topic of the events it makes, e.g. \"ci/github\")";
     for (const char* key : {"secret", "usernameSecret", "passwordSecret", "tokenSecret"})
       if (src.contains(key) && !(ftp && (std::string_view(key) == "usernameSecret" || std::string_view(key) == "passwordSecret")))
         return std::string("add_source cannot set up secrets (\"") + key +

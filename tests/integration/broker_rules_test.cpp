@@ -905,9 +905,12 @@ TEST_CASE("add_source: a webhook is asked in every mode; pine makes its secret a
   // The agent cannot bring a secret of its own choosing, nor a malformed open.
   auto t = message(pined, "relay-hook",
                    add(R"({"name": "a", "type": "webhook", "topic": "in/a", "secret": "MY_KNOWN"})") +
-                       add(R"({"name": "b", "type": "webhook", "topic": "in/b", "open": "yes"})"));
+                       add(R"({"name": "b", "type": "webhook", "topic": "in/b", "open": "yes"})") +
+                       add(R"({"name": "c", "type": "webhook"})"));
   CHECK_MESSAGE(has(t, "answer", "add_source: error: pine makes a webhook's secret and stores it in .env"), t.dump());
   CHECK_MESSAGE(has(t, "answer", "add_source: error: \"open\" is true or false"), t.dump());
+  CHECK_MESSAGE(has(t, "answer", "add_source: error: a webhook needs a \"topic\""), t.dump());
+  CHECK(!contains(readText(home + "/.env"), "HOOK_C"));
   CHECK(pined.api("GET", "/v1/approvals").json()["approvals"].empty());
 
   // An .env entry of the owner's is never replaced: the name pine would use is taken, so nothing is added.
