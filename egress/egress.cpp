@@ -255,10 +255,6 @@ bool hostAllowed(const std::string& host, const std::vector<std::string>& allow)
   return false;
 }
 
-std::string shortTemplate(std::string_view url) {
-  constexpr std::size_t kMax = 200;
-  return url.size() <= kMax ? std::string(url) : std::string(url.substr(0, kMax)) + "...";
-}
 
 }  // namespace
 
@@ -270,7 +266,7 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
                                    const std::function<bool(std::string_view)>& onChunk) {
   const Clock::time_point started = Clock::now();
   globalInit();
-  const std::string what = request.method + " " + shortTemplate(request.url);
+  const std::string what = request.method + " " + urlForMessages(request.url);
   // For texts that cannot hold a secret value (template checks, fixed messages); the
   // caller's redactor still runs in case the template itself carries a literal credential.
   auto fail = [&](const std::string& why) { return std::optional<std::string>(redactor.redact(what + ": " + why)); };

@@ -39,7 +39,7 @@ constexpr unsigned kMaxHeaders = 1000;
 // The request's origin as the broker reads it (common/url_origin.h); empty when it cannot be read.
 std::string originOf(const std::string& url) { return urlOrigin(url).value_or(""); }
 
-std::string shortUrl(const std::string& url) { return url.size() <= 200 ? url : url.substr(0, 200) + "..."; }
+std::string shortUrl(std::string_view url) { return egress::urlForMessages(url); }
 
 struct StoreLookup final : egress::SecretLookup {
   const secrets::SecretStore& store;

@@ -131,4 +131,14 @@ std::optional<std::string> checkTemplates(const EgressRequest& request, Template
   return std::nullopt;
 }
 
+std::string urlForMessages(std::string_view url) {
+  std::string out(url);
+  if (size_t sep = out.find("://"); sep != std::string::npos) {
+    const size_t hostEnd = out.find_first_of("/?#", sep + 3);
+    const size_t at = out.rfind('@', hostEnd);
+    if (at != std::string::npos && at > sep) out.erase(sep + 3, at + 1 - (sep + 3));
+  }
+  return out.size() <= 200 ? out : out.substr(0, 200) + "...";
+}
+
 }  // namespace pine::egress

@@ -32,6 +32,10 @@ UrlPart partAt(std::string_view url, std::size_t pos);
 // mean nothing to the part it sits in stay as they are.
 std::string encodeFor(UrlPart part, std::string_view value);
 
+// A URL template as messages show it: without its userinfo (an FTP login's placeholders, which
+// read as noise once redacted), cut at 200 bytes.
+std::string urlForMessages(std::string_view url);
+
 bool isToken(std::string_view s);  // an RFC 9110 token (method, header name)
 std::string lowerAscii(std::string_view s);
 

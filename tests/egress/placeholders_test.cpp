@@ -122,3 +122,13 @@ TEST_CASE("the job for a request holds the values it names and no other") {
     CHECK(none.lookups == 0);
   }
 }
+
+TEST_CASE("urlForMessages: a message shows no userinfo, whatever it holds, and the rest of the address as it is") {
+  CHECK(urlForMessages("ftp://${secret:U}:${secret:P}@127.0.0.1:21/drop/") == "ftp://127.0.0.1:21/drop/");
+  CHECK(urlForMessages("https://user:pass@example.com") == "https://example.com");
+  CHECK(urlForMessages("https://example.com/a@b?c=d@e") == "https://example.com/a@b?c=d@e");  // '@' past the host stays
+  CHECK(urlForMessages("https://example.com/${secret:K}") == "https://example.com/${secret:K}");
+  CHECK(urlForMessages("no scheme@here") == "no scheme@here");
+  const std::string longUrl = "https://example.com/" + std::string(300, 'a');
+  CHECK(urlForMessages(longUrl) == longUrl.substr(0, 200) + "...");
+}

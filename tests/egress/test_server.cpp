@@ -153,6 +153,14 @@ void writePem(const std::string& path, X509* cert) {
   check(ok == 1, "PEM_write_X509");
 }
 
+void writeKeyPem(const std::string& path, EVP_PKEY* key) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) throw std::runtime_error("cannot write " + path);
+  const int ok = PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
+  std::fclose(f);
+  check(ok == 1, "PEM_write_PrivateKey");
+}
+
 TestServer::TestServer(const Identity* identity, const std::string& bindAddress, bool silent) : silent_(silent) {
   if (identity != nullptr) {
     ctx_ = SSL_CTX_new(TLS_server_method());

@@ -33,6 +33,7 @@ struct Identity {
 Identity makeCa(const std::string& commonName);
 Identity makeServerCert(const Identity& ca);
 void writePem(const std::string& path, X509* cert);
+void writeKeyPem(const std::string& path, EVP_PKEY* key);  // unencrypted: for a test server in another process
 
 // A body that decodes to far more than it is: `head`, then `segment` `repeats` times, then
 // `tail`, sent with Content-Encoding `encoding` (tests/egress/bombs.h makes them).

@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include "tests/egress/test_server.h"
 #include "tests/integration/harness.h"
 
 using namespace pine::test;
@@ -26,13 +28,15 @@ namespace ftp_source_it {
 const std::string kUser = "ftp-user-7a";
 const std::string kPassword = "ftp-pass-8c41d2e9b7";
 
-// A real FTP server in a temporary root, for one test; killed (by its own pid) at the end.
+// A real FTP server in a temporary root, for one test (or, with `script` ftps_server.py, the FTPS
+// double); killed (by its own pid) at the end.
 class FtpServer {
  public:
-  FtpServer(const std::string& root, const std::string& password, std::vector<std::string> extra = {}) {
+  FtpServer(const std::string& root, const std::string& password, std::vector<std::string> extra = {},
+            const std::string& script = "ftp_server.py") {
     std::filesystem::create_directories(root);
     log_ = root + ".log";
-    std::vector<std::string> argv = {"/usr/bin/python3", sourceDir() + "/tests/fixtures/ftp_server.py", root, kUser,
+    std::vector<std::string> argv = {"/usr/bin/python3", sourceDir() + "/tests/fixtures/" + script, root, kUser,
                                      password};
     argv.insert(argv.end(), extra.begin(), extra.end());
     int out[2];
@@ -329,4 +333,79 @@ TEST_CASE("ftp source with fetch: each new or changed file lands whole in the ag
   REQUIRE(pined.ctl({"reload"}).exitCode == 0);
   REQUIRE(waitUntil([&] { return eventsOf(pined, "ftp/drop").size() == 3; }, 30s));
   CHECK(readText(ws + "/inbox/ftp-drop/a.txt") == "alpha, second edition\n");
+}
+
+TEST_CASE("ftp source over TLS: AUTH TLS on ftp:// and implicit ftps://, listed and fetched with the login only "
+          "inside TLS; a server whose certificate pine does not trust gets no login") {
+  namespace et = pine::egress::test;
+  TempDir dir;
+  std::string home = dir.path() + "/home", root = dir.path() + "/ftp";
+  std::filesystem::create_directories(root);
+  writeText(root + "/report.csv", "a,b\n1,2\n");
+  auto ca = et::makeCa("pine test CA");
+  auto cert = et::makeServerCert(ca);
+  auto strangerCa = et::makeCa("someone else's CA");
+  auto strangerCert = et::makeServerCert(strangerCa);
+  const std::string caFile = dir.path() + "/ca.pem";
+  et::writePem(caFile, ca.cert.get());
+  et::writePem(dir.path() + "/cert.pem", cert.cert.get());
+  et::writeKeyPem(dir.path() + "/key.pem", cert.key.get());
+  et::writePem(dir.path() + "/stranger.pem", strangerCert.cert.get());
+  et::writeKeyPem(dir.path() + "/stranger-key.pem", strangerCert.key.get());
+  const std::string py = "ftps_server.py";
+  FtpServer explicitTls(root, kPassword, {dir.path() + "/cert.pem", dir.path() + "/key.pem"}, py);
+  FtpServer implicitTls(dir.path() + "/ftp2", kPassword, {dir.path() + "/cert.pem", dir.path() + "/key.pem", "--implicit"}, py);
+  writeText(dir.path() + "/ftp2/notes.txt", "n");
+  FtpServer stranger(dir.path() + "/ftp3", kPassword, {dir.path() + "/stranger.pem", dir.path() + "/stranger-key.pem"}, py);
+  writeText(dir.path() + "/ftp3/secret-plans.txt", "s");
+
+  // pined trusts only the test CA for egress (--egress-ca), as a user's system store would a real one.
+  Pined pined(home, {"--egress-ca", caFile});
+  setSecrets(pined);
+  const std::string ws = home + "/agents/main/workspace";
+  const std::string login = "network: local, usernameSecret: FTP_USER, passwordSecret: FTP_PASSWORD, start: always";
+  std::ofstream(home + "/pine.yaml", std::ios::app)
+      << "\nsources:\n  - {name: explicit, type: ftp, agent: main, url: \"ftp://127.0.0.1:" << explicitTls.port()
+      << "/\", fetch: true, " << login << "}\n"
+      << "  - {name: implicit, type: ftp, url: \"ftps://127.0.0.1:" << implicitTls.port() << "/\", " << login << "}\n"
+      << "  - {name: stranger, type: ftp, url: \"ftp://127.0.0.1:" << stranger.port() << "/\", " << login << "}\n";
+  auto r = pined.ctl({"reload"});
+  REQUIRE_MESSAGE(r.exitCode == 0, r.err);
+
+  REQUIRE_MESSAGE(waitUntil([&] { return eventsOf(pined, "ftp/explicit").size() == 1; }, 30s),
+                  (tailOf(pined.stderrText(), 3000) + statusOf(home, "explicit").error + explicitTls.log()));
+  auto e = eventsOf(pined, "ftp/explicit")[0];
+  CHECK(e["payload"]["name"] == "report.csv");
+  CHECK(e["payload"]["path"] == "inbox/ftp-explicit/report.csv");
+  CHECK(readText(ws + "/inbox/ftp-explicit/report.csv") == "a,b\n1,2\n");
+  REQUIRE_MESSAGE(waitUntil([&] { return eventsOf(pined, "ftp/implicit").size() == 1; }, 30s),
+                  (statusOf(home, "implicit").error + implicitTls.log()));
+  CHECK(eventsOf(pined, "ftp/implicit")[0]["payload"]["name"] == "notes.txt");
+
+  // The double logs each command with whether it came encrypted: on ftp:// only AUTH came in clear,
+  // then the login, the listing (MLSD) and the fetch (RETR); on ftps:// nothing at all.
+  const std::string ex = explicitTls.log(), im = implicitTls.log();
+  int clear = 0, auth = 0;
+  std::istringstream lines(ex);
+  for (std::string line; std::getline(lines, line);) {
+    if (!contains(line, "(clear)")) continue;
+    ++clear;
+    if (line.rfind("AUTH ", 0) == 0) ++auth;
+  }
+  CHECK_MESSAGE((auth >= 1 && clear == auth), ex);
+  CHECK_MESSAGE(contains(ex, "USER " + kUser + " (tls)"), ex);
+  CHECK_MESSAGE(contains(ex, "MLSD"), ex);
+  CHECK_MESSAGE(contains(ex, "RETR report.csv (tls)"), ex);
+  CHECK_MESSAGE(contains(ex, "PROT P (tls)"), ex);
+  CHECK_MESSAGE(contains(im, "USER " + kUser + " (tls)"), im);
+  CHECK_MESSAGE(!contains(im, "(clear)"), im);
+  CHECK_FALSE(contains(ex + im, kPassword));  // the double never logs PASS's argument; neither does anything else
+
+  // The stranger's certificate: refused before the login, and said so.
+  CHECK_MESSAGE(waitUntil([&] { return statusOf(home, "stranger").errors >= 1; }, 30s), statusOf(home, "stranger").error);
+  const std::string why = statusOf(home, "stranger").error;
+  CHECK_MESSAGE(contains(why, "certificate problem"), why);
+  CHECK_MESSAGE(contains(why, "FTP-LIST ftp://127.0.0.1:" + std::to_string(stranger.port()) + "/:"), why);  // no login in it
+  CHECK_MESSAGE(!contains(stranger.log(), "USER"), stranger.log());
+  CHECK(eventsOf(pined, "ftp/stranger").empty());
 }
