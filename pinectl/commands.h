@@ -1,6 +1,7 @@
 // pinectl's commands, one file each. Each returns the process exit status.
 #pragma once
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -34,7 +35,21 @@ int cmdStateGet(const std::string& home, const std::string& key, std::ostream& o
 int cmdStateSet(const std::string& home, const std::string& key, const std::string& jsonText,
                 std::ostream& out = std::cout, std::ostream& err = std::cerr);
 int cmdSchedules(const std::string& home, bool json, std::ostream& out = std::cout, std::ostream& err = std::cerr);
-int cmdLogs(const std::string& home, bool follow, bool json);
+// `pinectl logs`: the audit log, filtered; -n the last N matching lines (with -f: 10 unless said).
+struct LogsOptions {
+  bool follow = false, json = false;
+  long lines = -1;  // -1: every line (without -f)
+  std::string since, event, agent, grep;
+};
+int cmdLogs(const std::string& home, const LogsOptions& options, std::ostream& out = std::cout,
+            std::ostream& err = std::cerr);
+// The first time --since lets through, as the log's own UTC text ("" for no limit); nullopt with
+// `why` for a value that is neither a time ago (90s, 10m, 2h, 3d) nor a UTC date and time.
+std::optional<std::string> sinceCutoff(const std::string& since, long long nowMs, std::string& why);
+struct LogFilter {
+  std::string cutoff, event, agent, grep;
+  bool matches(const std::string& line) const;  // an audit line (JSON) this filter keeps
+};
 // Security notes of the home's configuration: exit 0 clean, 1 notes, 2 invalid configuration.
 int cmdCheck(const std::string& home);
 // What the running daemon reports wrong (owner channels that do not work); how many lines it printed.

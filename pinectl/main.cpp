@@ -28,9 +28,15 @@ int main(int argc, char** argv) {
   send->add_flag("--no-wait", noWait, "return once the task has started");
   send->add_flag("--json", json, "print the task as JSON");
   send->footer("Progress and the approvals the task waits on go to stderr, the answer to stdout. Exit 1 when the task failed.");
+  pine::LogsOptions logsOpt;
   auto* logs = app.add_subcommand("logs", "the audit log (data/logs/audit.jsonl)");
-  logs->add_flag("-f,--follow", follow, "keep printing new lines");
-  logs->add_flag("--json", json, "print the JSON lines as they are");
+  logs->add_flag("-f,--follow", logsOpt.follow, "print the last lines (10 unless -n says), then new ones as they come");
+  logs->add_option("-n,--lines", logsOpt.lines, "only the last N matching lines")->check(CLI::NonNegativeNumber);
+  logs->add_option("--since", logsOpt.since, "only lines since a time ago (90s, 10m, 2h, 3d) or a UTC time (2026-12-03T14:30)");
+  logs->add_option("--event", logsOpt.event, "only this event, or this family of events (task: task.start, task.end, ...)");
+  logs->add_option("--agent", logsOpt.agent, "only lines about this agent");
+  logs->add_option("--grep", logsOpt.grep, "only lines that contain this text");
+  logs->add_flag("--json", logsOpt.json, "print the JSON lines as they are");
 
   bool always = false;
   std::string id, mode, topic, key, value, target;
@@ -139,7 +145,7 @@ int main(int argc, char** argv) {
     if (*status) return pine::cmdStatus(home, json);
     if (*tasks) return pine::cmdTasks(home, json);
     if (*send) return pine::cmdSend(home, agent, text, !noWait, json);
-    if (*logs) return pine::cmdLogs(home, follow, json);
+    if (*logs) return pine::cmdLogs(home, logsOpt);
     if (*approvals) return pine::cmdApprovals(home, json);
     if (*approve) return pine::cmdApprove(home, id, always);
     if (*deny) return pine::cmdDeny(home, id);

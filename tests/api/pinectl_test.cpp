@@ -1,8 +1,12 @@
 // pinectl's commands against a real ControlApi on the home's unix socket.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
+#include "common/home.h"
+#include "common/log.h"
 #include "pinectl/commands.h"
 #include "tests/api/harness.h"
 
@@ -127,4 +131,57 @@ TEST_CASE("pinectl events lists, and with -f follows from where the list ended w
   CHECK(o.find("home/hall") != std::string::npos);
   CHECK(o.find("office") == std::string::npos);
   CHECK(ferr.str().find("closed the event stream") != std::string::npos);
+}
+
+TEST_CASE("pinectl logs: the last N lines, since a time, one event or a family of them, one agent, a text") {
+  ApiServer s;
+  const std::string path = pine::Home{s.home()}.audit();
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  const std::string now = pine::isoTime(pine::nowMs());
+  std::ofstream(path) << R"({"ts":"2026-01-01T10:00:00.000Z","event":"task.start","role":"broker","pid":1,"agent":"main"})" "\n"
+                      << R"({"ts":"2026-01-01T10:00:05.000Z","event":"task.end","role":"broker","pid":1,"agent":"main"})" "\n"
+                      << R"({"ts":"2026-01-02T09:00:00.000Z","event":"hook.refused","role":"broker","pid":1,"why":"bad signature"})" "\n"
+                      << R"({"ts":")" << now << R"(","event":"task.start","role":"broker","pid":1,"agent":"ops"})" "\n";
+  auto run = [&](pine::LogsOptions o, int want = 0) {
+    std::ostringstream out, err;
+    o.json = true;
+    int rc = pine::cmdLogs(s.home(), o, out, err);
+    CHECK_MESSAGE(rc == want, err.str());
+    std::vector<std::string> events;
+    std::istringstream lines(out.str() + err.str());
+    for (std::string l; std::getline(lines, l);) {
+      auto j = nlohmann::json::parse(l, nullptr, false);
+      events.push_back(j.is_object() ? j.value("event", "") + "/" + j.value("agent", "-") : l);
+    }
+    return events;
+  };
+  using V = std::vector<std::string>;
+  CHECK(run({}) == V{"task.start/main", "task.end/main", "hook.refused/-", "task.start/ops"});
+  pine::LogsOptions last2;
+  last2.lines = 2;
+  CHECK(run(last2) == V{"hook.refused/-", "task.start/ops"});
+  pine::LogsOptions family;
+  family.event = "task";
+  CHECK(run(family) == V{"task.start/main", "task.end/main", "task.start/ops"});
+  family.event = "task.end";
+  CHECK(run(family) == V{"task.end/main"});
+  family.event = "tas";  // a family is a whole word: "tas" is not "task"
+  CHECK(run(family).empty());
+  pine::LogsOptions agent;
+  agent.agent = "ops";
+  CHECK(run(agent) == V{"task.start/ops"});
+  pine::LogsOptions text;
+  text.grep = "bad signature";
+  CHECK(run(text) == V{"hook.refused/-"});
+  pine::LogsOptions recent;
+  recent.since = "10m";
+  CHECK(run(recent) == V{"task.start/ops"});
+  recent.since = "2026-01-02";
+  CHECK(run(recent) == V{"hook.refused/-", "task.start/ops"});
+  recent.since = "2026-01-01T10:00:01";
+  CHECK(run(recent) == V{"task.end/main", "hook.refused/-", "task.start/ops"});
+  recent.since = "yesterday";
+  auto bad = run(recent, 2);
+  REQUIRE(bad.size() == 1);
+  CHECK(bad[0].find("write a time ago (90s, 10m, 2h, 3d) or a UTC time") != std::string::npos);
 }
