@@ -34,6 +34,7 @@ int cmdStatus(const std::string& home, bool json) {
     return 1;
   }
   if (json) {
+    addStatusSections(home, j, nullptr);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -60,6 +61,7 @@ int cmdStatus(const std::string& home, bool json) {
   if (api.contains("http") && api["http"].is_object())
     std::cout << ", http " << api["http"].value("host", "?") << ":" << api["http"].value("port", 0);
   std::cout << "\n";
+  addStatusSections(home, j, &std::cout);
   return 0;
 }
 

@@ -9,6 +9,9 @@
 namespace pine {
 
 int cmdStatus(const std::string& home, bool json);
+// status_sections.cpp: adds "approvals", "sources", "mcp", "subscriptions" to `status` (and
+// "unavailable" for a route that failed); prints each as a section when `out` is given.
+void addStatusSections(const std::string& home, nlohmann::json& status, std::ostream* out);
 int cmdTasks(const std::string& home, bool json);
 // Streams the answer: progress lines and the approvals it waits on (with how to answer them) go to
 // err, the answer to out. Exit 0 when the task is done, 1 when it failed or was refused.

@@ -69,6 +69,19 @@ TEST_CASE("pinectl sources: every source with its state; subscribing starts one;
 
   auto list = pined.ctl({"subscriptions"});
   CHECK(contains(list.out, id + "  main/main  hears sensors (topic home/+/temp)"));
+  // pinectl status says it all in one place: what waits, what runs and why not, who hears what.
+  auto status = pined.ctl({"status"});
+  CHECK(contains(status.out, "0 approvals wait for you"));
+  CHECK_MESSAGE(contains(status.out, "\nsources\n  bell (webhook)  listening; last event never\n"), status.out);
+  CHECK_MESSAGE(contains(status.out, "  sensors (mqtt)  " + sensors["state"].get<std::string>()), status.out);
+  CHECK_MESSAGE(contains(status.out, "conversations and what they hear\n  main/main: sensors (home/+/temp)\n"), status.out);
+  auto statusJson = nlohmann::json::parse(pined.ctl({"status", "--json"}).out, nullptr, false);
+  REQUIRE(statusJson.is_object());
+  CHECK(statusJson["sources"].size() == 3);
+  CHECK(statusJson["subscriptions"].size() == 1);
+  CHECK(statusJson["approvals"].empty());
+  CHECK(statusJson.contains("processes"));
+  CHECK_FALSE(statusJson.contains("unavailable"));
   CHECK(pined.auditJson("subscription.add").size() == 1);
 
   auto un = pined.ctl({"unsubscribe", id});
