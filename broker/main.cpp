@@ -16,8 +16,10 @@
 #include "common/unix_socket.h"
 #include "sandbox/no_exec.h"
 #include "redact/redactor.h"
+#include "common/version_flag.h"
 
 int main(int argc, char** argv) {
+  if (pine::printedVersion(argc, argv, "pine-broker")) return 0;
   // A pledge without exec: the broker never starts a program (pined starts every process).
   if (int e = pine::sandbox::forbidExec()) {
     std::cerr << "pine-broker: cannot give up exec: " << strerror(e) << "\n";

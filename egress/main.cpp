@@ -10,8 +10,10 @@
 
 #include "common/sanitizer_no_proc.h"  // no /proc in its sandbox
 #include "egress/job.h"
+#include "common/version_flag.h"
 
 int main(int argc, char** argv) {
+  if (pine::printedVersion(argc, argv, "pine-egress")) return 0;
   if (argc > 1) {
     const std::string_view a = argv[1];
     const bool help = a == "--help" || a == "-h";

@@ -11,8 +11,10 @@
 
 #include "common/sanitizer_no_proc.h"  // no /proc in its sandbox
 #include "mcp_remote/connector.h"
+#include "common/version_flag.h"
 
 int main(int argc, char** argv) {
+  if (pine::printedVersion(argc, argv, "pine-mcp-remote")) return 0;
   if (argc > 1 || fcntl(3, F_GETFD) == -1) {
     const bool help = argc > 1 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h");
     std::fputs("usage: pine-mcp-remote   (no arguments: reads its job, one JSON line, on fd 3, then relays MCP\n"

@@ -23,4 +23,41 @@ int cmdReset(const std::string& home, const std::string& target, std::ostream& o
   return 0;
 }
 
+int cmdAgents(const std::string& home, bool json, std::ostream& out, std::ostream& err) {
+  auto a = callApi(home, "GET", "/v1/agents");
+  if (!a.ok()) return reportFailure(a, err);
+  if (json) {
+    out << a.body.dump(2) << "\n";
+    return 0;
+  }
+  for (auto& g : a.body.value("agents", nlohmann::json::array())) {
+    auto sessions = g.value("sessions", nlohmann::json::array());
+    size_t tainted = 0;
+    for (auto& s : sessions) tainted += s.value("tainted", false) ? 1 : 0;
+    out << g.value("id", "?") << "  mode " << g.value("mode", "?") << "  model " << g.value("model", "?") << "  "
+        << sessions.size() << (sessions.size() == 1 ? " conversation" : " conversations");
+    if (tainted > 0) out << " (" << tainted << " read outside content)";
+    auto active = g.value("activeTasks", nlohmann::json::array());
+    if (!active.empty()) out << "  " << active.size() << " running";
+    if (g.contains("description") && g["description"].is_string() && !g["description"].get<std::string>().empty())
+      out << "\n  " << g["description"].get<std::string>();
+    out << "\n";
+  }
+  return 0;
+}
+
+int cmdPublish(const std::string& home, const std::string& topic, const std::string& payloadJson, bool json,
+               std::ostream& out, std::ostream& err) {
+  auto payload = nlohmann::json::parse(payloadJson, nullptr, false);
+  if (payload.is_discarded()) {
+    err << "pinectl: the payload is not JSON: write it as JSON ('\"text\"', 42, '{\"open\": true}')\n";
+    return 2;
+  }
+  auto a = callApi(home, "POST", "/v1/events", {{"topic", topic}, {"payload", payload}});
+  if (!a.ok()) return reportFailure(a, err);
+  if (json) out << a.body.dump(2) << "\n";
+  else out << "event " << a.body["event"].value("seq", 0) << " on " << topic << "\n";
+  return 0;
+}
+
 }  // namespace pine

@@ -1,4 +1,5 @@
 #include <iostream>
+#include <sstream>
 
 #include "config/check.h"
 #include "config/load.h"
@@ -8,12 +9,43 @@
 
 namespace pine {
 
-int cmdCheck(const std::string& home) {
+namespace {
+
+// JSON for scripts: {"valid", "errors": [{file, line, column, key, message, hint}], "notes": [{file,
+// key, message, fix}], "running": [what the running pine reports]}; the same exit codes as the text.
+int checkJson(const std::string& home, const std::string& backend, const std::string& detail) {
+  nlohmann::json out = {{"valid", true}, {"errors", nlohmann::json::array()}, {"notes", nlohmann::json::array()}};
+  config::LoadResult r = config::loadHome(home);
+  int rc = 0;
+  if (!r.ok()) {
+    out["valid"] = false;
+    for (auto& e : r.errors)
+      out["errors"].push_back({{"file", e.file}, {"line", e.line}, {"column", e.column}, {"key", e.keyPath},
+                               {"message", e.message}, {"hint", e.hint}});
+    rc = 2;
+  } else {
+    for (auto& n : config::securityNotes(*r.home, config::gatherHomeFacts(*r.home, backend, detail)))
+      out["notes"].push_back({{"file", n.file}, {"key", n.keyPath}, {"message", n.message}, {"fix", n.fix}});
+    std::ostringstream live;
+    if (printLiveNotes(home, live) > 0) {
+      std::istringstream lines(live.str());
+      for (std::string line; std::getline(lines, line);) out["running"].push_back(line);
+    }
+    rc = out["notes"].empty() && !out.contains("running") ? 0 : 1;
+  }
+  std::cout << out.dump(2) << "\n";
+  return rc;
+}
+
+}  // namespace
+
+int cmdCheck(const std::string& home, bool json) {
   // The sandbox this machine can give, probed the way pined probes it.
   const auto facts = sandbox::makeSandboxHost(sandbox::platformBackend())->facts();
   std::string backend = "full";
   if (facts.refused) backend = "none";
   else if (facts.degraded) backend = "degraded";
+  if (json) return checkJson(home, backend, facts.description);
   int rc = config::runCheck(home, backend, facts.description, std::cout);
   if (rc != 2 && printLiveNotes(home, std::cout) > 0) rc = 1;
   return rc;

@@ -13,6 +13,7 @@
 #include "common/rpc_link.h"
 #include "pinectl/access_problem.h"
 #include "pinectl/commands.h"
+#include "pinectl/owner_socket.h"
 #include "proto/owner.capnp.h"
 #include "common/cloexec.h"
 
@@ -40,20 +41,6 @@ std::string readSecretValue(const std::string& name) {
   return value;
 }
 
-int connectOwnerSocket(const std::string& home) {
-  std::string path = home + "/pined.sock";
-  int fd = socketCloexec(AF_UNIX, SOCK_STREAM, 0);
-  struct sockaddr_un addr = {};
-  addr.sun_family = AF_UNIX;
-  if (fd < 0 || path.size() >= sizeof addr.sun_path) throw std::runtime_error("cannot reach pined at " + path);
-  memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  if (connect(fd, (struct sockaddr*)&addr, sizeof addr) != 0) {
-    int e = errno;
-    close(fd);
-    throw std::runtime_error("cannot reach pined: " + describeAccessProblem(home, path, e));
-  }
-  return fd;
-}
 
 }  // namespace
 

@@ -24,8 +24,12 @@ static int printResult(const nlohmann::json& t, bool json, std::ostream& out, st
   return done ? 0 : 1;
 }
 
-int cmdSend(const std::string& home, const std::string& agent, const std::string& text, bool wait, bool json,
+int cmdSend(const std::string& home, const std::string& target, const std::string& text, bool wait, bool json,
             std::ostream& out, std::ostream& err) {
+  const size_t slash = target.find('/');
+  const std::string agent = target.substr(0, slash);
+  nlohmann::json body = {{"text", text}};
+  if (slash != std::string::npos) body["session"] = target.substr(slash + 1);  // the broker checks its form
   if (!isValidAgentId(agent)) {
     err << "pinectl: '" << agent << "' is not an agent id: agent ids are [a-z0-9_-], 1 to 64 bytes\n";
     return 1;
@@ -33,7 +37,8 @@ int cmdSend(const std::string& home, const std::string& agent, const std::string
   ControlClient client(home);
   std::string path = "/v1/agents/" + urlEncode(agent) + "/messages";
   if (!wait) {
-    HttpResult r = client.request("POST", path, nlohmann::json{{"text", text}, {"wait", false}}.dump());
+    body["wait"] = false;
+    HttpResult r = client.request("POST", path, body.dump());
     auto j = nlohmann::json::parse(r.body, nullptr, false);
     if (r.status != 202 || !j.is_object()) {
       err << "pinectl: " << (j.is_object() ? j.value("error", "the request failed") : "pine answered " + std::to_string(r.status)) << "\n";
@@ -45,7 +50,8 @@ int cmdSend(const std::string& home, const std::string& agent, const std::string
   }
   int exitCode = -1;
   std::string taskId;
-  HttpResult r = client.stream("POST", path, nlohmann::json{{"text", text}, {"stream", true}}.dump(),
+  body["stream"] = true;
+  HttpResult r = client.stream("POST", path, body.dump(),
                                [&](const SseEvent& e) {
                                  auto d = nlohmann::json::parse(e.data, nullptr, false);
                                  if (!d.is_object()) return true;

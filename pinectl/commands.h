@@ -13,6 +13,7 @@ int cmdStatus(const std::string& home, bool json);
 // "unavailable" for a route that failed); prints each as a section when `out` is given.
 void addStatusSections(const std::string& home, nlohmann::json& status, std::ostream* out);
 int cmdTasks(const std::string& home, bool json);
+// `agent` is AGENT or AGENT/SESSION (the main conversation without one).
 // Streams the answer: progress lines and the approvals it waits on (with how to answer them) go to
 // err, the answer to out. Exit 0 when the task is done, 1 when it failed or was refused.
 int cmdSend(const std::string& home, const std::string& agent, const std::string& text, bool wait, bool json,
@@ -54,11 +55,18 @@ struct LogFilter {
   bool matches(const std::string& line) const;  // an audit line (JSON) this filter keeps
 };
 // Security notes of the home's configuration: exit 0 clean, 1 notes, 2 invalid configuration.
-int cmdCheck(const std::string& home);
+int cmdCheck(const std::string& home, bool json = false);
+// The agents with their modes (GET /v1/agents).
+int cmdAgents(const std::string& home, bool json, std::ostream& out = std::cout, std::ostream& err = std::cerr);
+// One event onto the bus as the owner (POST /v1/events): exit 0 committed, 1 refused, 2 not JSON.
+int cmdPublish(const std::string& home, const std::string& topic, const std::string& payloadJson, bool json,
+               std::ostream& out = std::cout, std::ostream& err = std::cerr);
 // What the running daemon reports wrong (owner channels that do not work); how many lines it printed.
 int printLiveNotes(const std::string& home, std::ostream& out);
 // Asks pined to re-read the configuration: exit 0 reloaded, 2 invalid (the old one stays).
 int cmdReload(const std::string& home);
+// Asks pined to stop cleanly and waits until it has: exit 0 stopped, 1 not reachable or still running.
+int cmdStop(const std::string& home, std::ostream& out = std::cout, std::ostream& err = std::cerr);
 // secret set NAME (value from the terminal without echo, or stdin) | unset NAME | list.
 int cmdSecret(const std::string& home, const std::string& action, const std::string& name);
 

@@ -5,14 +5,36 @@
 #include <iostream>
 
 #include "common/home.h"
+#include "common/version_flag.h"
+#include "config/errors.h"
 #include "pinectl/cmd_guard.h"
 #include "pinectl/cmd_redact.h"
 #include "pinectl/cmd_sandbox.h"
 #include "pinectl/commands.h"
 
+namespace pine {
+// The first word that is not an option, when it names no command: `pinectl stauts`.
+std::string unknownCommand(CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--home") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("-", 0) == 0) continue;
+    for (auto* sub : app.get_subcommands({}))
+      if (sub->check_name(a)) return "";
+    return a;
+  }
+  return "";
+}
+}  // namespace pine
+
 int main(int argc, char** argv) {
   CLI::App app{"pinectl: control a running pine"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("pinectl ") + PINE_VERSION);
+  app.fallthrough();  // inherited by the subcommands: `pinectl status --home H` as well as `pinectl --home H status`
   std::string homeFlag;
   app.add_option("--home", homeFlag, "pine's home (default: $PINE_HOME, else ~/.pine, else the service's home if there is one)");
 
@@ -23,8 +45,10 @@ int main(int argc, char** argv) {
   tasks->add_flag("--json", json, "print JSON");
   std::string agent, text;
   auto* send = app.add_subcommand("send", "give an agent a task and print its answer");
-  send->add_option("agent", agent, "the agent's id")->required();
+  std::string session;
+  send->add_option("agent", agent, "the agent's id, or AGENT/SESSION")->required();
   send->add_option("text", text, "what to do")->required();
+  send->add_option("--session", session, "the conversation (default: the agent's main one)");
   send->add_flag("--no-wait", noWait, "return once the task has started");
   send->add_flag("--json", json, "print the task as JSON");
   send->footer("Progress and the approvals the task waits on go to stderr, the answer to stdout. Exit 1 when the task failed.");
@@ -125,6 +149,16 @@ int main(int argc, char** argv) {
   sandboxRun->prefix_command();  // everything after the command belongs to it
 
   auto* check = app.add_subcommand("check", "security notes of the configuration (exit 0 clean, 1 notes, 2 invalid)");
+  check->add_flag("--json", json, "print {valid, errors, notes, running} as JSON");
+  auto* agents = app.add_subcommand("agents", "the agents: mode, model, conversations, running tasks");
+  agents->add_flag("--json", json, "print JSON");
+  std::string payload;
+  auto* publish = app.add_subcommand("publish", "put an event on the bus as the owner (trust: owner)");
+  publish->add_option("topic", topic, "its topic, like home/door")->required();
+  publish->add_option("json", payload, "its payload as JSON ('{\"open\": true}', 42, '\"text\"')")->required();
+  publish->add_flag("--json", json, "print the committed event as JSON");
+  publish->footer("Exit 0 once committed, 1 refused (pine's own topics agent/, approval/, pine/, state/, timer/), 2 not JSON.");
+  auto* stop = app.add_subcommand("stop", "stop pined cleanly, as SIGTERM does, and wait until it has");
   auto* reload = app.add_subcommand("reload", "make pined re-read the configuration (a bad one never replaces"
                                               " the one in force)");
 
@@ -138,13 +172,25 @@ int main(int argc, char** argv) {
   secretUnset->add_option("name", secretName)->required();
   auto* secretList = secret->add_subcommand("list", "the names of the stored secrets (never their values)");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (std::string word = pine::unknownCommand(app, argc, argv); !word.empty()) {
+      std::vector<std::string> names;
+      for (auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+      std::string near = pine::config::nearest(word, names);
+      std::cerr << "pinectl: no command '" << word << "'" << (near.empty() ? "" : "; did you mean '" + near + "'?")
+                << " (pinectl --help lists them)\n";
+      return 2;
+    }
+    return app.exit(e);
+  }
   signal(SIGPIPE, SIG_IGN);  // a closed socket is an error to report, not a reason to die
   try {
     std::string home = pine::resolveHome(homeFlag, true);
     if (*status) return pine::cmdStatus(home, json);
     if (*tasks) return pine::cmdTasks(home, json);
-    if (*send) return pine::cmdSend(home, agent, text, !noWait, json);
+    if (*send) return pine::cmdSend(home, session.empty() ? agent : agent + "/" + session, text, !noWait, json);
     if (*logs) return pine::cmdLogs(home, logsOpt);
     if (*approvals) return pine::cmdApprovals(home, json);
     if (*approve) return pine::cmdApprove(home, id, always);
@@ -168,7 +214,10 @@ int main(int argc, char** argv) {
     if (*pair) return pine::cmdPair(home, channel, code, denyCode, yes);
     if (*unpair) return pine::cmdUnpair(home, source, userId);
     if (*pairings) return pine::cmdPairings(home, json);
-    if (*check) return pine::cmdCheck(home);
+    if (*check) return pine::cmdCheck(home, json);
+    if (*agents) return pine::cmdAgents(home, json);
+    if (*publish) return pine::cmdPublish(home, topic, payload, json);
+    if (*stop) return pine::cmdStop(home);
     if (*reload) return pine::cmdReload(home);
     if (*guardBash) return pine::cmdGuardBash(std::cin, std::cout, json);
     if (*sandboxRun) return pine::cmdSandboxRun(home, agent, tainted, command);

@@ -1,7 +1,7 @@
 @0x8b3e4a9b48f6cdb4;
 # Trust boundary: the owner's pinectl -> pined, over <home>/pined.sock (mode 600,
 # peer uid checked). Only what must not pass through the broker goes here:
-# secret values. pined re-validates every argument.
+# secret values, and the owner's request to stop pined. pined re-validates every argument.
 
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("pine::proto");
@@ -15,4 +15,7 @@ interface Owner {
 
   secretNames @2 () -> (names :List(Text));
   # The names of the stored secrets, never their values.
+
+  stop @3 () -> ();
+  # Stop pined cleanly, as SIGTERM does (`pinectl stop`): for an owner who may not signal pine's uid.
 }

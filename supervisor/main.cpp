@@ -20,6 +20,7 @@
 #include "supervisor/admin_group.h"
 #include "supervisor/supervisor.h"
 #include "common/cloexec.h"
+#include "common/version_flag.h"
 
 namespace {
 
@@ -71,6 +72,7 @@ int daemonize(const pine::Home& home) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (pine::printedVersion(argc, argv, "pined")) return 0;
   std::string homeFlag, brokerProgram, workerProgram, launcherProgram, adminGroup;
   bool foreground = false;
   pine::SupervisorOptions options;

@@ -53,6 +53,10 @@ class OwnerService final : public proto::Owner::Server {
     sup_.secretsChanged();
     return kj::READY_NOW;
   }
+  kj::Promise<void> stop(StopContext) override {
+    sup_.requestStop();  // answered first; the shutdown runs on the event loop after
+    return kj::READY_NOW;
+  }
   kj::Promise<void> secretNames(SecretNamesContext context) override {
     auto names = sup_.secrets().names();
     auto list = context.getResults().initNames(names.size());

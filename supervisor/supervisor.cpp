@@ -176,10 +176,17 @@ kj::Promise<void> Supervisor::run() {
   tasks_.add(keepBroker());
   tasks_.add(onHangup());
   auto term = io_.unixEventPort.onSignal(SIGTERM).exclusiveJoin(io_.unixEventPort.onSignal(SIGINT));
-  return term.then([this](siginfo_t info) {
-    spdlog::info("signal {}: stopping", info.si_signo);
-    return shutdown();
-  });
+  auto asked = kj::newPromiseAndFulfiller<void>();
+  stopAsked_ = kj::mv(asked.fulfiller);
+  return term.then([](siginfo_t info) { spdlog::info("signal {}: stopping", info.si_signo); })
+      .exclusiveJoin(asked.promise.then([] { spdlog::info("the owner asked pined to stop (pinectl stop)"); }))
+      .then([this] { return shutdown(); });
+}
+
+void Supervisor::requestStop() {
+  if (stopAsked_.get() == nullptr || !stopAsked_->isWaiting()) return;
+  audit("pined.stop", {{"by", "pinectl"}});
+  stopAsked_->fulfill();
 }
 
 kj::Promise<void> Supervisor::onHangup() {

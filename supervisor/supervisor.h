@@ -46,13 +46,15 @@ struct SpawnedWorker {
   std::string sandbox;          // which sandbox the worker runs in
 };
 
-class Supervisor : private kj::TaskSet::ErrorHandler {
+class Supervisor final : private kj::TaskSet::ErrorHandler {
  public:
   Supervisor(kj::AsyncIoContext& io, SupervisorOptions options);
   KJ_DISALLOW_COPY(Supervisor);
 
-  // Runs until SIGTERM or SIGINT, then stops every process it started.
+  // Runs until SIGTERM or SIGINT (or the owner's `pinectl stop`), then stops every process it started.
   kj::Promise<void> run();
+  // `pinectl stop`, over pined.sock: the same clean stop as SIGTERM.
+  void requestStop();
 
   // Called by the Supervisor capability, after it validated its arguments.
   // Throws, saying why, when the worker's sandbox cannot be built: no task runs unconfined.
@@ -124,6 +126,7 @@ class Supervisor : private kj::TaskSet::ErrorHandler {
   long long startedAtMs_;
   unsigned brokerRestarts_ = 0;
   bool stopping_ = false;
+  kj::Own<kj::PromiseFulfiller<void>> stopAsked_;  // set by run()
   kj::Maybe<kj::Own<RpcLink>> brokerLink_;
   kj::Maybe<proto::BrokerAdmin::Client> brokerAdmin_;
   sandbox::AgentSandboxes sandboxes_;

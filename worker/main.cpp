@@ -13,8 +13,10 @@
 #include "common/rpc_link.h"
 #include "proto/broker.capnp.h"
 #include "worker/agent_loop.h"
+#include "common/version_flag.h"
 
 int main(int argc, char** argv) {
+  if (pine::printedVersion(argc, argv, "pine-worker")) return 0;
   // The link to the broker is fd 3, and nothing this worker starts may inherit it.
   struct stat st;
   if (fstat(3, &st) != 0 || !S_ISSOCK(st.st_mode)) {

@@ -27,6 +27,7 @@
 
 #include "sandbox/linux/enter.h"
 #include "sandbox/linux/launch_plan.h"
+#include "common/version_flag.h"
 
 extern char** environ;
 
@@ -56,7 +57,8 @@ bool sanitizerSetting(const char* entry) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** args) {
+  if (pine::printedVersion(argc, args, "pine-launch")) return 0;
   // The report pipe closes at the program's exec: an exec that succeeded reports nothing.
   if (fcntl(kLaunchReportFd, F_SETFD, FD_CLOEXEC) != 0) {
     fprintf(stderr, "pine-launch is started by pined or pinectl, with its plan on fd 4 and a pipe on fd 5\n");

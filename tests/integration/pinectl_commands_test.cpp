@@ -1,0 +1,95 @@
+// pinectl's commands for a person and a script (issue 17 point 4) against the real process tree:
+// agents, publish, send --session, check --json, options after the command, an unknown command
+// named with a suggestion, --version of every program, and stop.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include "tests/integration/harness.h"
+
+using namespace pine::test;
+using namespace std::chrono_literals;
+
+TEST_CASE("pinectl agents, publish, send --session and check --json answer people and scripts; stop stops pined") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  Pined pined(home, {}, {"main", "ops"});
+
+  // Options after the command, as after pinectl itself.
+  auto agents = run({binDir() + "/pinectl", "agents", "--json", "--home", home});
+  REQUIRE_MESSAGE(agents.exitCode == 0, agents.err);
+  auto list = nlohmann::json::parse(agents.out, nullptr, false);
+  REQUIRE(list.is_object());
+  REQUIRE(list["agents"].size() == 2);
+  auto text = pined.ctl({"agents"});
+  CHECK_MESSAGE(contains(text.out, "main  mode "), text.out);
+  CHECK_MESSAGE(contains(text.out, "ops  mode "), text.out);
+
+  // publish: the owner's event, committed, with its seq; pine's own topics and non-JSON refused.
+  auto pub = pined.ctl({"publish", "home/door", R"({"open": true})", "--json"});
+  REQUIRE_MESSAGE(pub.exitCode == 0, pub.err);
+  auto ev = nlohmann::json::parse(pub.out)["event"];
+  CHECK(ev["topic"] == "home/door");
+  CHECK(ev["trust"] == "owner");
+  CHECK(ev["payload"]["open"] == true);
+  CHECK(topicEvents(pined, "home/door").size() == 1);
+  auto reserved = pined.ctl({"publish", "pine/restart", "{}"});
+  CHECK(reserved.exitCode == 1);
+  CHECK_MESSAGE(!reserved.err.empty(), reserved.out);
+  auto notJson = pined.ctl({"publish", "home/door", "open"});
+  CHECK(notJson.exitCode == 2);
+  CHECK(contains(notJson.err, "not JSON"));
+  CHECK(topicEvents(pined, "home/door").size() == 1);  // neither refused one was added
+
+  // send --session: the task runs in that conversation, and so does AGENT/SESSION.
+  auto sent = pined.ctl({"send", "main", "hello", "--session", "garden", "--json"});
+  REQUIRE_MESSAGE(sent.exitCode == 0, sent.err);
+  CHECK(nlohmann::json::parse(sent.out)["session"] == "garden");
+  auto slash = pined.ctl({"send", "ops/night", "hello", "--json"});
+  REQUIRE_MESSAGE(slash.exitCode == 0, slash.err);
+  CHECK(nlohmann::json::parse(slash.out)["session"] == "night");
+  auto badSession = pined.ctl({"send", "main", "hello", "--session", "a b"});
+  CHECK(badSession.exitCode == 1);
+  CHECK(contains(badSession.err, "session"));
+
+  // check --json: valid, its notes as objects; an invalid home is exit 2 with file:line in each error.
+  auto check = pined.ctl({"check", "--json"});
+  auto c = nlohmann::json::parse(check.out, nullptr, false);
+  REQUIRE_MESSAGE(c.is_object(), (check.out + check.err));
+  CHECK(c["valid"] == true);
+  CHECK(check.exitCode == (c["notes"].empty() && !c.contains("running") ? 0 : 1));
+  TempDir bad;
+  writeMinimalConfig(bad.path() + "/home", {"main"});
+  writeText(bad.path() + "/home/pine.yaml", "defaults:\n  model: demo\n  modde: auto\n");
+  auto invalid = run({binDir() + "/pinectl", "--home", bad.path() + "/home", "check", "--json"});
+  CHECK(invalid.exitCode == 2);
+  auto inv = nlohmann::json::parse(invalid.out, nullptr, false);
+  REQUIRE(inv.is_object());
+  CHECK(inv["valid"] == false);
+  REQUIRE(!inv["errors"].empty());
+  CHECK(inv["errors"][0]["line"] == 3);
+  CHECK(contains(inv["errors"][0]["file"].get<std::string>(), "pine.yaml"));
+
+  // An unknown command is named, with the nearest one; exit 2.
+  auto typo = pined.ctl({"stauts"});
+  CHECK(typo.exitCode == 2);
+  CHECK_MESSAGE(contains(typo.err, "no command 'stauts'; did you mean 'status'?"), typo.err);
+
+  // Every program says its version.
+  for (std::string program : {"pined", "pinectl", "pine-broker", "pine-worker", "pine-egress", "pine-mqtt",
+                              "pine-mcp-remote", "pine-web", "pine-browser", "pine-launch"}) {
+    auto v = run({binDir() + "/" + program, "--version"});
+    CHECK_MESSAGE(v.exitCode == 0, program);
+    CHECK_MESSAGE(v.out.rfind(program + " 0.", 0) == 0, v.out);
+  }
+
+  // stop: pined stops cleanly (exit 0), audited, and pinectl waits until it has.
+  auto stop = pined.ctl({"stop"});
+  CHECK_MESSAGE(stop.exitCode == 0, stop.err);
+  CHECK(contains(stop.out, "pined stopped"));
+  CHECK(pined.auditEvents("pined.stop").size() == 1);
+  int status = pined.stop();
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  auto after = pined.ctl({"stop"});
+  CHECK(after.exitCode == 1);
+  CHECK_MESSAGE(contains(after.err, "pined is not running"), after.err);
+}
