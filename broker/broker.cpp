@@ -160,11 +160,16 @@ kj::Promise<void> Broker::run() {
   api_ = kj::heap<ControlApi>(io_, *ownerApi_);
   api_->serveHandedOver(home_.socket());  // pined listens on pine.sock and hands over checked peers
   int port = -1;
+  std::vector<std::string> problems;  // said by pined on stderr at the start, and by `pinectl status`
   try {
     port = api_->listenTcp(config_->pine.http.host, config_->pine.http.port);
   } catch (kj::Exception& e) {
-    spdlog::error("control API: cannot listen on {}:{}: {}; the unix socket still serves",
-                  config_->pine.http.host, config_->pine.http.port, describeRemote(e));
+    std::string why = "the control API cannot listen on " + config_->pine.http.host + ":" +
+                      std::to_string(config_->pine.http.port) + ": " + describeRemote(e) +
+                      "; the unix socket still serves (change http.port in pine.yaml, or stop what uses the port)";
+    spdlog::error("{}", why);
+    api_->setTcpProblem(why);
+    problems.push_back(why);
   }
   schedules_->armAll();
   telegram_->update();
@@ -185,7 +190,10 @@ kj::Promise<void> Broker::run() {
       },
       [this](const config::Source& s) { return openMqttConnector(s.name); }, std::move(sourceOptions));
   purgeOld();
-  background_.add(supervisor_.readyRequest().send().ignoreResult());
+  auto ready = supervisor_.readyRequest();
+  auto list = ready.initProblems(problems.size());
+  for (size_t i = 0; i < problems.size(); ++i) list.set(i, problems[i]);
+  background_.add(ready.send().ignoreResult());
   spdlog::info("broker {} ready; control API on unix:{} and http://{}:{}", getpid(), home_.socket(),
                config_->pine.http.host, port);
   auto lost = supervisorLink_->onDisconnect().then([]() { spdlog::error("lost the link to pined: exiting"); },

@@ -311,6 +311,7 @@ int ControlApi::listenTcp(const std::string& host, int port) {
 json ControlApi::apiInfo() const {
   json j = {{"unix", unixPath_.empty() ? json() : json(unixPath_)}, {"http", nullptr}};
   if (tcpPort_) j["http"] = {{"host", tcpHost_}, {"port", tcpPort_}};
+  if (!tcpProblem_.empty()) j["httpProblem"] = tcpProblem_;
   return j;
 }
 

@@ -44,6 +44,8 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
   // Binds host:port (port 0: any free one) and starts accepting. Returns the bound port, which the
   // Host check then requires. Throws when host is not a loopback address: the API is plain HTTP.
   int listenTcp(const std::string& host, int port);
+  // Why the TCP listener is not there (a port in use): GET /v1/status says it as api.httpProblem.
+  void setTcpProblem(std::string why) { tcpProblem_ = std::move(why); }
 
   // {"unix": path, "http": {"host", "port"}} (null where not listening): added to GET /v1/status.
   nlohmann::json apiInfo() const;
@@ -97,6 +99,7 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
       hCacheControl_, hRetryAfter_;
   std::string unixPath_, tcpHost_;
   int tcpPort_ = 0;
+  std::string tcpProblem_;
   // One HttpServer per listener, so a request knows which socket it came in on.
   kj::Own<Endpoint> unixEndpoint_, tcpEndpoint_;
   kj::Own<kj::ConnectionReceiver> unixReceiver_, tcpReceiver_;

@@ -61,6 +61,8 @@ int cmdStatus(const std::string& home, bool json) {
   if (api.contains("http") && api["http"].is_object())
     std::cout << ", http " << api["http"].value("host", "?") << ":" << api["http"].value("port", 0);
   std::cout << "\n";
+  if (api.contains("httpProblem") && api["httpProblem"].is_string())
+    std::cout << "  not over TCP: " << api["httpProblem"].get<std::string>() << "\n";
   addStatusSections(home, j, &std::cout);
   return 0;
 }

@@ -17,8 +17,10 @@ interface Supervisor {
   status @1 () -> (processes :List(ProcessInfo));
   # List the processes pined runs (itself, the broker, the workers), for `pinectl status`.
 
-  ready @2 () -> ();
-  # The broker is listening for the owner; pined may report that it has started.
+  ready @2 (problems :List(Text)) -> ();
+  # The broker is listening for the owner; pined may report that it has started. `problems`: what
+  # it could not do (the control API's TCP port in use), for pined to say on stderr: at most 16
+  # lines of at most 1024 bytes, control characters replaced.
 
   reloadConfig @3 () -> (errors :List(Text));
   # Re-read the home's configuration (`pinectl reload`); on errors the old one stays and they are returned.

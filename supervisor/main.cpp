@@ -52,7 +52,14 @@ int daemonize(const pine::Home& home) {
     struct pollfd p = {ready[0], POLLIN, 0};
     char ok = 0;
     if (poll(&p, 1, 15000) == 1 && read(ready[0], &ok, 1) == 1 && ok == 1) {
-      std::cout << "pined started on " << home.root << "\n";
+      // Then "pined started on HOME (pid N)" and any problems of the broker's, as one write.
+      std::string said;
+      char buf[4096];
+      ssize_t n;
+      while (poll(&p, 1, 2000) == 1 && (n = read(ready[0], buf, sizeof buf)) > 0) said.append(buf, (size_t)n);
+      size_t first = said.find('\n');
+      std::cout << (first == std::string::npos ? "pined started on " + home.root + "\n" : said.substr(0, first + 1));
+      if (first != std::string::npos) std::cerr << said.substr(first + 1);
       _exit(0);
     }
     std::cerr << "pined: the broker did not become ready within 15 s; see " << home.logs() << "/\n";

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "common/names.h"
 #include "supervisor/egress_call.h"
@@ -115,8 +117,16 @@ kj::Promise<void> SupervisorService::status(StatusContext context) {
   return kj::READY_NOW;
 }
 
-kj::Promise<void> SupervisorService::ready(ReadyContext) {
-  sup_.brokerReady();
+kj::Promise<void> SupervisorService::ready(ReadyContext context) {
+  std::vector<std::string> problems;
+  for (auto p : context.getParams().getProblems()) {
+    if (problems.size() == 16) break;
+    std::string line(p.cStr(), std::min<size_t>(p.size(), 1024));
+    for (char& c : line)
+      if ((unsigned char)c < 0x20 || c == 0x7f) c = ' ';  // one line each on pined's stderr
+    problems.push_back(std::move(line));
+  }
+  sup_.brokerReady(problems);
   return kj::READY_NOW;
 }
 

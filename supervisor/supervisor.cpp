@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <iostream>
+
 #include "common/fd.h"
 #include "common/log.h"
 #include "config/folder_check.h"
@@ -330,16 +332,26 @@ bool Supervisor::handOwnerConnection(int fd) {
   return false;
 }
 
-void Supervisor::brokerReady() {
+void Supervisor::brokerReady(const std::vector<std::string>& problems) {
   brokerReady_ = true;
   spdlog::info("broker ready");
-
+  for (auto& p : problems) spdlog::warn("{}", p);
+  if (startSaid_) return;
+  startSaid_ = true;
+  // Detached: the first process prints what comes through the pipe (main.cpp daemonize).
+  // In the foreground: here, on pined's own stdout and stderr.
+  std::string said = "pined started on " + options_.home.root + " (pid " + std::to_string(getpid()) + ")\n";
+  for (auto& p : problems) said += "pined: " + p + "\n";
   if (options_.readyFd >= 0) {
     char ok = 1;
     ssize_t ignored = write(options_.readyFd, &ok, 1);
+    ignored = write(options_.readyFd, said.data(), said.size());
     (void)ignored;
     close(options_.readyFd);
     options_.readyFd = -1;
+  } else {
+    std::cout << said.substr(0, said.find('\n') + 1) << std::flush;
+    std::cerr << said.substr(said.find('\n') + 1) << std::flush;
   }
 }
 

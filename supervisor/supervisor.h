@@ -68,7 +68,8 @@ class Supervisor final : private kj::TaskSet::ErrorHandler {
   std::vector<std::pair<pid_t, ChildInfo>> processes() const { return children_.list(); }
   long long startedAtMs() const { return startedAtMs_; }
   unsigned brokerRestarts() const { return brokerRestarts_; }
-  void brokerReady();
+  // The broker serves the owner; `problems` are what it could not do (said on stderr at the start).
+  void brokerReady(const std::vector<std::string>& problems = {});
   secrets::SecretStore& secrets() { return secrets_; }
   const redact::Redactor& redactor() const { return *redactor_; }
   std::shared_ptr<const redact::Redactor> redactorSnapshot() const { return redactor_; }
@@ -130,7 +131,8 @@ class Supervisor final : private kj::TaskSet::ErrorHandler {
   kj::Maybe<kj::Own<RpcLink>> brokerLink_;
   kj::Maybe<proto::BrokerAdmin::Client> brokerAdmin_;
   sandbox::AgentSandboxes sandboxes_;
-  bool brokerReady_ = false;  // it serves the control API: pine.sock's connections go to it
+  bool brokerReady_ = false;
+  bool startSaid_ = false;  // the one line that says pined has started (and the broker's problems)  // it serves the control API: pine.sock's connections go to it
   pid_t brokerPid_ = 0;                          // the broker's launcher (its monitor), 0 when none
   std::pair<dev_t, ino_t> maskedEnv_{0, 0};      // the .env the running broker's mask covers
   std::vector<std::string> brokerFolders_;       // the watched folders the running broker's sandbox grants

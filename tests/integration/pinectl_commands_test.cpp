@@ -1,8 +1,14 @@
 // pinectl's commands for a person and a script (issue 17 point 4) against the real process tree:
 // agents, publish, send --session, check --json, options after the command, an unknown command
 // named with a suggestion, --version of every program, and stop.
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include "tests/integration/harness.h"
 
@@ -92,4 +98,46 @@ TEST_CASE("pinectl agents, publish, send --session and check --json answer peopl
   auto after = pined.ctl({"stop"});
   CHECK(after.exitCode == 1);
   CHECK_MESSAGE(contains(after.err, "pined is not running"), after.err);
+}
+
+TEST_CASE("pined detached says in one line that it started, and on stderr what the broker could not do; status "
+          "and check name a port in use") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  // Someone else holds the control API's port.
+  int holder = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(holder >= 0);
+  struct sockaddr_in addr {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  REQUIRE(bind(holder, (struct sockaddr*)&addr, sizeof addr) == 0);
+  REQUIRE(listen(holder, 1) == 0);
+  REQUIRE(getsockname(holder, (struct sockaddr*)&addr, &len) == 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  writeMinimalConfig(home, {"main"});
+  writeText(home + "/pine.yaml", "defaults:\n  model: demo\nhttp:\n  port: " + port + "\n");
+
+  std::vector<std::string> argv = {binDir() + "/pined", "--home", home};
+  if (seatbeltStandIn())
+    argv.insert(argv.end(), {"--sandbox-backend", "seatbelt", "--sandbox-exec", testBinDir() + "/fixtures/sandbox-exec"});
+  auto started = run(argv);
+  CHECK_MESSAGE(started.exitCode == 0, started.err);
+  CHECK_MESSAGE(started.out.rfind("pined started on " + home + " (pid ", 0) == 0, started.out);
+  CHECK_MESSAGE(std::count(started.out.begin(), started.out.end(), '\n') == 1, started.out);
+  CHECK_MESSAGE(contains(started.err, "pined: the control API cannot listen on 127.0.0.1:" + port + ": "), started.err);
+  CHECK_MESSAGE(contains(started.err, "change http.port in pine.yaml"), started.err);
+
+  auto ctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {binDir() + "/pinectl", "--home", home});
+    return run(args);
+  };
+  auto status = ctl({"status"});
+  CHECK_MESSAGE(status.exitCode == 0, status.err);  // the unix socket still serves
+  CHECK_MESSAGE(contains(status.out, "  not over TCP: the control API cannot listen on 127.0.0.1:" + port), status.out);
+  auto check = ctl({"check"});
+  CHECK(check.exitCode == 1);
+  CHECK_MESSAGE(contains(check.out, "running pine: the control API cannot listen on 127.0.0.1:" + port), check.out);
+  CHECK(ctl({"stop"}).exitCode == 0);
+  close(holder);
 }
