@@ -24,6 +24,22 @@ std::vector<ToolSpecText> Run::workerTools() const {
   return out;
 }
 
+namespace {
+
+// The first line of a failed tool's result, at most 200 bytes cut on a character's boundary: the
+// progress line says that it failed, the task record has the whole of it.
+std::string failureLine(const std::string& result) {
+  std::string line = result.substr(0, result.find('\n'));
+  if (line.size() > 200) {
+    size_t n = 200;
+    while (n > 0 && (static_cast<unsigned char>(line[n]) & 0xC0) == 0x80) --n;
+    line = line.substr(0, n) + "...";
+  }
+  return line;
+}
+
+}  // namespace
+
 std::vector<ToolSpecText> Run::brokerTools() {
   std::vector<ToolSpecText> out;
   for (const auto& row : tooltable::builtinTools())
@@ -43,8 +59,9 @@ kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
     long long seq = c.seq;
     // The journal says what came of it; a call that threw is journalled failed and the error passed on.
     return tools_.carryOut(tool, c.args)
-        .then([this, seq](ToolAnswer a) {
+        .then([this, seq, tool](ToolAnswer a) {
           ctx_.journal.end(seq, !a.isError, a.result);
+          if (a.isError) ctx_.services.progress(ctx_.taskId, tool + ": failed: " + failureLine(a.result));
           return a;
         },
               [this, seq](kj::Exception&& e) -> ToolAnswer {

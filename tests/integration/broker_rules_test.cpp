@@ -298,6 +298,9 @@ TEST_CASE("subscriptions: events of a subscribed source arrive in the conversati
   // Refused: a source pine.yaml does not have.
   auto bad = message(pined, "relay-sub", "CALL subscribe {\"source\": \"nope\"}\n");
   CHECK(has(bad, "answer", "subscribe: error: no source 'nope' in pine.yaml"));
+  // pinectl send's progress lines say that it failed, not only that it was allowed.
+  auto sent = pined.ctl({"send", "relay-sub", "CALL subscribe {\"source\": \"nope\"}\n"});
+  CHECK_MESSAGE(contains(sent.err, "  subscribe: failed: no source 'nope' in pine.yaml"), sent.err);
 
   auto sub = message(pined, "relay-sub", "CALL subscribe {\"source\": \"owner\", \"topic\": \"feed/#\"}\n");
   CAPTURE(sub.dump());
