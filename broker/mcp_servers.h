@@ -50,7 +50,7 @@ struct McpLimits {
   mcp::ClientOptions client;
 };
 
-class McpServers : private kj::TaskSet::ErrorHandler {
+class McpServers final : private kj::TaskSet::ErrorHandler {
  public:
   using Starter = std::function<kj::Promise<sources::ProgramLink>(const std::string& agent, const std::string& server)>;
   McpServers(kj::Timer& timer, store::Store& store, Starter start, McpLimits limits = {});

@@ -51,7 +51,7 @@ struct ClientOptions {
   std::string clientVersion = "0";
 };
 
-class Client : private kj::TaskSet::ErrorHandler {
+class Client final : private kj::TaskSet::ErrorHandler {
  public:
   Client(kj::Own<kj::AsyncIoStream> stream, kj::Timer& timer, ClientOptions options = {});
   ~Client();

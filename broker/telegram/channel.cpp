@@ -399,7 +399,7 @@ kj::Promise<void> Channel::typing(long long chatId, std::shared_ptr<bool> done) 
   if (*done || !mayReceive(chatId)) return kj::READY_NOW;
   return api_.call("sendChatAction", {{"chat_id", chatId}, {"action", "typing"}})
       .ignoreResult()
-      .then([this, chatId, done]() { return p_.timer.afterDelay(timing_.typingEvery); })
+      .then([this, done]() { return p_.timer.afterDelay(timing_.typingEvery); })
       .then([this, chatId, done]() { return typing(chatId, done); });
 }
 

@@ -65,7 +65,8 @@ TEST_CASE("download: an MCP server's origin is fetched into the workspace; the r
   std::string ws = home + "/agents/main/workspace";
 
   SUBCASE("the MCP server's origin: fetched without a question, byte for byte, size and SHA-256 reported") {
-    auto [t, result] = runOne(pined, "main", "fetch the report");
+    auto [t, answer] = runOne(pined, "main", "fetch the report");
+    const auto& result = answer;  // clang 14 cannot capture a structured binding (CAPTURE)
     CAPTURE(result);
     CHECK(t["state"] == "done");
     std::string got = readText(ws + "/in/report.txt");
@@ -86,20 +87,23 @@ TEST_CASE("download: an MCP server's origin is fetched into the workspace; the r
   }
   SUBCASE("twin of the fenced read (broker_flow_test): without security.taintTools a read is not fenced") {
     writeText(ws + "/plain.txt", "plain text\n");
-    auto [t, result] = runOne(pined, "main", "read the plain file");
+    auto [t, answer] = runOne(pined, "main", "read the plain file");
+    const auto& result = answer;  // clang 14 cannot capture a structured binding (CAPTURE)
     CAPTURE(result);
     CHECK(contains(result, "plain text"));
     CHECK_FALSE(contains(result, "<<<outside-content"));
   }
   SUBCASE("over limits.maxDownloadMb: ends with an error and leaves no file") {
-    auto [t, result] = runOne(pined, "main", "fetch the huge file");
+    auto [t, answer] = runOne(pined, "main", "fetch the huge file");
+    const auto& result = answer;  // clang 14 cannot capture a structured binding (CAPTURE)
     CAPTURE(result);
     CHECK(contains(result, "larger than 1048576 bytes"));
     CHECK_FALSE(std::filesystem::exists(ws + "/huge.bin"));
     for (auto& e : std::filesystem::directory_iterator(ws)) CHECK(!contains(e.path().filename().string(), ".tmp"));
   }
   SUBCASE("a redirect is reported, not followed") {
-    auto [t, result] = runOne(pined, "main", "fetch the moved file");
+    auto [t, answer] = runOne(pined, "main", "fetch the moved file");
+    const auto& result = answer;  // clang 14 cannot capture a structured binding (CAPTURE)
     CAPTURE(result);
     CHECK(contains(result, "HTTP 302"));
     CHECK(contains(result, "not followed"));
@@ -108,7 +112,8 @@ TEST_CASE("download: an MCP server's origin is fetched into the workspace; the r
   }
   SUBCASE("elsewhere, without web tools or network: refused, the owner not asked, nothing fetched") {
     auto before = pined.auditEvents("egress.request").size();
-    auto [t, result] = runOne(pined, "main", "fetch from elsewhere");
+    auto [t, answer] = runOne(pined, "main", "fetch from elsewhere");
+    const auto& result = answer;  // clang 14 cannot capture a structured binding (CAPTURE)
     CAPTURE(result);
     CHECK(contains(result, "no network access"));
     CHECK(contains(result, "request_access"));
@@ -118,7 +123,8 @@ TEST_CASE("download: an MCP server's origin is fetched into the workspace; the r
     CHECK_FALSE(std::filesystem::exists(ws + "/else.bin"));
   }
   SUBCASE("a place outside the workspace: refused by the jail before anyone is asked") {
-    auto [t, result] = runOne(pined, "main", "fetch past the workspace");
+    auto [t, answer] = runOne(pined, "main", "fetch past the workspace");
+    const auto& result = answer;  // clang 14 cannot capture a structured binding (CAPTURE)
     CAPTURE(result);
     CHECK(contains(result, "refused"));
     CHECK(pined.auditJson("tool.decision", t["id"]).empty());
@@ -126,7 +132,8 @@ TEST_CASE("download: an MCP server's origin is fetched into the workspace; the r
     CHECK_FALSE(std::filesystem::exists(home + "/escaped.txt"));
   }
   SUBCASE("over the conversation's network: the broker allows public https, pined refuses loopback") {
-    auto [t, result] = runOne(pined, "netty", "fetch over my network");
+    auto [t, answer] = runOne(pined, "netty", "fetch over my network");
+    const auto& result = answer;  // clang 14 cannot capture a structured binding (CAPTURE)
     CAPTURE(result);
     CHECK(contains(result, "loopback"));
     CHECK_FALSE(std::filesystem::exists(home + "/agents/netty/workspace/net.txt"));
