@@ -72,6 +72,7 @@ PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) cons
   host_->requireUsable();
 
   AgentPaths paths = pathsFor(request.agent, request.skills);
+  if (!request.untrusted) paths.openedFolder = request.folder;  // agentPolicy re-checks it as a grant
   makeDir(home_ + "/agents");
   makeDir(home_ + "/agents/" + request.agent);
   makeDir(paths.workspace);

@@ -19,6 +19,7 @@ struct AgentSandboxRequest {
   bool tainted = false;  // instruction files and git settings become read-only
   bool untrusted = false;  // a run outside content started: no grants, no network, workspace read-only
   std::vector<std::string> skills;  // names of the skills for this agent: <home>/skills/<name>, read-only
+  std::string folder;  // the folder the owner opened for this conversation (canonical, checked): rw, the cwd
 };
 
 class AgentSandboxes {

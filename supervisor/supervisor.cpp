@@ -14,6 +14,7 @@
 #include "common/fd.h"
 #include "common/log.h"
 #include "config/folder_check.h"
+#include "sandbox/folder_rules.h"
 
 #include <openssl/crypto.h>
 #include "supervisor/service.h"
@@ -337,7 +338,8 @@ void Supervisor::brokerReady() {
 }
 
 SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::string& agent,
-                                      const sandbox::Grants& grants, bool tainted, bool untrusted) {
+                                      const sandbox::Grants& grants, bool tainted, bool untrusted,
+                                      const std::string& folder) {
   KJ_REQUIRE(!stopping_, "pined is stopping");
   auto cfg = config_.current();
   const config::AgentConfig* agentCfg = nullptr;
@@ -362,7 +364,12 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
                 "; running a worker unconfined is not supported: remove that key")));
   sandbox::PreparedSandbox box;
   try {
-    sandbox::AgentSandboxRequest request{agent, all, tainted, untrusted, {}};
+    // The conversation's folder: never for a run outside content started, and re-checked here
+    // (pine's home, its program, other agents, system folders), whatever the broker checked.
+    if (!folder.empty() && untrusted)
+      throw sandbox::PolicyError("the opened folder " + folder + " is refused: a run that outside content started never gets it");
+    sandbox::AgentSandboxRequest request{agent, all, tainted, untrusted, {}, {}};
+    if (!folder.empty()) request.folder = sandbox::checkOpenedFolder(folder, sandboxes_.pathsFor(agent));
     for (const auto& skill : cfg->pine.skills)
       if (skill.agent.empty() || skill.agent == agent) request.skills.push_back(skill.name);
     box = sandboxes_.prepare(request);

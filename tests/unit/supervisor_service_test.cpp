@@ -297,3 +297,35 @@ TEST_CASE("telegram: pined builds the address and fills in the token; the broker
     CHECK(q.find("/echo?t=") == std::string::npos);
   }
 }
+
+TEST_CASE("spawnWorker: an opened folder that is pine's home, in it, above it, a link to it, another agent's, "
+          "the programs, / or a system folder is refused; none for an untrusted run") {
+  Fixture f;
+  std::filesystem::create_directory_symlink(f.home, f.dir + "/link-to-home");
+  std::filesystem::create_directories(f.dir + "/project");
+  std::vector<std::string> asks = {f.home,          f.home + "/data",  f.dir,  f.dir + "/link-to-home",
+                                   f.home + "/agents/other/workspace", f.home + "/agents/other",
+                                   pine::programDir() + "/../../bin", "/", "/etc", "/usr/lib", "relative",
+                                   f.dir + "/missing", std::string(5000, 'a')};
+  for (auto& path : asks) {
+    CAPTURE(path);
+    auto req = f.client.spawnWorkerRequest();
+    auto spec = req.initSpec();
+    spec.setTaskId("t1");
+    spec.setAgent("main");
+    spec.setFolder(path);
+    CHECK_THROWS(req.send().wait(f.io.waitScope));
+  }
+  // The folder a conversation may have, but asked for a run that outside content started.
+  auto untrusted = f.client.spawnWorkerRequest();
+  untrusted.initSpec().setTaskId("t2");
+  untrusted.getSpec().setAgent("main");
+  untrusted.getSpec().setUntrusted(true);
+  untrusted.getSpec().setFolder(f.dir + "/project");
+  try {
+    untrusted.send().wait(f.io.waitScope);
+    FAIL("an untrusted run got the opened folder");
+  } catch (kj::Exception& e) {
+    CHECK(std::string(e.getDescription().cStr()).find("outside content") != std::string::npos);
+  }
+}
