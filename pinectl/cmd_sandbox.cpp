@@ -63,7 +63,7 @@ int cmdSandboxRun(const std::string& home, const std::string& agent, bool tainte
   sandbox::PreparedSandbox box;
   try {
     // The agent's skills, as pined would mount them; a home whose configuration does not load gets none.
-    sandbox::AgentSandboxRequest request{agent, {}, tainted, false, {}, {}};
+    sandbox::AgentSandboxRequest request{agent, {}, tainted, false, {}};
     config::LoadOptions quiet;
     quiet.skipEnv = true;  // only the skills list is wanted: no secrets read for it
     auto loaded = config::loadHome(home, quiet);

@@ -112,7 +112,7 @@ kj::Promise<void> fetchFtpFile(
   auto out = std::make_shared<InboxFile>();
   try {
     // Creates the workspace if absent and says whose it is (as root: the agent's own ids).
-    sandbox::PreparedSandbox box = sup.prepareAgentSandbox({agent, {}, false, false, {}, {}});
+    sandbox::PreparedSandbox box = sup.prepareAgentSandbox({agent, {}, false, false, {}});
     int ws = open(box.cwd.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (ws < 0) throw std::runtime_error("the workspace of agent '" + agent + "': " + strerror(errno));
     kj::AutoCloseFd workspace(ws);

@@ -368,11 +368,11 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
     // (pine's home, its program, other agents, system folders), whatever the broker checked.
     if (!folder.empty() && untrusted)
       throw sandbox::PolicyError("the opened folder " + folder + " is refused: a run that outside content started never gets it");
-    sandbox::AgentSandboxRequest request{agent, all, tainted, untrusted, {}, {}};
-    if (!folder.empty()) request.folder = sandbox::checkOpenedFolder(folder, sandboxes_.pathsFor(agent));
+    sandbox::AgentSandboxRequest request{agent, all, tainted, untrusted, {}};
+    std::string opened = folder.empty() ? "" : sandbox::checkOpenedFolder(folder, sandboxes_.pathsFor(agent));
     for (const auto& skill : cfg->pine.skills)
       if (skill.agent.empty() || skill.agent == agent) request.skills.push_back(skill.name);
-    box = sandboxes_.prepare(request);
+    box = sandboxes_.prepare(request, opened);
   } catch (std::exception& e) {
     // Fail closed: the task is refused, never run unconfined.
     audit("sandbox.refused", {{"task", taskId}, {"agent", agent}, {"reason", e.what()}});

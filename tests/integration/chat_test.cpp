@@ -42,6 +42,10 @@ const char* kReplies = R"(replies:
     turns:
       - tool_calls: [{name: bash, arguments: {command: "cat FOLDER/owner-note.txt"}}]
       - text: "Tried."
+  - match: "read the note"
+    turns:
+      - tool_calls: [{name: read, arguments: {path: note.txt}}]
+      - text: "Read."
   - match: ""
     text: "ok"
 )";
@@ -205,14 +209,16 @@ TEST_CASE("pinectl chat in a terminal: streamed answers, approvals inline, slash
   struct stat st {};
   REQUIRE(stat((dir.path() + "/owner/.pine_history").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
-  CHECK(contains(readText(dir.path() + "/owner/.pine_history"), "hello"));  // libedit writes a space as \\040
+  CHECK(contains(readText(dir.path() + "/owner/.pine_history"), "hello"));  // libedit writes a space as \040
 }
 
 TEST_CASE("pinectl chat: Ctrl-C while waiting cancels the task; EOF ends cleanly; an unknown agent is named") {
   TempDir dir;
   std::string home = dir.path() + "/home";
   writeConfig(home);
-  writeText(home + "/agents/main/agent.yaml", "description: main\nmode: auto\ntools: [bash]\n");
+  writeText(home + "/agents/main/agent.yaml", "description: main\nmode: auto\ntools: [bash, read]\n");
+  writeText(home + "/agents/main/workspace/note.txt", "a note\n");
+  writeText(home + "/pine.yaml", readText(home + "/pine.yaml") + "security:\n  taintTools: [read]\n");
   Pined pined(home, {}, {});
   std::filesystem::create_directories(dir.path() + "/owner");
   {
@@ -230,6 +236,13 @@ TEST_CASE("pinectl chat: Ctrl-C while waiting cancels the task; EOF ends cleanly
       return false;
     }, 10s);
     CHECK(failed);
+    // Bypass in a conversation that read outside content is shown as paused.
+    t.line("read the note");
+    CHECK_MESSAGE(t.waitFor("Read."), t.output());
+    t.line("/mode bypass");
+    CHECK_MESSAGE(t.waitFor("main/work [bypass (paused)]> "), t.output());
+    t.line("/reset");
+    CHECK_MESSAGE(t.waitFor("main/work [bypass]> "), t.output());
     t.type("\x04");  // Ctrl-D at an empty prompt
     CHECK_MESSAGE(t.waitFor("bye"), t.output());
     CHECK(t.exitCode() == 0);

@@ -214,7 +214,7 @@ TEST_CASE("open: a symbolic link is refused; the file it points to opens") {
   REQUIRE(::symlink(real.c_str(), dir.db().c_str()) == 0);
   std::string err = errorOf([&] { Store::open(dir.db()); });
   CHECK(err.find("symbolic link") != std::string::npos);
-  CHECK(Store::open(real)->schemaVersion() == 7);
+  CHECK(Store::open(real)->schemaVersion() == 9);
 }
 
 TEST_CASE("open: a missing folder says to create it") {
@@ -222,7 +222,7 @@ TEST_CASE("open: a missing folder says to create it") {
   std::string err = errorOf([&] { Store::open(dir.path + "/data/pine.db"); });
   CHECK(err.find("create the folder " + dir.path + "/data") != std::string::npos);
   std::filesystem::create_directory(dir.path + "/data");
-  CHECK(Store::open(dir.path + "/data/pine.db")->schemaVersion() == 7);
+  CHECK(Store::open(dir.path + "/data/pine.db")->schemaVersion() == 9);
 }
 
 TEST_CASE("webhook deliveries: remembered until they expire, then dropped") {
