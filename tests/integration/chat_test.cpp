@@ -38,6 +38,10 @@ const char* kReplies = R"(replies:
       - tool_calls: [{name: write, arguments: {path: made-by-agent.txt, content: "written by the agent"}}]
       - tool_calls: [{name: bash, arguments: {command: "pwd > cwd.txt; cat owner-note.txt"}}]
       - text: "Worked in the folder."
+  - match: "Event feed/in"
+    turns:
+      - tool_calls: [{name: bash, arguments: {command: "cat FOLDER/owner-note.txt; pwd"}}]
+      - text: "Tried from the event."
   - match: "read FOLDER"
     turns:
       - tool_calls: [{name: bash, arguments: {command: "cat FOLDER/owner-note.txt"}}]
@@ -54,8 +58,10 @@ const char* kReplies = R"(replies:
 void writeConfig(const std::string& home, const std::string& folder = "") {
   writeMinimalConfig(home, {"main", "other"});
   std::string replies = kReplies;
-  for (size_t at; !folder.empty() && (at = replies.find("FOLDER/")) != std::string::npos;)
+  while (!folder.empty() && replies.find("FOLDER/") != std::string::npos) {
+    size_t at = replies.find("FOLDER/");
     replies.replace(at, 6, folder);
+  }
   writeText(home + "/providers/replies.yaml", replies);
   writeText(home + "/agents/main/agent.yaml",
             "description: main\nmode: auto\ntools: [read, write, ls, bash]\napprove: [bash]\n");
@@ -289,6 +295,8 @@ TEST_CASE("the opened folder: its conversation reads, writes and starts there; o
   std::string folder = makeOwnerFolder(dir.path());
   writeConfig(home, folder);
   writeText(home + "/agents/main/agent.yaml", "description: main\nmode: auto\ntools: [read, write, ls, bash]\n");
+  writeText(home + "/pine.yaml", readText(home + "/pine.yaml") +
+                                     "sources:\n  - {name: feed, type: webhook, open: true, topic: feed/in}\n");
   Pined pined(home, {}, {});
 
   auto opened = openFolder(pined, "main", "work", folder);
@@ -309,8 +317,26 @@ TEST_CASE("the opened folder: its conversation reads, writes and starts there; o
   CHECK_MESSAGE(!contains(results, "the owner's note"), results);
   CHECK_MESSAGE(contains(results, "Permission denied"), results);  // Landlock: the file is 0644, the folder 0777
 
-  // An untrusted run of the same conversation does not get it (pined refuses it, even when asked).
-  // (The broker passes no folder for untrusted runs; pined's own refusal is tested in the next case.)
+  // A run that outside content started in the same conversation (a stranger's event delivered
+  // into it) does not get it: its shell starts in the workspace and the OS refuses the folder.
+  // (pined refuses the folder for an untrusted spawn even when asked: tests/unit.)
+  auto sub = pined.api("POST", "/v1/subscriptions", R"({"agent": "main", "session": "work", "source": "feed"})");
+  REQUIRE_MESSAGE(sub.status == 200, sub.body);
+  REQUIRE(waitUntil([&] { return postHook(home, "feed", R"({"ring": 1})", {}) == 202; }, 10s));
+  nlohmann::json fromEvent;
+  REQUIRE(waitUntil([&] {
+    auto waiting = pined.api("GET", "/v1/approvals").json();  // bash in a tainted conversation asks
+    for (auto& a : waiting["approvals"])
+      pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}");
+    auto listed = pined.api("GET", "/v1/tasks?agent=main").json();
+    for (auto& task : listed["tasks"])
+      if (task["session"] == "work" && task["id"] != t["id"] && taskEnded(task)) fromEvent = task;
+    return fromEvent.is_object();
+  }, 60s));
+  results = joined(toolResults(home, fromEvent["id"]));
+  CHECK_MESSAGE(!contains(results, "the owner's note"), results);
+  CHECK_MESSAGE(contains(results, "Permission denied"), results);
+  CHECK_MESSAGE(!contains(results, folder + "\n"), results);  // pwd: not the folder
 
   // A reset closes it; it survives a broker restart until then.
   pid_t broker = pined.rolePid("broker");
