@@ -359,14 +359,26 @@ TEST_CASE("the opened folder: pine's home, a parent of it, a link to it, another
   writeConfig(home);
   Pined pined(home, {}, {});
   std::filesystem::create_directory_symlink(home, dir.path() + "/link-to-home");
+  std::filesystem::create_directories(home + "/agents/other/workspace");
   std::string programs = binDir();
-  std::vector<std::string> refused = {home, dir.path(), dir.path() + "/link-to-home", home + "/agents/other/workspace",
-                                      home + "/agents/other", programs, "/", "/etc", "/usr/bin", home + "/data"};
-  for (auto& path : refused) {
+  // Each with the words of the rule that refuses it (not merely "cannot be reached").
+  std::vector<std::pair<std::string, std::string>> refused = {
+      {home, "it is pine's home"},
+      {dir.path(), "it contains pine's"},
+      {dir.path() + "/link-to-home", "it is pine's home"},
+      {home + "/agents/other/workspace", "lies inside pine's home"},
+      {home + "/agents/other", "another agent's folder"},
+      {home + "/agents/main", "lies inside pine's home"},
+      {programs, "pine's program files"},
+      {"/", "the whole system"},
+      {"/etc", "system folder"},
+      {"/usr/bin", "system folder"},
+      {home + "/data", "lies inside pine's home"}};
+  for (auto& [path, why] : refused) {
     CAPTURE(path);
     auto r = openFolder(pined, "main", "main", path);
     CHECK(r.status == 403);
-    CHECK(r.json().value("error", "") != "");
+    CHECK_MESSAGE(contains(r.json().value("error", ""), why), r.body);
   }
   CHECK(openFolder(pined, "main", "main", "relative/path").status == 403);
   CHECK(openFolder(pined, "main", "main", dir.path() + "/missing").status == 403);
