@@ -178,8 +178,9 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
   std::string workspace = getcwd(cwd, sizeof cwd) ? cwd : ".";
   tools::ToolEnv env;
   env.workspace = workspace;
-  // A folder the owner opened for this conversation: the tools start there (shell cwd, relative
-  // paths), the workspace stays reachable. Only when pined's sandbox opened it to this worker.
+  // A folder the owner opened for this conversation (the broker names it only when it asked pined
+  // to open it in this sandbox): the tools start there (shell cwd, relative paths), the workspace
+  // stays reachable. One this worker cannot reach is left out rather than failing the task.
   std::string folder = str(task.getFolder());
   if (!folder.empty() && access(folder.c_str(), R_OK | W_OK | X_OK) == 0) {
     env.workspace = folder;
