@@ -49,6 +49,12 @@ class ApiBackend {
   virtual kj::Promise<ApiReply> taskResult(const std::string& taskId) = 0;
   virtual ApiReply resetAgent(const std::string& agent, const nlohmann::json& body) = 0;  // POST /v1/agents/{id}/reset
   virtual ApiReply setMode(const std::string& agent, const nlohmann::json& body) = 0;     // PUT  /v1/agents/{id}/mode
+  // GET|PUT|DELETE /v1/agents/{id}/folder: the conversation's opened folder (owner_folder.cpp).
+  virtual ApiReply folder(const std::string& method, const std::string& agent, const ApiQuery& query,
+                          const nlohmann::json& body) {
+    (void)method, (void)agent, (void)query, (void)body;
+    return apiError(404, "this broker opens no folders");
+  }
   virtual ApiReply approvals(const ApiQuery& query) = 0;                                   // GET  /v1/approvals
   virtual ApiReply approve(const std::string& id, bool always) = 0;                        // POST /v1/approvals/{id}/approve
   virtual ApiReply deny(const std::string& id) = 0;

@@ -544,7 +544,7 @@ kj::Promise<void> ControlApi::route(kj::HttpMethod method, const std::vector<std
   }
   if (is({"v1", "agents", "*", "*"})) {
     const std::string agent = seg[2], action = seg[3];
-    if (action != "messages" && action != "reset" && action != "mode")
+    if (action != "messages" && action != "reset" && action != "mode" && action != "folder")
       return sendError(response, 404, "no route /v1/agents/{id}/" + action + " (see docs/api.md)");
     if (!isValidAgentId(agent))
       return sendError(response, 404, "no agent '" + agent + "': agent ids are [a-z0-9_-], 1 to 64 bytes");
@@ -563,6 +563,14 @@ kj::Promise<void> ControlApi::route(kj::HttpMethod method, const std::vector<std
       if (!only({M::POST})) return wrongMethod("POST");
       return withJsonBody(headers, body, limit, true, response, [this, agent, &response](json j) {
         return sendReply(response, backend_.resetAgent(agent, j));
+      });
+    }
+    if (action == "folder") {
+      if (method == M::GET) return sendReply(response, backend_.folder("GET", agent, query, json::object()));
+      if (!only({M::PUT, M::DELETE})) return wrongMethod("GET, PUT or DELETE");
+      std::string verb = method == M::PUT ? "PUT" : "DELETE";
+      return withJsonBody(headers, body, limit, verb == "DELETE", response, [this, verb, agent, q = query, &response](json j) {
+        return sendReply(response, backend_.folder(verb, agent, q, j));
       });
     }
     if (!only({M::PUT})) return wrongMethod("PUT");

@@ -168,10 +168,15 @@ kj::Promise<ApiReply> OwnerApi::publishEvent(const nlohmann::json& body) {
 ApiReply OwnerApi::agents() {
   nlohmann::json list = nlohmann::json::array();
   for (auto& [id, a] : p_.config->agents) {
-    nlohmann::json sessions = nlohmann::json::array();
-    for (auto& s : p_.store.sessions(id))
-      sessions.push_back({{"session", s.session}, {"tainted", s.tainted}, {"taintReason", s.taintReason}});
     config::Mode mode = p_.sessions.effectiveMode(a);
+    nlohmann::json sessions = nlohmann::json::array();
+    for (auto& s : p_.store.sessions(id)) {
+      // Bypass waits in a conversation that read outside content until a reset (or "anyway").
+      bool paused = mode == config::Mode::Bypass && s.tainted && !s.bypassAnyway &&
+                    !p_.config->pine.security.bypassWhenTainted;
+      sessions.push_back({{"session", s.session}, {"tainted", s.tainted}, {"taintReason", s.taintReason},
+                          {"bypassPaused", paused}});
+    }
     nlohmann::json active = nlohmann::json::array();
     for (auto* t : p_.queue.active())
       if (t->agent == id) active.push_back(t->id);

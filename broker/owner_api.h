@@ -63,6 +63,8 @@ class OwnerApi final : public ApiBackend {
   kj::Promise<ApiReply> taskResult(const std::string& taskId) override;
   ApiReply resetAgent(const std::string& agent, const nlohmann::json& body) override;
   ApiReply setMode(const std::string& agent, const nlohmann::json& body) override;
+  ApiReply folder(const std::string& method, const std::string& agent, const ApiQuery& query,
+                  const nlohmann::json& body) override;  // owner_folder.cpp
   ApiReply approvals(const ApiQuery& query) override;
   ApiReply approve(const std::string& id, bool always) override;
   ApiReply deny(const std::string& id) override;

@@ -22,6 +22,10 @@ std::string readIfExists(const std::string& path) {
   }
 }
 
+// Whether a run may have its conversation's opened folder: the owner's own turns (and schedules,
+// sub-agents, owner-trusted sources), never a run that outside content started.
+bool folderRun(const RunRequest& req) { return req.trust == config::Trust::Owner && !req.taintsSession; }
+
 }  // namespace
 
 struct TaskRunner::Live {
@@ -74,6 +78,9 @@ void TaskRunner::launch(const std::string& id) {
   auto w = grants.initWrite(std::min<size_t>(granted.write.size(), 64));
   for (size_t i = 0; i < w.size(); ++i) w.set(i, granted.write[i]);
   grants.setNetwork(granted.network);
+  // The conversation's opened folder (and its sub-agents'): never for a run outside content
+  // started (untrusted, or an event delivered into the conversation); pined re-checks it.
+  if (folderRun(req)) spec.setFolder(services_.store().sessionFolder(req.agent, Sessions::conversationOf(req.session)));
 
   auto run = std::make_unique<Run>(services_, id, req, cfg, tools, RunResume{t->attempt, t->cost});
   run->setSandboxTainted(tainted || req.trust == config::Trust::Untrusted);
@@ -140,6 +147,7 @@ TaskForWorker TaskRunner::taskFor(const TaskRecord& t, const RunRequest& req, co
     auto granted = services_.sessions().granted(req.agent, req.session);
     info.readRoots.insert(info.readRoots.end(), granted.read.begin(), granted.read.end());
     info.writeRoots.insert(info.writeRoots.end(), granted.write.begin(), granted.write.end());
+    if (folderRun(req)) info.folder = services_.store().sessionFolder(req.agent, Sessions::conversationOf(req.session));
   }
   info.attachments = services_.store().taskFilePaths(t.id);
   info.timeoutSec = (unsigned)cfg->pine.limits.taskTimeoutSec;

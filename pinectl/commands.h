@@ -18,6 +18,13 @@ int cmdTasks(const std::string& home, bool json);
 // err, the answer to out. Exit 0 when the task is done, 1 when it failed or was refused.
 int cmdSend(const std::string& home, const std::string& agent, const std::string& text, bool wait, bool json,
             std::ostream& out = std::cout, std::ostream& err = std::cerr);
+// chat AGENT[/SESSION]: an interactive conversation (cmd_chat.cpp and chat_*.cpp). Exit 0 at /quit or EOF.
+int cmdChat(const std::string& home, const std::string& target);
+// folder AGENT[/SESSION] [DIR | close]: the folder opened for a conversation (cmd_folder.cpp).
+int cmdFolder(const std::string& home, const std::string& target, const std::string& dir, bool close,
+              std::ostream& out = std::cout, std::ostream& err = std::cerr);
+// A folder as given, made absolute from the working directory.
+std::string absoluteFolder(const std::string& dir);
 // Pending approvals with their full arguments.
 int cmdApprovals(const std::string& home, bool json, std::ostream& out = std::cout, std::ostream& err = std::cerr);
 int cmdApprove(const std::string& home, const std::string& id, bool always, std::ostream& out = std::cout,

@@ -58,10 +58,10 @@ int ControlClient::connectAndSend(const std::string& method, const std::string& 
   return fd;
 }
 
-static ssize_t readSome(int fd, char* buf, size_t size) {
+static ssize_t readSome(int fd, char* buf, size_t size, const volatile std::sig_atomic_t* interrupt = nullptr) {
   for (;;) {
     ssize_t n = read(fd, buf, size);
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINTR && !(interrupt && *interrupt)) continue;
     return n;
   }
 }
@@ -115,8 +115,8 @@ HttpResult ControlClient::stream(const std::string& method, const std::string& p
       std::string payload;
       if (chunked) decoder.feed(pending, payload);
       else payload = pending;
-      if (!parser.feed(payload, onEvent) || decoder.done()) break;
-      ssize_t n = readSome(fd, buf, sizeof buf);
+      if (!parser.feed(payload, onEvent) || decoder.done() || (interrupt_ && *interrupt_)) break;
+      ssize_t n = readSome(fd, buf, sizeof buf, interrupt_);
       if (n <= 0) break;
       pending.assign(buf, (size_t)n);
     }

@@ -2,6 +2,7 @@
 // the broker's unix socket, bearer token attached. Answers are read whole
 // (request) or as server-sent events while they arrive (stream).
 #pragma once
+#include <csignal>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -29,10 +30,14 @@ class ControlClient {
   // it returns false or the stream ends, and returns {200, ""}. Any other answer is returned whole.
   HttpResult stream(const std::string& method, const std::string& path, const std::string& jsonBody,
                     const std::function<bool(const SseEvent&)>& onEvent);
+  // A flag a signal handler sets (pinectl chat's Ctrl-C): a read that a signal interrupts while it
+  // is set gives up instead of retrying, so a waiting stream ends early (as if it had closed).
+  void setInterrupt(const volatile std::sig_atomic_t* flag) { interrupt_ = flag; }
 
  private:
   int connectAndSend(const std::string& method, const std::string& path, const std::string& body, bool sse);
   std::string home_, socket_, token_;
+  const volatile std::sig_atomic_t* interrupt_ = nullptr;
 };
 
 // Percent-encodes everything but A-Z a-z 0-9 - _ . ~ (a path segment or query value).

@@ -78,6 +78,17 @@ int main(int argc, char** argv) {
   modeCmd->add_option("mode", mode, "manual, auto or bypass")->required();
   auto* reset = app.add_subcommand("reset", "start a conversation afresh (clears its outside-content mark)");
   reset->add_option("target", target, "AGENT (its main conversation) or AGENT/SESSION")->required();
+  auto* chat = app.add_subcommand("chat", "talk with an agent in the terminal: answers stream, approvals are asked inline");
+  chat->add_option("target", target, "AGENT (its main conversation) or AGENT/SESSION")->required();
+  chat->footer("Slash commands: /reset /mode MODE /session NAME /folder DIR /usage /help /quit (or Ctrl-D). "
+               "Ctrl-C stops waiting for an answer and cancels its task. History: ~/.pine_history.");
+  std::string folderDir;
+  bool closeFolder = false;
+  auto* folderCmd = app.add_subcommand("folder", "open a folder of yours for one conversation: its runs start there "
+                                                 "and may read and write it (no DIR: show it)");
+  folderCmd->add_option("target", target, "AGENT (its main conversation) or AGENT/SESSION")->required();
+  folderCmd->add_option("dir", folderDir, "the folder; never pine's home, its programs, another agent's or a system folder");
+  folderCmd->add_flag("--close", closeFolder, "close the conversation's folder");
   auto* events = app.add_subcommand("events", "recent events on the bus");
   events->add_flag("-f,--follow", follow, "keep printing new events");
   events->add_option("--topic", topic, "only these topics; MQTT wildcards + and # work");
@@ -198,6 +209,8 @@ int main(int argc, char** argv) {
     if (*cancel) return pine::cmdCancel(home, id);
     if (*modeCmd) return pine::cmdMode(home, agent, mode);
     if (*reset) return pine::cmdReset(home, target);
+    if (*chat) return pine::cmdChat(home, target);
+    if (*folderCmd) return pine::cmdFolder(home, target, folderDir, closeFolder);
     if (*events) return pine::cmdEvents(home, follow, topic, json);
     if (*stateGet) return pine::cmdStateGet(home, key);
     if (*stateSet) return pine::cmdStateSet(home, key, value);

@@ -163,6 +163,8 @@ struct WorkerSpec {
   tainted @2 :Bool;   # the session has read outside content: instruction files and git settings go read-only
   grants @3 :Grants;  # what the owner granted this conversation; pined refuses what no grant may open
   untrusted @4 :Bool; # outside content started the run: no grants, no network, workspace and private home read-only
+  folder @5 :Text;    # the folder the owner opened for this conversation, or empty; pined re-checks it
+                      # (sandbox/folder_rules.h) and refuses it for an untrusted run
 }
 
 struct Grants {

@@ -68,10 +68,11 @@ AgentPaths AgentSandboxes::pathsFor(const std::string& agent, const std::vector<
   return p;
 }
 
-PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request) const {
+PreparedSandbox AgentSandboxes::prepare(const AgentSandboxRequest& request, const std::string& openedFolder) const {
   host_->requireUsable();
 
   AgentPaths paths = pathsFor(request.agent, request.skills);
+  if (!request.untrusted) paths.openedFolder = openedFolder;  // agentPolicy re-checks it as a grant
   makeDir(home_ + "/agents");
   makeDir(home_ + "/agents/" + request.agent);
   makeDir(paths.workspace);

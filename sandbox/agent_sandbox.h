@@ -29,7 +29,9 @@ class AgentSandboxes {
   // Creates the agent's workspace, private home and temp folder if absent, hands
   // them to the worker uid when pine runs as root, and builds the launch (its cwd
   // the workspace). Throws std::runtime_error saying why and how to fix it: fail closed.
-  PreparedSandbox prepare(const AgentSandboxRequest& request) const;
+  // `openedFolder`: the folder the owner opened for this conversation, canonical and checked
+  // (folder_rules.h); read-write, and never for an untrusted run.
+  PreparedSandbox prepare(const AgentSandboxRequest& request, const std::string& openedFolder = "") const;
 
   const SandboxHost& host() const { return *host_; }
   AgentPaths pathsFor(const std::string& agent, const std::vector<std::string>& skills = {}) const;

@@ -88,7 +88,9 @@ kj::Promise<void> SupervisorService::spawnWorker(SpawnWorkerContext context) {
   } catch (std::exception& e) {
     KJ_FAIL_REQUIRE("spawnWorker: bad network grant", e.what());
   }
-  SpawnedWorker w = sup_.spawnWorker(taskId, agent, grants, spec.getTainted(), spec.getUntrusted());
+  std::string folder = spec.getFolder();  // checked in full with the policy (sandbox/folder_rules.h)
+  KJ_REQUIRE(folder.size() <= 4096, "spawnWorker: the opened folder's path is too long");
+  SpawnedWorker w = sup_.spawnWorker(taskId, agent, grants, spec.getTainted(), spec.getUntrusted(), folder);
   auto results = context.getResults();
   results.setPid(w.pid);
   results.setSandbox(w.sandbox);

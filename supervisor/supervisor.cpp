@@ -16,6 +16,7 @@
 #include "common/fd.h"
 #include "common/log.h"
 #include "config/folder_check.h"
+#include "sandbox/folder_rules.h"
 
 #include <openssl/crypto.h>
 #include "supervisor/service.h"
@@ -356,7 +357,8 @@ void Supervisor::brokerReady(const std::vector<std::string>& problems) {
 }
 
 SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::string& agent,
-                                      const sandbox::Grants& grants, bool tainted, bool untrusted) {
+                                      const sandbox::Grants& grants, bool tainted, bool untrusted,
+                                      const std::string& folder) {
   KJ_REQUIRE(!stopping_, "pined is stopping");
   auto cfg = config_.current();
   const config::AgentConfig* agentCfg = nullptr;
@@ -381,10 +383,15 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
                 "; running a worker unconfined is not supported: remove that key")));
   sandbox::PreparedSandbox box;
   try {
+    // The conversation's folder: never for a run outside content started, and re-checked here
+    // (pine's home, its program, other agents, system folders), whatever the broker checked.
+    if (!folder.empty() && untrusted)
+      throw sandbox::PolicyError("the opened folder " + folder + " is refused: a run that outside content started never gets it");
     sandbox::AgentSandboxRequest request{agent, all, tainted, untrusted, {}};
+    std::string opened = folder.empty() ? "" : sandbox::checkOpenedFolder(folder, sandboxes_.pathsFor(agent));
     for (const auto& skill : cfg->pine.skills)
       if (skill.agent.empty() || skill.agent == agent) request.skills.push_back(skill.name);
-    box = sandboxes_.prepare(request);
+    box = sandboxes_.prepare(request, opened);
   } catch (std::exception& e) {
     // Fail closed: the task is refused, never run unconfined.
     audit("sandbox.refused", {{"task", taskId}, {"agent", agent}, {"reason", e.what()}});

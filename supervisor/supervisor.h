@@ -59,7 +59,7 @@ class Supervisor final : private kj::TaskSet::ErrorHandler {
   // Called by the Supervisor capability, after it validated its arguments.
   // Throws, saying why, when the worker's sandbox cannot be built: no task runs unconfined.
   SpawnedWorker spawnWorker(const std::string& taskId, const std::string& agent, const sandbox::Grants& grants,
-                            bool tainted, bool untrusted = false);
+                            bool tainted, bool untrusted = false, const std::string& folder = "");
   // Puts a child under the backend's sandbox: the Linux plan (pine-launch enters it) or the
   // Seatbelt profile (sandbox-exec applies it, in box.cwd). `box` must outlive the spawn.
   void useSandbox(SpawnSpec& spec, const sandbox::PreparedSandbox& box) const;

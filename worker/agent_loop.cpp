@@ -178,6 +178,16 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
   std::string workspace = getcwd(cwd, sizeof cwd) ? cwd : ".";
   tools::ToolEnv env;
   env.workspace = workspace;
+  // A folder the owner opened for this conversation (the broker names it only when it asked pined
+  // to open it in this sandbox): the tools start there (shell cwd, relative paths), the workspace
+  // stays reachable. One this worker cannot reach is left out rather than failing the task.
+  std::string folder = str(task.getFolder());
+  if (!folder.empty() && access(folder.c_str(), R_OK | W_OK | X_OK) == 0) {
+    env.workspace = folder;
+    env.extraWrite.push_back(workspace);
+  } else {
+    folder.clear();
+  }
   env.tainted = task.getTainted();
   env.shellTimeoutSec = (int)task.getShellTimeoutSec();
   env.schemas = schemas;
@@ -224,7 +234,7 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
   facts.agent = str(task.getAgent());
   facts.instructions = str(task.getInstructions());
   facts.workspace = workspace;
-  facts.folder = str(task.getFolder());
+  facts.folder = folder;
   facts.mode = str(task.getMode());
   facts.trust = str(task.getTrust());
   facts.tainted = task.getTainted();

@@ -270,6 +270,12 @@ CREATE TABLE mcp_pins (
 );
 )sql";
 
+// v9: the folder the owner opened for a conversation (pinectl chat /folder, PUT
+// /v1/agents/{id}/folder), '' for none; a reset clears it. (v8 is another branch's; renumbered at merge.)
+constexpr const char* kV9 = R"sql(
+ALTER TABLE sessions ADD COLUMN folder TEXT NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -281,6 +287,7 @@ const std::vector<Migration>& migrations() {
       {5, "adding webhook deliveries", kV5},
       {6, "adding the sources' memory and status", kV6},
       {7, "adding MCP servers' pinned tool lists", kV7},
+      {9, "adding conversations' opened folders", kV9},
   };
   return list;
 }

@@ -50,9 +50,14 @@ class Store {
   std::optional<SessionRow> session(const std::string& agent, const std::string& session) const;
   void putSession(const SessionRow& s);  // insert or update in place (never drops its messages)
   std::vector<SessionRow> sessions(const std::string& agent) const;  // most recently updated first
-  // Clears the conversation: its messages, taint, grants, mode override and "bypass anyway";
+  // Clears the conversation: its messages, taint, grants, mode override, "bypass anyway" and folder;
   // subscriptions stay.
   void resetSession(const std::string& agent, const std::string& session);
+  // The folder the owner opened for a conversation ("" for none; a reset clears it). Setting
+  // creates the session row when missing; "" closes the folder.
+  std::string sessionFolder(const std::string& agent, const std::string& session) const;
+  void setSessionFolder(const std::string& agent, const std::string& session, const std::string& folder,
+                        long long nowMs);
 
   // One transaction. Creates the session row if missing and moves its updatedMs forward.
   void appendMessages(const std::vector<MessageRow>& rows);

@@ -1,4 +1,4 @@
-// Conversations: the session row (taint, mode), its messages and its grants.
+// Conversations: the session row (taint, mode, opened folder), its messages and its grants.
 #include "broker/store/checks.h"
 #include "broker/store/json_text.h"
 #include "broker/store/sqlite_db.h"
@@ -84,11 +84,28 @@ void Store::resetSession(const std::string& agent, const std::string& session) {
   g.bind(1, agent).bind(2, session);
   g.run();
   auto s = db_->prepare(
-      "UPDATE sessions SET tainted = 0, taint_reason = '', mode_override = '', bypass_anyway = 0 "
+      "UPDATE sessions SET tainted = 0, taint_reason = '', mode_override = '', bypass_anyway = 0, folder = '' "
       "WHERE agent = ?1 AND session = ?2",
       "clearing a session's taint and mode");
   s.bind(1, agent).bind(2, session);
   s.run();
+  tx.commit();
+}
+
+std::string Store::sessionFolder(const std::string& agent, const std::string& session) const {
+  auto st = db_->prepare("SELECT folder FROM sessions WHERE agent = ?1 AND session = ?2", "reading a session's folder");
+  st.bind(1, agent).bind(2, session);
+  return st.step() ? st.text(0) : "";
+}
+
+void Store::setSessionFolder(const std::string& agent, const std::string& session, const std::string& folder,
+                             long long nowMs) {
+  checkSessionKey(agent, session, "session folder");
+  Tx tx(*db_, "opening a folder for a session");
+  ensureSession(*db_, agent, session, nowMs);
+  auto st = db_->prepare("UPDATE sessions SET folder = ?3 WHERE agent = ?1 AND session = ?2", "storing a session's folder");
+  st.bind(1, agent).bind(2, session).bind(3, folder);
+  st.run();
   tx.commit();
 }
 

@@ -52,6 +52,14 @@ Policy allWithGrants() {
   return p;
 }
 
+// A conversation with a folder the owner opened (docs/chat.md): one more writable tree, a
+// parameter like every path; tainted, so its instruction files stay read-only by name.
+Policy openedFolder() {
+  Policy p = defaultAgent();
+  p.writable.push_back(kHome + "/code/project");
+  return p;
+}
+
 // The broker's policy, made by the same code pined uses (brokerPolicy), with macOS paths.
 Policy brokerMac() {
   BrokerPaths b;
@@ -79,6 +87,7 @@ std::vector<GoldenCase> goldenCases() {
       {"network-localhost", withNetwork(defaultAgent(), Network::Localhost), {true, false}},
       {"network-all-grants", allWithGrants(), {true, false}},
       {"broker", brokerMac(), {false, false}},
+      {"opened-folder", openedFolder(), {true, true}},
   };
 }
 

@@ -399,6 +399,26 @@ TEST_CASE("resetSession clears messages, taint, grants, mode; keeps subscription
   CHECK(s->grants("main", "side").size() == 1);
 }
 
+TEST_CASE("a session's opened folder: per conversation, kept by putSession, closed by reset and by \"\"") {
+  TempDir dir;
+  auto s = Store::open(dir.db());
+  CHECK(s->sessionFolder("main", "work").empty());
+  s->setSessionFolder("main", "work", "/srv/project", 1);  // makes the session row
+  CHECK(s->session("main", "work"));
+  CHECK(s->sessionFolder("main", "work") == "/srv/project");
+  CHECK(s->sessionFolder("main", "main").empty());
+  CHECK(s->sessionFolder("other", "work").empty());
+  auto row = *s->session("main", "work");
+  row.tainted = true;
+  s->putSession(row);  // a taint mark written later keeps the folder
+  CHECK(s->sessionFolder("main", "work") == "/srv/project");
+  s->resetSession("main", "work");
+  CHECK(s->sessionFolder("main", "work").empty());
+  s->setSessionFolder("main", "work", "/srv/project", 2);
+  s->setSessionFolder("main", "work", "", 3);
+  CHECK(s->sessionFolder("main", "work").empty());
+}
+
 TEST_CASE("state: round trip, byte-wise prefix lists, JSON values only") {
   TempDir dir;
   auto s = Store::open(dir.db());

@@ -299,3 +299,53 @@ TEST_CASE("telegram: pined builds the address and fills in the token; the broker
     CHECK(q.find("/echo?t=") == std::string::npos);
   }
 }
+
+TEST_CASE("spawnWorker: an opened folder that is pine's home, in it, above it, a link to it, another agent's, "
+          "the programs, / or a system folder is refused; none for an untrusted run") {
+  Fixture f;
+  std::filesystem::create_directory_symlink(f.home, f.dir + "/link-to-home");
+  std::filesystem::create_directories(f.dir + "/project");
+  std::filesystem::create_directories(f.home + "/agents/other/workspace");
+  // Each with the words of the rule that refuses it.
+  std::vector<std::pair<std::string, std::string>> asks = {
+      {f.home, "it is pine's home"},
+      {f.home + "/data", "lies inside pine's home"},
+      {f.dir, "it contains pine's"},
+      {f.dir + "/link-to-home", "it is pine's home"},
+      {f.home + "/agents/other/workspace", "lies inside pine's home"},
+      {f.home + "/agents/other", "another agent's folder"},
+      {pine::programDir() + "/../../bin", "pine's program files"},
+      {"/", "the whole system"},
+      {"/etc", "system folder"},
+      {"/usr/lib", "system folder"},
+      {"relative", "not an absolute path"},
+      {f.dir + "/missing", "cannot be reached"},
+      {std::string(5000, 'a'), "too long"}};
+  for (auto& [path, why] : asks) {
+    CAPTURE(path);
+    auto req = f.client.spawnWorkerRequest();
+    auto spec = req.initSpec();
+    spec.setTaskId("t1");
+    spec.setAgent("main");
+    spec.setFolder(path);
+    try {
+      req.send().wait(f.io.waitScope);
+      FAIL("spawned with the folder " << path);
+    } catch (kj::Exception& e) {
+      std::string message = e.getDescription().cStr();
+      CHECK_MESSAGE(message.find(why) != std::string::npos, message);
+    }
+  }
+  // The folder a conversation may have, but asked for a run that outside content started.
+  auto untrusted = f.client.spawnWorkerRequest();
+  untrusted.initSpec().setTaskId("t2");
+  untrusted.getSpec().setAgent("main");
+  untrusted.getSpec().setUntrusted(true);
+  untrusted.getSpec().setFolder(f.dir + "/project");
+  try {
+    untrusted.send().wait(f.io.waitScope);
+    FAIL("an untrusted run got the opened folder");
+  } catch (kj::Exception& e) {
+    CHECK(std::string(e.getDescription().cStr()).find("outside content") != std::string::npos);
+  }
+}
