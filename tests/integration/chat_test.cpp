@@ -374,7 +374,9 @@ TEST_CASE("the opened folder: pine's home, a parent of it, a link to it, another
       {"/etc", "system folder"},
       {"/usr/bin", "system folder"},
       {home + "/data", "lies inside pine's home"}};
-  for (auto& [path, why] : refused) {
+  for (auto& item : refused) {
+    const std::string& path = item.first;  // not a structured binding: clang 14 cannot capture one (CAPTURE)
+    const std::string& why = item.second;
     CAPTURE(path);
     auto r = openFolder(pined, "main", "main", path);
     CHECK(r.status == 403);

@@ -321,7 +321,9 @@ TEST_CASE("spawnWorker: an opened folder that is pine's home, in it, above it, a
       {"relative", "not an absolute path"},
       {f.dir + "/missing", "cannot be reached"},
       {std::string(5000, 'a'), "too long"}};
-  for (auto& [path, why] : asks) {
+  for (auto& ask : asks) {
+    const std::string& path = ask.first;  // not a structured binding: clang 14 cannot capture one (CAPTURE)
+    const std::string& why = ask.second;
     CAPTURE(path);
     auto req = f.client.spawnWorkerRequest();
     auto spec = req.initSpec();
