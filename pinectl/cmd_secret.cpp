@@ -44,7 +44,7 @@ std::string readSecretValue(const std::string& name) {
 
 }  // namespace
 
-int cmdSecret(const std::string& home, const std::string& action, const std::string& name) {
+int cmdSecret(const std::string& home, const std::string& action, const std::string& name, bool force) {
   auto io = kj::setupAsyncIo();
   RpcLink link(wrapSocket(*io.lowLevelProvider, connectOwnerSocket(home)), capnp::rpc::twoparty::Side::CLIENT,
                nullptr, LinkLimits{0, 1 << 20});
@@ -65,7 +65,24 @@ int cmdSecret(const std::string& home, const std::string& action, const std::str
     } else if (action == "unset") {
       auto req = owner.unsetSecretRequest();
       req.setName(name);
-      req.send().wait(io.waitScope);
+      req.setForce(force);
+      try {
+        req.send().wait(io.waitScope);
+      } catch (kj::Exception& e) {
+        // Used by the configuration: on a terminal, say where and ask; elsewhere the refusal stands.
+        std::string why = describeRemote(e);
+        if (force || !isatty(0) || why.find("the configuration uses") == std::string::npos) throw;
+        std::cerr << "pinectl: " << why << "\nremove " << name << " anyway? [y/N] " << std::flush;
+        std::string answer;
+        if (!std::getline(std::cin, answer) || (answer != "y" && answer != "yes")) {
+          std::cerr << "nothing changed\n";
+          return 1;
+        }
+        auto again = owner.unsetSecretRequest();
+        again.setName(name);
+        again.setForce(true);
+        again.send().wait(io.waitScope);
+      }
       std::cout << "removed " << name << "\n";
     } else {
       auto names = owner.secretNamesRequest().send().wait(io.waitScope);

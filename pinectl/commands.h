@@ -75,7 +75,8 @@ int cmdReload(const std::string& home);
 // Asks pined to stop cleanly and waits until it has: exit 0 stopped, 1 not reachable or still running.
 int cmdStop(const std::string& home, std::ostream& out = std::cout, std::ostream& err = std::cerr);
 // secret set NAME (value from the terminal without echo, or stdin) | unset NAME | list.
-int cmdSecret(const std::string& home, const std::string& action, const std::string& name);
+// unset refuses a secret the configuration uses unless `force` (on a terminal it asks first).
+int cmdSecret(const std::string& home, const std::string& action, const std::string& name, bool force = false);
 
 // pair telegram CODE: shows the account the code names and asks (unless yes) before pairing;
 // deny refuses it for good. Exit 0 done, 1 not confirmed, else the API's failure.

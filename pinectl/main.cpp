@@ -181,6 +181,8 @@ int main(int argc, char** argv) {
   secretSet->add_option("name", secretName, "the name configuration refers to, like OPENAI_KEY")->required();
   auto* secretUnset = secret->add_subcommand("unset", "remove a secret");
   secretUnset->add_option("name", secretName)->required();
+  bool forceUnset = false;
+  secretUnset->add_flag("--force", forceUnset, "remove it even while the configuration uses it (pined will not start until it no longer does)");
   auto* secretList = secret->add_subcommand("list", "the names of the stored secrets (never their values)");
 
   try {
@@ -222,7 +224,7 @@ int main(int argc, char** argv) {
     if (*subscribe) return pine::cmdSubscribe(home, target, source, topic, separate, json);
     if (*unsubscribe) return pine::cmdUnsubscribe(home, id);
     if (*secretSet) return pine::cmdSecret(home, "set", secretName);
-    if (*secretUnset) return pine::cmdSecret(home, "unset", secretName);
+    if (*secretUnset) return pine::cmdSecret(home, "unset", secretName, forceUnset);
     if (*secretList) return pine::cmdSecret(home, "list", "");
     if (*pair) return pine::cmdPair(home, channel, code, denyCode, yes);
     if (*unpair) return pine::cmdUnpair(home, source, userId);

@@ -10,8 +10,9 @@ interface Owner {
   setSecret @0 (name :Text, value :Data) -> ();
   # Store a secret in .env (atomically, mode 600); the value stays in pined and is never echoed or logged.
 
-  unsetSecret @1 (name :Text) -> ();
-  # Remove a secret from .env.
+  unsetSecret @1 (name :Text, force :Bool) -> ();
+  # Remove a secret from .env. Without force, refused (naming where) while the configuration uses it:
+  # pined could not start again with that configuration.
 
   secretNames @2 () -> (names :List(Text));
   # The names of the stored secrets, never their values.

@@ -12,10 +12,28 @@
 #include "common/log.h"
 #include "common/rpc_link.h"
 #include "common/unix_socket.h"
+#include "config/load.h"
 #include "supervisor/supervisor.h"
 
 namespace pine {
 namespace {
+
+// Where the configuration on disk names `name` as a secret ("pine.yaml:12:5, ..."), judged by
+// loading it as it would be without that .env entry; empty when nothing does.
+std::string secretUsedAt(const std::string& homeDir, const std::vector<std::string>& names, const std::string& name) {
+  std::string env;  // the names that stay, with placeholders long enough for any check of length
+  for (auto& n : names)
+    if (n != name) env += n + "=" + std::string(64, 'x') + "\n";
+  config::LoadOptions options;
+  options.overlay[".env"] = env;
+  std::string where;
+  for (auto& e : config::loadHome(homeDir, options).errors) {
+    if (e.message.find("secret '" + name + "' is not in .env") == std::string::npos) continue;
+    std::string file = e.file.substr(e.file.find_last_of('/') + 1);
+    where += (where.empty() ? "" : ", ") + file + ":" + std::to_string(e.line) + (e.keyPath.empty() ? "" : " " + e.keyPath);
+  }
+  return where;
+}
 
 kj::Exception failed(const std::string& why) {
   return kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::str(why.c_str()));
@@ -44,6 +62,12 @@ class OwnerService final : public proto::Owner::Server {
   }
   kj::Promise<void> unsetSecret(UnsetSecretContext context) override {
     std::string name = context.getParams().getName();
+    if (!context.getParams().getForce()) {
+      if (std::string where = secretUsedAt(sup_.home().root, sup_.secrets().names(), name); !where.empty())
+        return failed("the configuration uses " + name + " (" + where +
+                      "); pined would not start again with it. Remove it from the configuration first, or "
+                      "`pinectl secret unset " + name + " --force`");
+    }
     try {
       sup_.secrets().unset(name);
     } catch (std::exception& e) {

@@ -141,3 +141,28 @@ TEST_CASE("pined detached says in one line that it started, and on stderr what t
   CHECK(ctl({"stop"}).exitCode == 0);
   close(holder);
 }
+
+TEST_CASE("pinectl secret unset: a secret the configuration uses is kept unless forced, saying where; an unused one goes") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  Pined pined(home);
+  REQUIRE(pined.ctl({"secret", "set", "DOOR_HOOK"}, "a-long-webhook-secret-0123456789\n").exitCode == 0);
+  REQUIRE(pined.ctl({"secret", "set", "SPARE_KEY"}, "spare-value-42\n").exitCode == 0);
+  writeText(home + "/pine.yaml", readText(home + "/pine.yaml") +
+                                     "sources:\n  - {name: door, type: webhook, topic: door/bell, secret: DOOR_HOOK}\n");
+  auto reload = pined.ctl({"reload"});
+  REQUIRE_MESSAGE(reload.exitCode == 0, reload.err);
+
+  auto refused = pined.ctl({"secret", "unset", "DOOR_HOOK"});  // stdin is not a terminal: no question
+  CHECK(refused.exitCode == 1);
+  CHECK_MESSAGE(contains(refused.err, "the configuration uses DOOR_HOOK (pine.yaml:"), refused.err);
+  CHECK_MESSAGE(contains(refused.err, "pinectl secret unset DOOR_HOOK --force"), refused.err);
+  CHECK(contains(pined.ctl({"secret", "list"}).out, "DOOR_HOOK"));
+  CHECK(pined.auditEvents("secret.unset").empty());
+
+  CHECK(pined.ctl({"secret", "unset", "SPARE_KEY"}).exitCode == 0);  // the twin: nothing names it
+  auto forced = pined.ctl({"secret", "unset", "DOOR_HOOK", "--force"});
+  CHECK_MESSAGE(forced.exitCode == 0, forced.err);
+  CHECK(pined.ctl({"secret", "list"}).out.empty());
+  CHECK(pined.auditEvents("secret.unset").size() == 2);
+}
