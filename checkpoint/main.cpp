@@ -1,6 +1,7 @@
 // pine-checkpoint: one job on one agent's workspace for pined, run in its own sandbox (no network;
 // the workspace, and the agent's checkpoint folder, which pined hands over as fd 0 because the
-// agent's uid cannot reach it by path). Answers one JSON object on stdout; errors on stderr, exit 1.
+// agent's uid cannot reach it by path). Answers one JSON object on stdout; on failure one line
+// saying why, on stdout and stderr, and exit 1.
 //   pine-checkpoint snapshot TASK before|after WORKSPACE   record the workspace
 //   pine-checkpoint changes TASK WORKSPACE [--diff]         what TASK changed
 //   pine-checkpoint undo TASK WORKSPACE [--force]           put back what TASK changed
@@ -92,6 +93,8 @@ int main(int argc, char** argv) {
     std::cout << out.dump() << "\n";
     return 0;
   } catch (std::exception& e) {
+    // On stdout too: pined passes the line on as the call's error.
+    std::cout << e.what() << "\n";
     std::cerr << "pine-checkpoint: " << e.what() << "\n";
     return 1;
   }

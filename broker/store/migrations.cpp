@@ -270,6 +270,20 @@ CREATE TABLE mcp_pins (
 );
 )sql";
 
+// v8: what each task changed in its agent's workspace (issue 17 point 7), as pine-checkpoint
+// counted it when the task's worker ended: how many files, their names (JSON), and whether the
+// run was tainted. The files themselves stay in pined's checkpoint folder, never here.
+constexpr const char* kV8 = R"sql(
+CREATE TABLE task_changes (
+  task_id TEXT PRIMARY KEY NOT NULL,
+  agent TEXT NOT NULL,
+  tainted INTEGER NOT NULL,
+  files INTEGER NOT NULL,
+  names TEXT NOT NULL,
+  checked_ms INTEGER NOT NULL
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -281,6 +295,7 @@ const std::vector<Migration>& migrations() {
       {5, "adding webhook deliveries", kV5},
       {6, "adding the sources' memory and status", kV6},
       {7, "adding MCP servers' pinned tool lists", kV7},
+      {8, "adding what each task changed in its workspace", kV8},
   };
   return list;
 }
