@@ -59,6 +59,10 @@ class ApiBackend {
   virtual ApiReply approve(const std::string& id, bool always) = 0;                        // POST /v1/approvals/{id}/approve
   virtual ApiReply deny(const std::string& id) = 0;
   virtual ApiReply cancelTask(const std::string& id) = 0;  // POST /v1/tasks/{id}/cancel                                        // POST /v1/approvals/{id}/deny
+  // GET /v1/tasks/{id}/changes?diff=0|1, POST /v1/tasks/{id}/undo {"force"?}: what an ended task changed in
+  // its workspace, and putting it back (pined's checkpoints).
+  virtual kj::Promise<ApiReply> taskChanges(const std::string&, bool) { return apiError(404, "this backend has no checkpoints"); }
+  virtual kj::Promise<ApiReply> undoTask(const std::string&, bool) { return apiError(404, "this backend has no checkpoints"); }
   virtual ApiReply schedules() = 0;                                                        // GET  /v1/schedules
   virtual ApiReply getState(const std::string& key) = 0;                                   // GET  /v1/state/{key}
   virtual ApiReply putState(const std::string& key, const nlohmann::json& body) = 0;      // PUT  /v1/state/{key}

@@ -585,6 +585,21 @@ kj::Promise<void> ControlApi::route(kj::HttpMethod method, const std::vector<std
     return withJsonBody(headers, body, limit, true, response,
                         [this, id, &response](json) { return sendReply(response, backend_.cancelTask(id)); });
   }
+  if (is({"v1", "tasks", "*", "changes"}) || is({"v1", "tasks", "*", "undo"})) {
+    const std::string id = seg[2];
+    if (!isValidTaskId(id)) return sendError(response, 404, "no task '" + id + "': task ids are [A-Za-z0-9_.-], 1 to 64 bytes");
+    if (seg[3] == "changes") {
+      if (!only({M::GET})) return wrongMethod("GET");
+      auto d = query.find("diff");
+      bool diff = d == query.end() || (d->second != "0" && d->second != "false");
+      return backend_.taskChanges(id, diff).then([this, &response](ApiReply r) { return sendReply(response, kj::mv(r)); });
+    }
+    if (!only({M::POST})) return wrongMethod("POST");
+    return withJsonBody(headers, body, limit, true, response, [this, id, &response](json j) -> kj::Promise<void> {
+      if (j.contains("force") && !j["force"].is_boolean()) return sendError(response, 400, "\"force\" must be true or false");
+      return backend_.undoTask(id, j.value("force", false)).then([this, &response](ApiReply r) { return sendReply(response, kj::mv(r)); });
+    });
+  }
   if (is({"v1", "approvals"})) {
     if (!only({M::GET})) return wrongMethod("GET");
     return sendReply(response, backend_.approvals(query));

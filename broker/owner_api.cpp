@@ -80,7 +80,9 @@ ApiReply OwnerApi::tasks(const ApiQuery& query) {
                                stateIt == query.end() ? "" : stateIt->second)) {
     // Live tasks say more (worker pid, sandbox) than their stored row.
     if (auto* t = p_.queue.find(r.id)) {
-      list.push_back(t->toJson());
+      auto j = t->toJson();
+      if (auto c = p_.store.taskChanges(r.id)) j["changedFiles"] = c->files;
+      list.push_back(j);
       continue;
     }
     nlohmann::json j = {{"id", r.id},         {"agent", r.agent}, {"session", r.session}, {"trust", r.trust},
@@ -89,6 +91,8 @@ ApiReply OwnerApi::tasks(const ApiQuery& query) {
     if (parseTaskState(r.state) == TaskState::Done) j["answer"] = r.answer;
     if (!r.error.empty()) j["error"] = r.error;
     if (r.tokensIn || r.tokensOut) j["usage"] = {{"input", r.tokensIn}, {"output", r.tokensOut}, {"cost", r.cost}};
+    // What it changed in its workspace (task_changes.h), once known: `pinectl changes ID` shows it.
+    if (auto c = p_.store.taskChanges(r.id)) j["changedFiles"] = c->files;
     list.push_back(j);
   }
   return {200, {{"tasks", list}}};

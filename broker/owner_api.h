@@ -69,6 +69,8 @@ class OwnerApi final : public ApiBackend {
   ApiReply approve(const std::string& id, bool always) override;
   ApiReply deny(const std::string& id) override;
   ApiReply cancelTask(const std::string& id) override;
+  kj::Promise<ApiReply> taskChanges(const std::string& id, bool diff) override;  // owner_changes.cpp
+  kj::Promise<ApiReply> undoTask(const std::string& id, bool force) override;
   ApiReply schedules() override;
   ApiReply getState(const std::string& key) override;
   ApiReply putState(const std::string& key, const nlohmann::json& body) override;

@@ -1,5 +1,7 @@
 #include "broker/task_runner.h"
 
+#include "broker/task_changes.h"
+
 #include <fcntl.h>
 #include <kj/debug.h>
 
@@ -238,6 +240,12 @@ void TaskRunner::finish(const std::string& id, const WorkerOutcome& outcome) {
     live = kj::mv(it->second);
     running_.erase(it);
   }
+  // Once pined has reaped it (and taken the workspace's checkpoint): what it changed (task_changes.h).
+  // A run outside content started cannot write its workspace and gets no checkpoint.
+  const RunRequest* req = queue_.request(id);
+  const bool checkpointed = req && req->trust != config::Trust::Untrusted;
+  const std::string agent = req ? req->agent : "";
+  const bool tainted = req && services_.sessions().tainted(req->agent, req->session);
   TaskQueue::Ending e{outcome.done, outcome.text, outcome.transcript, live && live->run ? live->run->stopReason() : ""};
   queue_.end(id, e);
   if (!live) return;
@@ -248,6 +256,11 @@ void TaskRunner::finish(const std::string& id, const WorkerOutcome& outcome) {
   auto grace = io_.provider->getTimer().afterDelay(outcome.done ? 1 * kj::SECONDS : 0 * kj::SECONDS);
   background_.add(exited.exclusiveJoin(kj::mv(grace))
                       .then([process]() mutable { return process.killRequest().send().ignoreResult(); })
+                      .then([this, process, id, agent, tainted, checkpointed]() mutable -> kj::Promise<void> {
+                        if (!checkpointed) return kj::READY_NOW;
+                        return process.waitRequest().send().ignoreResult().then(
+                            [this, id, agent, tainted]() { return recordTaskChanges(services_, id, agent, tainted); });
+                      })
                       .catch_([](kj::Exception&&) {})
                       .attach(kj::mv(live)));
 }

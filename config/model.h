@@ -81,9 +81,9 @@ struct Webhook : HookAuth {
 
 // What a telegram source tells the paired chats besides the answers to them (notify: {KIND: false}
 // turns one off): the send tool's messages, bypass paused in a conversation, an approval that timed
-// out, a task that failed, a budget reached, the sandbox degraded.
+// out, a task that failed, a budget reached, the files a tainted run changed, the sandbox degraded.
 inline constexpr const char* kTelegramApi = "https://api.telegram.org";
-inline constexpr const char* kTelegramNotices[] = {"send", "bypassPaused", "approvalTimeout", "taskFailed", "budget",
+inline constexpr const char* kTelegramNotices[] = {"send", "bypassPaused", "approvalTimeout", "taskFailed", "budget", "taintedChanges",
                                                    "sandboxDegraded"};
 
 // One entry of `sources`. Fields not used by the source's type keep their defaults.

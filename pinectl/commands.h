@@ -31,6 +31,12 @@ int cmdApprove(const std::string& home, const std::string& id, bool always, std:
                std::ostream& err = std::cerr);
 int cmdCancel(const std::string& home, const std::string& task, std::ostream& out = std::cout,
               std::ostream& err = std::cerr);
+// What an ended task changed in its workspace (cmd_changes.cpp), and undoing it: exit 3 when files it
+// changed were changed again later and force is off (nothing written).
+int cmdChanges(const std::string& home, const std::string& task, bool json, std::ostream& out = std::cout,
+               std::ostream& err = std::cerr);
+int cmdUndo(const std::string& home, const std::string& task, bool force, bool json, std::ostream& out = std::cout,
+            std::ostream& err = std::cerr);
 int cmdDeny(const std::string& home, const std::string& id, std::ostream& out = std::cout,
             std::ostream& err = std::cerr);
 int cmdMode(const std::string& home, const std::string& agent, const std::string& mode,

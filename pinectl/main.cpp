@@ -71,6 +71,16 @@ int main(int argc, char** argv) {
   approve->add_flag("--always", always, "also allow it from now on in this conversation");
   auto* cancel = app.add_subcommand("cancel", "stop a running or queued task (its worker is killed)");
   cancel->add_option("task", id, "the task's id (pinectl tasks)")->required();
+  bool force = false;
+  auto* changes = app.add_subcommand("changes", "what an ended task changed in its agent's workspace, with diffs");
+  changes->add_option("task", id, "the task's id (pinectl tasks)")->required();
+  changes->add_flag("--json", json, "print JSON");
+  auto* undo = app.add_subcommand("undo", "put the files an ended task changed back as they were before it");
+  undo->add_option("task", id, "the task's id (pinectl tasks)")->required();
+  undo->add_flag("--force", force, "also put back files that changed again after the task");
+  undo->add_flag("--json", json, "print JSON");
+  undo->footer("Only the files that task changed are touched. Exit 3 (nothing written) when some of them were "
+               "changed again after it ended, by a later run or by you: they are listed; --force overwrites them.");
   auto* deny = app.add_subcommand("deny", "refuse what an approval asks");
   deny->add_option("id", id, "the approval's id (pinectl approvals)")->required();
   auto* modeCmd = app.add_subcommand("mode", "switch an agent's mode until the daemon restarts");
@@ -209,6 +219,8 @@ int main(int argc, char** argv) {
     if (*approve) return pine::cmdApprove(home, id, always);
     if (*deny) return pine::cmdDeny(home, id);
     if (*cancel) return pine::cmdCancel(home, id);
+    if (*changes) return pine::cmdChanges(home, id, json);
+    if (*undo) return pine::cmdUndo(home, id, force, json);
     if (*modeCmd) return pine::cmdMode(home, agent, mode);
     if (*reset) return pine::cmdReset(home, target);
     if (*chat) return pine::cmdChat(home, target);

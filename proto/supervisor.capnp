@@ -138,6 +138,19 @@ interface Supervisor {
   # through a link, created as the agent's own file, replacing an older copy only once the new one is
   # whole. path is that workspace-relative path; error says why nothing was written. The bytes never
   # reach the broker.
+
+  taskChanges @21 (task :Text, agent :Text, diff :Bool) -> (result :Text);
+  # What task changed in agent's workspace: pined runs pine-checkpoint (checkpoint/) on the
+  # checkpoints it took when the task's worker started and when it ended, read-only, and relays its
+  # JSON unread: {"files": [{path, change (added|deleted|modified|renamed), from, binary, before_bytes,
+  # after_bytes, diff (with diff: true), link_before, link_after}], "skipped": [{path, why}]}.
+  # Fails saying why when the task has no checkpoint.
+
+  undoTask @22 (task :Text, agent :Text, force :Bool) -> (result :Text);
+  # Put back the files task changed in agent's workspace as they were before it, by pine-checkpoint in
+  # a sandbox that may write only that workspace, as the agent's uid when pined is root. A file that
+  # changed again since the task ended refuses the whole undo (result's ok false, changed_since lists
+  # them) unless force. result: {"ok", "restored", "removed", "changed_since", "failed"}.
 }
 
 struct EgressRequest {

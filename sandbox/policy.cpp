@@ -550,7 +550,7 @@ Policy brokerPolicy(const BrokerPaths& raw) {
     if (auto real = realPath(dev)) pol.writable.push_back(*real);
 
   pol.denyRead = raw.systemDenyRead.empty() ? defaultSystemDenyRead() : raw.systemDenyRead;
-  for (const char* closed : {".env", "pined.sock", "sandbox"}) pol.denyRead.push_back(join(home, closed));
+  for (const char* closed : {".env", "pined.sock", "sandbox", "checkpoints"}) pol.denyRead.push_back(join(home, closed));
   for (auto& c : workspaces) {
     if (!pathWithin(c, home) || c == home || pathWithin(join(home, "data"), c)) continue;
     std::vector<std::string> inside;

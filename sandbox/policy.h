@@ -143,8 +143,9 @@ struct BrokerPaths {
 // The broker's policy (DESIGN: "may read the configuration files, instruction files and skills it
 // needs, read and write data/ and make its sockets; it may not read .env, write any configuration
 // file, agent folder or program file, or exec programs"): the home readable except .env, pined.sock,
-// sandbox/ and the workspaces; data/ writable; pine.sock made in the home (nothing else); its own
-// program the only executable file; network all but TCP on the given ports only.
+// sandbox/, checkpoints/ (pined's copies of the workspaces) and the workspaces; data/ writable;
+// pine.sock made in the home (nothing else); its own program the only executable file; network all
+// but TCP on the given ports only.
 Policy brokerPolicy(const BrokerPaths& paths);
 
 // Libraries, locales, time zones, certificates, /etc and /proc: what a program needs to run, but

@@ -2,6 +2,8 @@
 
 #include "supervisor/service.h"
 
+#include "supervisor/checkpoint_call.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,13 +92,49 @@ kj::Promise<void> SupervisorService::spawnWorker(SpawnWorkerContext context) {
   }
   std::string folder = spec.getFolder();  // checked in full with the policy (sandbox/folder_rules.h)
   KJ_REQUIRE(folder.size() <= 4096, "spawnWorker: the opened folder's path is too long");
-  SpawnedWorker w = sup_.spawnWorker(taskId, agent, grants, spec.getTainted(), spec.getUntrusted(), folder);
-  auto results = context.getResults();
-  results.setPid(w.pid);
-  results.setSandbox(w.sandbox);
-  results.setSocket(kj::heap<SocketCarrier>(w.brokerEnd));
-  results.setProcess(kj::heap<WorkerProcessImpl>(sup_, w.pid, kj::mv(w.exit)));
-  return kj::READY_NOW;
+  bool tainted = spec.getTainted(), untrusted = spec.getUntrusted();
+  auto start = [this, context, taskId, agent, grants, tainted, untrusted, folder]() mutable {
+    SpawnedWorker w = sup_.spawnWorker(taskId, agent, grants, tainted, untrusted, folder);
+    auto results = context.getResults();
+    results.setPid(w.pid);
+    results.setSandbox(w.sandbox);
+    results.setSocket(kj::heap<SocketCarrier>(w.brokerEnd));
+    results.setProcess(kj::heap<WorkerProcessImpl>(sup_, w.pid, kj::mv(w.exit)));
+  };
+  // The workspace as it was before the task (checkpoint_call.h); a run outside content started
+  // cannot write it, so it needs none.
+  if (untrusted) {
+    start();
+    return kj::READY_NOW;
+  }
+  return checkpointTask(sup_, *io_.lowLevelProvider, taskId, agent, "before", tainted).then(kj::mv(start));
+}
+
+kj::Promise<void> SupervisorService::taskChanges(TaskChangesContext context) {
+  auto p = context.getParams();
+  std::string task = p.getTask(), agent = p.getAgent();
+  KJ_REQUIRE(isValidTaskId(task), "taskChanges: invalid task id");
+  KJ_REQUIRE(isValidAgentId(agent), "taskChanges: invalid agent id");
+  std::vector<std::string> args = {"changes", task};
+  if (p.getDiff()) args.push_back("--diff");
+  return runCheckpoint(sup_, *io_.lowLevelProvider, agent, args, CheckpointAccess::ReadWorkspace)
+      .then([context](std::string result) mutable { context.getResults().setResult(result); });
+}
+
+kj::Promise<void> SupervisorService::undoTask(UndoTaskContext context) {
+  auto p = context.getParams();
+  std::string task = p.getTask(), agent = p.getAgent();
+  bool force = p.getForce();
+  KJ_REQUIRE(isValidTaskId(task), "undoTask: invalid task id");
+  KJ_REQUIRE(isValidAgentId(agent), "undoTask: invalid agent id");
+  std::vector<std::string> args = {"undo", task};
+  if (force) args.push_back("--force");
+  return runCheckpoint(sup_, *io_.lowLevelProvider, agent, args, CheckpointAccess::WriteWorkspace)
+      .then([context, task, agent, force](std::string result) mutable {
+        // What it put back is in the answer the broker records; pined does not read the names.
+        audit("task.undo", {{"task", task}, {"agent", agent}, {"force", force}, {"answer_bytes", result.size()}});
+        context.getResults().setResult(result);
+      });
 }
 
 kj::Promise<void> SupervisorService::status(StatusContext context) {

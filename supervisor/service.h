@@ -40,6 +40,8 @@ class SupervisorService final : public proto::Supervisor::Server {
   kj::Promise<void> runAgentCommand(RunAgentCommandContext context) override;
   kj::Promise<void> makeHookSecret(MakeHookSecretContext context) override;
   kj::Promise<void> fetchFtpFile(FetchFtpFileContext context) override;
+  kj::Promise<void> taskChanges(TaskChangesContext context) override;
+  kj::Promise<void> undoTask(UndoTaskContext context) override;
   kj::Promise<void> startSourceProgram(StartSourceProgramContext context) override;
   kj::Promise<void> sourceProgram(SourceProgramContext context) override;
   kj::Promise<void> startMcpServer(StartMcpServerContext context) override;

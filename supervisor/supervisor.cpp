@@ -3,6 +3,7 @@
 #include "supervisor/supervisor.h"
 
 #include "supervisor/admin_group.h"
+#include "supervisor/checkpoint_call.h"
 #include "supervisor/socket_carrier.h"
 
 #include <fcntl.h>
@@ -434,7 +435,7 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
                           {"sandbox", sandbox}, {"tainted", tainted}, {"untrusted", untrusted}, {"network", sandbox::networkName(box.policy.network)},
                           {"sandbox_notes", box.notes}});
   auto exit = children_.add(pid, {"worker", started, 0, taskId, agent})
-                  .then([pid, taskId, agent, started, trees](int status) {
+                  .then([this, pid, taskId, agent, started, trees, untrusted](int status) -> kj::Promise<int> {
                     if (trees) undoTaintedRun(*trees, taskId, agent);
                     auto fields = exitFields(status);
                     fields["process"] = "worker";
@@ -443,7 +444,9 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
                     fields["agent"] = agent;
                     fields["uptime_ms"] = msSince(started);
                     audit("process.exit", fields);
-                    return status;
+                    if (untrusted || stopping_) return status;
+                    // The workspace as the task left it (checkpoint_call.h), before the broker hears it ended.
+                    return checkpointTask(*this, *io_.lowLevelProvider, taskId, agent, "after").then([status]() { return status; });
                   })
                   .eagerlyEvaluate(nullptr)  // reap and audit even if the broker never asks
                   .fork();

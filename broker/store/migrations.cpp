@@ -270,8 +270,22 @@ CREATE TABLE mcp_pins (
 );
 )sql";
 
+// v8: what each task changed in its agent's workspace (issue 17 point 7), as pine-checkpoint
+// counted it when the task's worker ended: how many files, their names (JSON), and whether the
+// run was tainted. The files themselves stay in pined's checkpoint folder, never here.
+constexpr const char* kV8 = R"sql(
+CREATE TABLE task_changes (
+  task_id TEXT PRIMARY KEY NOT NULL,
+  agent TEXT NOT NULL,
+  tainted INTEGER NOT NULL,
+  files INTEGER NOT NULL,
+  names TEXT NOT NULL,
+  checked_ms INTEGER NOT NULL
+);
+)sql";
+
 // v9: the folder the owner opened for a conversation (pinectl chat /folder, PUT
-// /v1/agents/{id}/folder), '' for none; a reset clears it. (v8 is another branch's; renumbered at merge.)
+// /v1/agents/{id}/folder), '' for none; a reset clears it.
 constexpr const char* kV9 = R"sql(
 ALTER TABLE sessions ADD COLUMN folder TEXT NOT NULL DEFAULT '';
 )sql";
@@ -287,6 +301,7 @@ const std::vector<Migration>& migrations() {
       {5, "adding webhook deliveries", kV5},
       {6, "adding the sources' memory and status", kV6},
       {7, "adding MCP servers' pinned tool lists", kV7},
+      {8, "adding what each task changed in its workspace", kV8},
       {9, "adding conversations' opened folders", kV9},
   };
   return list;

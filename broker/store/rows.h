@@ -32,6 +32,15 @@ struct EventQuery {
   bool newestFirst = false;
 };
 
+// What a task changed in its agent's workspace (broker/task_changes.h).
+struct TaskChangesRow {
+  std::string taskId, agent;
+  bool tainted = false;
+  long long files = 0;
+  std::string names = "[]";  // JSON array of workspace-relative paths
+  long long checkedMs = 0;
+};
+
 struct TaskRow {
   std::string id, agent, session, text, trust, state;  // state: queued|running|done|failed|refused
   std::string answer, error, parent, eventId;

@@ -132,6 +132,9 @@ class Store {
   // ---- MCP servers' pinned tool lists (store_mcp.cpp, schema v7) ----
   // The JSON of the pins (broker/mcp/tool_pins.h) of server `server` of `agent`; nullopt when never pinned.
   std::optional<std::string> mcpPins(const std::string& agent, const std::string& server) const;
+  // What a task changed in its workspace (v8, store_changes.cpp): names is a JSON array of paths.
+  void setTaskChanges(const TaskChangesRow& row);
+  std::optional<TaskChangesRow> taskChanges(const std::string& taskId) const;
   void setMcpPins(const std::string& agent, const std::string& server, const std::string& pinsJson, long long nowMs);
 
   // ---- sources' memory and status lines (store_sources.cpp) ----

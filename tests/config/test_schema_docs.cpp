@@ -49,7 +49,7 @@ sources:
   - {name: inbox, type: folder, path: /srv/inbox, recursive: true}
   - {name: status, type: http, url: "https://status.example/api", intervalSec: 300, tokenSecret: STATUS_TOKEN}
   - {name: disk, type: command, command: [df, -h], intervalSec: 3600}
-  - {name: telegram, type: telegram, tokenSecret: TELEGRAM_TOKEN, allow: [123456789], baseUrl: "https://api.telegram.org", groups: [-1001234], maxFileMb: 10, notify: {send: true, bypassPaused: true, approvalTimeout: false, taskFailed: true, budget: true, sandboxDegraded: true}}
+  - {name: telegram, type: telegram, tokenSecret: TELEGRAM_TOKEN, allow: [123456789], baseUrl: "https://api.telegram.org", groups: [-1001234], maxFileMb: 10, notify: {send: true, bypassPaused: true, approvalTimeout: false, taskFailed: true, budget: true, taintedChanges: true, sandboxDegraded: true}}
   - {name: drop, type: ftp, url: "ftps://files.example:990/drop/", usernameSecret: FTP_USER, passwordSecret: FTP_PASSWORD, intervalSec: 600, network: public, fetch: false, topic: files/drop, tls: required}
   - {name: mail, type: imap, options: {host: imap.example, folder: INBOX}}
   - {name: oneoff, use: source-types/once.js}

@@ -51,7 +51,7 @@ TEST_CASE("the broker reads the home but .env, writes data/ only, runs nothing b
   CHECK(p.writable.size() <= 2);
   CHECK(holds(p.writable, h.home + "/data"));
   for (auto& w : p.writable) CHECK((w == h.home + "/data" || w == "/dev/null"));
-  for (const char* closed : {"/.env", "/pined.sock", "/sandbox", "/agents/main/workspace"})
+  for (const char* closed : {"/.env", "/pined.sock", "/sandbox", "/checkpoints", "/agents/main/workspace"})
     CHECK_MESSAGE(holds(p.denyRead, h.home + closed), closed);
   CHECK(holds(p.denyRead, "/etc/shadow") == (access("/etc/shadow", F_OK) == 0));
   CHECK(p.execOnly);
