@@ -18,6 +18,7 @@
 #include "checkpoint/fs_walk.h"
 #include "checkpoint/manifest.h"
 #include "checkpoint/restore.h"
+#include "common/version_flag.h"
 
 using namespace pine::checkpoint;
 
@@ -43,10 +44,7 @@ int openWorkspace(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == "--version") {
-    std::cout << "pine-checkpoint\n";
-    return 0;
-  }
+  if (pine::printedVersion(argc, argv, "pine-checkpoint")) return 0;
   if (argc < 4) return usage();
   const std::string cmd = argv[1], task = argv[2];
   if (!plainId(task)) {

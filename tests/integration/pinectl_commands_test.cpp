@@ -82,7 +82,7 @@ TEST_CASE("pinectl agents, publish, send --session and check --json answer peopl
 
   // Every program says its version.
   for (std::string program : {"pined", "pinectl", "pine-broker", "pine-worker", "pine-egress", "pine-mqtt",
-                              "pine-mcp-remote", "pine-web", "pine-browser", "pine-launch"}) {
+                              "pine-mcp-remote", "pine-web", "pine-browser", "pine-launch", "pine-checkpoint"}) {
     auto v = run({binDir() + "/" + program, "--version"});
     CHECK_MESSAGE(v.exitCode == 0, program);
     CHECK_MESSAGE(v.out.rfind(program + " 0.", 0) == 0, v.out);
