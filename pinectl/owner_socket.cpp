@@ -28,4 +28,22 @@ int connectOwnerSocket(const std::string& home) {
   return fd;
 }
 
+bool pinedIsDown(const std::string& home) {
+  try {
+    close(connectOwnerSocket(home));
+    return false;
+  } catch (std::exception&) {
+  }
+  std::string path = home + "/pined.sock";
+  int fd = socketCloexec(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  if (fd < 0 || path.size() >= sizeof addr.sun_path) return false;
+  memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int rc = connect(fd, (struct sockaddr*)&addr, sizeof addr);
+  int e = errno;
+  close(fd);
+  return rc != 0 && (e == ENOENT || e == ECONNREFUSED);
+}
+
 }  // namespace pine

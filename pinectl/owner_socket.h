@@ -7,5 +7,7 @@ namespace pine {
 
 // A connected socket, or throws saying why pined cannot be reached (not running, no access).
 int connectOwnerSocket(const std::string& home);
+// Whether no pined listens on the home: its socket is missing or refuses (a stale one).
+bool pinedIsDown(const std::string& home);
 
 }  // namespace pine

@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <iterator>
+
+#include <openssl/crypto.h>
 
 #include "common/fd.h"
 #include "common/log.h"
@@ -17,6 +20,7 @@
 #include "config/load.h"
 #include "supervisor/backend_check.h"
 #include "supervisor/home_layout.h"
+#include "supervisor/secrets/secret_store.h"
 #include "supervisor/admin_group.h"
 #include "supervisor/supervisor.h"
 #include "common/cloexec.h"
@@ -38,7 +42,9 @@ const char kUsage[] =
     "  --sandbox-exec PATH    with seatbelt: the sandbox-exec to start programs under (default\n"
     "                         /usr/bin/sandbox-exec; tests give a stand-in that enforces nothing)\n"
     "  --admin-group NAME     members of NAME may use pine.sock and pined.sock and read the token and\n"
-    "                         logs (pined must run as a service account in that group, not as root)\n";
+    "                         logs (pined must run as a service account in that group, not as root)\n"
+    "  --set-secret NAME      while no pined runs on the home: store the value read from stdin in .env\n"
+    "                         as a running pined would, and exit (pinectl secret set does this for you)\n";
 
 // Detach from the terminal. The first process returns only once the broker is
 // ready (or after a timeout), so `pined && pinectl status` works.
@@ -76,11 +82,40 @@ int daemonize(const pine::Home& home) {
   return ready[1];
 }
 
+// `pined --set-secret NAME`: the owner's way to store a secret before the configuration that names
+// it can start pined (pinectl secret set runs it when no pined answers). The same writer as a
+// running pined's (SecretStore: atomic, mode 600, never a link); the home's lock keeps a running
+// pined's .env from being written behind its back.
+int setSecretOffline(const pine::Home& home, const std::string& name) {
+  pine::prepareHome(home);
+  int lock = pine::lockHome(home);  // throws "another pined already runs on ..."
+  std::string value(std::istreambuf_iterator<char>(std::cin), {});
+  if (!value.empty() && value.back() == '\n') value.pop_back();
+  if (!value.empty() && value.back() == '\r') value.pop_back();
+  if (value.empty()) {
+    std::cerr << "pined: an empty value is not stored; nothing changed\n";
+    return 1;
+  }
+  pine::secrets::SecretStore store(home.root + "/.env");
+  for (auto& e : store.load()) std::cerr << "pined: " << e << "\n";
+  try {
+    store.set(name, value);
+  } catch (...) {
+    OPENSSL_cleanse(value.data(), value.size());
+    throw;
+  }
+  OPENSSL_cleanse(value.data(), value.size());
+  pine::setupAudit(home.audit());
+  pine::audit("secret.set", {{"name", name}, {"by", "pinectl, pined not running"}});
+  close(lock);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (pine::printedVersion(argc, argv, "pined")) return 0;
-  std::string homeFlag, brokerProgram, workerProgram, launcherProgram, adminGroup;
+  std::string homeFlag, brokerProgram, workerProgram, launcherProgram, adminGroup, setSecret;
   bool foreground = false;
   pine::SupervisorOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -121,6 +156,8 @@ int main(int argc, char** argv) {
       options.backend.sandboxExec = value();
     } else if (a == "--admin-group") {
       adminGroup = value();
+    } else if (a == "--set-secret") {
+      setSecret = value();
     } else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       return 0;
@@ -139,6 +176,7 @@ int main(int argc, char** argv) {
 
   try {
     options.home.root = pine::resolveHome(homeFlag);
+    if (!setSecret.empty()) return setSecretOffline(options.home, setSecret);
     std::string dir = pine::programDir();
     options.brokerProgram = pine::absolutePath(brokerProgram.empty() ? dir + "/pine-broker" : brokerProgram);
     options.workerProgram = pine::absolutePath(workerProgram.empty() ? dir + "/pine-worker" : workerProgram);

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -165,4 +166,43 @@ TEST_CASE("pinectl secret unset: a secret the configuration uses is kept unless 
   CHECK_MESSAGE(forced.exitCode == 0, forced.err);
   CHECK(pined.ctl({"secret", "list"}).out.empty());
   CHECK(pined.auditEvents("secret.unset").size() == 2);
+}
+
+TEST_CASE("pinectl secret set while pined is down: stored with pined's rules, and pined then starts with the "
+          "configuration that names it; never behind a running pined's back") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeMinimalConfig(home, {"main"});
+  writeText(home + "/pine.yaml", readText(home + "/pine.yaml") +
+                                     "sources:\n  - {name: door, type: webhook, topic: door/bell, secret: DOOR_HOOK}\n");
+  std::vector<std::string> pinedArgs = {binDir() + "/pined", "--home", home};
+  if (seatbeltStandIn())
+    pinedArgs.insert(pinedArgs.end(), {"--sandbox-backend", "seatbelt", "--sandbox-exec", testBinDir() + "/fixtures/sandbox-exec"});
+  auto refused = run(pinedArgs);
+  CHECK(refused.exitCode == 2);
+  CHECK_MESSAGE(contains(refused.err, "secret 'DOOR_HOOK' is not in .env"), refused.err);
+
+  const std::string value = "door-hook-secret-5f2a9c81e7d04b36";
+  auto set = run({binDir() + "/pinectl", "--home", home, "secret", "set", "DOOR_HOOK"}, value + "\n");
+  CHECK_MESSAGE(set.exitCode == 0, set.err);
+  CHECK(contains(set.out, "stored DOOR_HOOK in " + home + "/.env (pined is not running"));
+  struct stat st {};
+  REQUIRE(stat((home + "/.env").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(contains(readText(home + "/.env"), "DOOR_HOOK=" + value));
+  CHECK(contains(readText(home + "/data/logs/audit.jsonl"), "\"by\":\"pinectl, pined not running\""));
+  CHECK_FALSE(contains(readText(home + "/data/logs/audit.jsonl"), value));
+  auto empty = run({binDir() + "/pinectl", "--home", home, "secret", "set", "OTHER"}, "\n");
+  CHECK(empty.exitCode == 1);
+  CHECK_FALSE(contains(readText(home + "/.env"), "OTHER"));
+
+  Pined pined(home, {}, {});  // the configuration validates now
+  CHECK(pined.api("GET", "/v1/sources").status == 200);
+  // With pined running, its own writer is used, and the offline one refuses to write behind it.
+  auto behind = run({binDir() + "/pined", "--home", home, "--set-secret", "SNEAKY"}, "value-123456\n");
+  CHECK(behind.exitCode != 0);
+  CHECK_MESSAGE(contains(behind.err, "another pined already runs on " + home), behind.err);
+  CHECK(pined.ctl({"secret", "set", "LATER"}, "later-value-1\n").exitCode == 0);
+  auto names = pined.ctl({"secret", "list"}).out;
+  CHECK(names == "DOOR_HOOK\nLATER\n");
 }
