@@ -196,7 +196,9 @@ TEST_CASE("a member of pine's admin group administers a pined run by its service
   auto logs = member({"logs"});
   CHECK(logs.exitCode == 0);
   CHECK(contains(logs.out, "approval"));
-  auto follow = run(as(acc.member, {tool("timeout"), "2", binDir() + "/pinectl", "--home", home, "logs", "-f"}));
+  // -f starts at the end (the last 10 lines); -n reaches back to pined's start.
+  auto follow = run(as(acc.member, {tool("timeout"), "2", binDir() + "/pinectl", "--home", home, "logs", "-f", "-n",
+                                    "100000"}));
   CHECK(follow.exitCode == 124);  // still following when timeout stopped it
   CHECK(contains(follow.out, "process.start"));
   auto secret = member({"secret", "set", "MEMBER_SET_IT"}, "value-from-the-member\n");
