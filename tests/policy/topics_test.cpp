@@ -62,8 +62,7 @@ TEST_CASE("topics: what can be published") {
   CHECK_FALSE(validateTopic("house/lamp/on"));
   CHECK_FALSE(validateTopic("häuser/lampe"));
   CHECK_FALSE(validateTopic(std::string(256, 'a')));
-  const char* bad[] = {"", "house/+/on", "house/#", "house//lamp", "/house", "house/", "a\nb", "a\x7f"
-                       "b", "a\tb"};
+  const char* bad[] = {"", "house/+/on", "house/#", "house//lamp", "/house", "house/", "a\nb", "a\177b", "a\tb"};
   for (const char* t : bad) {
     CAPTURE(t);
     CHECK(validateTopic(t));
