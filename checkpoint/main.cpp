@@ -18,6 +18,7 @@
 #include "checkpoint/fs_walk.h"
 #include "checkpoint/manifest.h"
 #include "checkpoint/restore.h"
+#include "common/sanitizer_no_proc.h"  // no /proc in its sandbox
 #include "common/version_flag.h"
 
 using namespace pine::checkpoint;
