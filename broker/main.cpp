@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
   kj::UnixEventPort::captureSignal(SIGTERM);
   try {
     auto io = kj::setupAsyncIo();
+    // KJ runs ready events without looking at the other descriptors until none is left: a peer that
+    // never lets its stream run dry (a flooding command, a fast publisher) would starve the rest.
+    io.waitScope.setBusyPollInterval(256);
     pine::Broker broker(io, home, bootId, sandboxNote);
     auto term = io.unixEventPort.onSignal(SIGTERM).then([&broker](siginfo_t) { broker.stop(); }).eagerlyEvaluate(nullptr);
     broker.run().wait(io.waitScope);

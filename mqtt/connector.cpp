@@ -93,6 +93,9 @@ kj::Promise<void> pump(Handoff& handoff, proto::mqtt::MqttEvents::Client& events
 
 int runConnector(int fd) {
   auto io = kj::setupAsyncIo();
+  // KJ runs ready events without looking at the other descriptors until none is left: a peer that
+  // never lets its stream run dry (a flooding command, a fast publisher) would starve the rest.
+  io.waitScope.setBusyPollInterval(256);
   auto stream = wrapSocket(*io.lowLevelProvider, fd);
   JobSpec job;
   {

@@ -228,6 +228,9 @@ int main(int argc, char** argv) {
   kj::UnixEventPort::captureSignal(SIGHUP);
   kj::UnixEventPort::captureChildExit();
   auto io = kj::setupAsyncIo();
+  // KJ runs ready events without looking at the other descriptors until none is left: a peer that
+  // never lets its stream run dry (a flooding command, a fast publisher) would starve the rest.
+  io.waitScope.setBusyPollInterval(256);
   pine::Supervisor supervisor(io, options);
   supervisor.run().wait(io.waitScope);
   unlink(options.home.pidFile().c_str());

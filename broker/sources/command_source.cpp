@@ -121,8 +121,7 @@ kj::Promise<CommandExit> CommandSource::runOnce(bool interval) {
           r.errTail.append(p, n);
           if (r.errTail.size() > 2 * cap) r.errTail.erase(0, r.errTail.size() - cap);
         };
-        auto reading = kj::joinPromises(kj::arr(pump(*r.cmd.out, r.outBuf, [this](const char* p, size_t n) { bytes(p, n); }),
-                                                pump(*r.cmd.err, r.errBuf, onErr)))
+        auto reading = kj::joinPromises(kj::arr(readLines(r), pump(*r.cmd.err, r.errBuf, onErr)))
                            .eagerlyEvaluate(nullptr);
         auto& timer = io_.provider->getTimer();
         // Its output is read to the end, or for drainMs after the exit (what it started went with it).
@@ -202,13 +201,30 @@ void CommandSource::bytes(const char* p, size_t n) {
   }
 }
 
-void CommandSource::line(std::string text, size_t cut) {
-  if (!cut && !text.empty() && text.back() == '\r') text.pop_back();
-  if (text.empty() && cut == 0) return;  // a blank line is no event
+// Out of tokens, the next read waits until one is due: a flood then waits in its pipe (the command
+// blocks on write) instead of costing the broker the parsing of every line it drops.
+kj::Promise<void> CommandSource::readLines(Run& r) {
+  return r.cmd.out->tryRead(r.outBuf.begin(), 1, r.outBuf.size()).then([this, &r](size_t n) -> kj::Promise<void> {
+    if (n == 0) return kj::READY_NOW;
+    bytes(reinterpret_cast<const char*>(r.outBuf.begin()), n);
+    refill();
+    if (tokens_ >= 1) return readLines(r);
+    auto ms = static_cast<long long>((1 - tokens_) / limits_.linesPerSec * 1000) + 1;
+    return io_.provider->getTimer().afterDelay(ms * kj::MILLISECONDS).then([this, &r]() { return readLines(r); });
+  });
+}
+
+void CommandSource::refill() {
   auto now = Clock::now();
   tokens_ = std::min(limits_.lineBurst,
                      tokens_ + std::chrono::duration<double>(now - refilled_).count() * limits_.linesPerSec);
   refilled_ = now;
+}
+
+void CommandSource::line(std::string text, size_t cut) {
+  if (!cut && !text.empty() && text.back() == '\r') text.pop_back();
+  if (text.empty() && cut == 0) return;  // a blank line is no event
+  refill();
   if (tokens_ < 1) {
     ++dropped_;
     ++droppedUnreported_;

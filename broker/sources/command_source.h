@@ -6,7 +6,8 @@
 // prints is outside content unless the source is trust: owner, and it is bounded: a line is
 // cut at maxLineBytes (and says so), an interval run's stdout at maxStdoutBytes, and lines
 // beyond linesPerSec (a bucket of lineBurst) are dropped, counted and reported, so a flood
-// costs neither memory nor the other sources' turn.
+// costs neither memory nor the other sources' turn: past the bucket, the broker reads no more
+// until a line is due, and the command waits on its full pipe.
 #pragma once
 #include <kj/async-io.h>
 
@@ -87,6 +88,8 @@ class CommandSource {
   kj::Promise<CommandExit> runOnce(bool interval);
   void intervalDone(const FinishedCommand& run);
   void logStderr(const CommandExit& e, const std::string& errTail);
+  kj::Promise<void> readLines(Run& r);
+  void refill();
   void bytes(const char* p, size_t n);
   void line(std::string text, size_t cut);
   void reportDrops();

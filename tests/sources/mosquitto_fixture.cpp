@@ -96,6 +96,7 @@ Mosquitto::Mosquitto(MosquittoOptions options) : options_(std::move(options)) {
        << "sys_interval 1\n"
        << "persistence false\n"
        << "log_dest none\n";
+  if (options_.unboundedQueues) conf << "max_queued_messages 0\nmax_queued_bytes 0\n";
   if (!options_.user.empty()) {
     std::ofstream(dir_ + "/passwd").close();
     runOrThrow({"/usr/bin/mosquitto_passwd", "-b", dir_ + "/passwd", options_.user, options_.password});

@@ -30,6 +30,9 @@ using pine::test::LogCapture;
 struct MosquittoOptions {
   std::string user, password;  // both set: allow_anonymous false and a password file with this login
   bool tls = false;            // also a TLS listener (tlsPort()), its certificate signed by caFile()
+  // No per-subscriber queue limit (mosquitto's default drops past 1000 queued messages): a test
+  // that floods a slow subscriber then meets the subscriber's own limits, not mosquitto's.
+  bool unboundedQueues = false;
 };
 
 class Mosquitto {
