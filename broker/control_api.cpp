@@ -578,6 +578,11 @@ kj::Promise<void> ControlApi::route(kj::HttpMethod method, const std::vector<std
       return sendReply(response, backend_.setMode(agent, j));
     });
   }
+  if (is({"v1", "tasks", "*"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    if (!isValidTaskId(seg[2])) return sendError(response, 404, "no task '" + seg[2] + "': task ids are [A-Za-z0-9_.-], 1 to 64 bytes");
+    return sendReply(response, backend_.task(seg[2]));
+  }
   if (is({"v1", "tasks", "*", "cancel"})) {
     const std::string id = seg[2];
     if (!only({M::POST})) return wrongMethod("POST");
