@@ -9,6 +9,8 @@ started in it is stopped. A block that fails is reported as file:line with the c
 its output. Markers in an HTML comment right before a block (`<!-- docs-test: ... -->`):
   skip: REASON        not run; counted and printed with the reason
   stdin: TEXT         the block's standard input is TEXT and a newline (else /dev/null)
+  synopsis: PROGRAM   a ```text list of PROGRAM's commands: every command and option in it exists
+                      (PROGRAM COMMAND --help), and it shows every command PROGRAM --help lists
   home: running       first (once per file) the test home of tests/docs/home is put at
                       ~/.pine and pined is started on it
 A fence without a language, or a shell block tagged other than `sh`, is a failure: commands
@@ -91,8 +93,8 @@ def check_block(b):
     if b.lang in SHELL_TAGS:
         return f"{where}: shell blocks are tagged ```sh (this one says {b.lang!r}), so that this test runs them"
     for name in b.markers:
-        if name not in ("skip", "stdin", "home"):
-            return f"{where}: unknown marker 'docs-test: {name}' (skip, stdin, home)"
+        if name not in ("skip", "stdin", "home", "synopsis"):
+            return f"{where}: unknown marker 'docs-test: {name}' (skip, stdin, home, synopsis)"
     if "skip" in b.markers and not b.markers["skip"]:
         return f"{where}: 'docs-test: skip' needs a reason: <!-- docs-test: skip: why it cannot run here -->"
     if "home" in b.markers and b.markers["home"] != "running":
@@ -104,6 +106,55 @@ def check_block(b):
                     return (f"{b.path}:{b.line + 1 + n}: placeholder <{p}> has no example value; "
                             f"use one of {', '.join('<' + k + '>' for k in PLACEHOLDERS)} or a real value")
     return None
+
+
+def help_text(env, *argv):
+    r = subprocess.run(list(argv) + ["--help"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=30)
+    return r.stdout + r.stderr if r.returncode == 0 else None
+
+
+def check_synopsis(b, env):
+    """A synopsis of PROGRAM's commands: each command and option it shows exists, and it names every
+    command PROGRAM --help lists. Returns the problems."""
+    program = b.markers["synopsis"]
+    top = help_text(env, program)
+    if top is None:
+        return [f"{b.path}:{b.line}: '{program} --help' failed"]
+    subs, in_subs = [], False
+    for l in top.split("\n"):
+        if l.startswith("Subcommands:"):
+            in_subs = True
+        elif in_subs and re.match(r"^  (\S+)", l):
+            subs.append(l.split()[0])
+    problems, seen = [], set()
+    for n, line in enumerate(b.body):
+        cmd = line.split("#")[0].strip()
+        if not cmd.startswith(program + " "):
+            continue
+        where = f"{b.path}:{b.line + 1 + n}"
+        for i, piece in enumerate(cmd[len(program):].split(" | ")):
+            words = piece.split()
+            if not words:
+                continue
+            argv = [program]
+            if subs and not words[0].startswith(("-", "[")):
+                if words[0] not in subs:
+                    if i == 0:
+                        problems.append(f"{where}: {program} has no command '{words[0]}' ({program} --help lists them)")
+                    continue
+                seen.add(words[0])
+                argv.append(words[0])
+            text = help_text(env, *argv) or ""
+            for w in words[1:]:  # a second word that is a command of its own: its options count too
+                if re.fullmatch(r"[a-z]+", w):
+                    text += help_text(env, *argv, w) or ""
+            for opt in re.findall(r"(?:^|[\s\[])(--?[a-zA-Z][\w-]*)", piece):
+                if not re.search(r"(^|[\s,])" + re.escape(opt) + r"\b", text):
+                    problems.append(f"{where}: '{' '.join(argv)}' has no option {opt} ('{' '.join(argv)} --help')")
+    for missing in [c for c in subs if c not in seen]:
+        problems.append(f"{b.path}:{b.line}: the synopsis does not show '{program} {missing}', which {program} --help lists")
+    return problems
 
 
 def stop_pineds(root, env):
@@ -190,6 +241,11 @@ def run_file(path, bin_dir, counts, failures, skips):
     started = False
     try:
         for b in blocks:
+            if "synopsis" in b.markers:
+                problems = check_synopsis(b, env)
+                failures.extend(problems)
+                counts["failed" if problems else "passed"] += 1
+                continue
             if b.lang not in ("sh", "") and b.lang not in SHELL_TAGS:
                 continue  # yaml, json, text: not commands
             problem = check_block(b)
@@ -250,7 +306,10 @@ def self_test(bin_dir):
         "a skip needs a reason": f"FAILED {fixture}:{line_of('skip-no-reason') - 1}: 'docs-test: skip' needs a reason",
         "an unknown placeholder fails": f"FAILED {fixture}:{line_of('<nothing-like-this>')}: placeholder <nothing-like-this>",
         "a skip is counted with its reason": "skipped " + f"{fixture}:",
-        "the good blocks pass": "[doctest] test cases: 9 | 2 passed | 6 failed | 1 skipped",
+        "a synopsis's unknown command fails": f"FAILED {fixture}:{line_of('pinectl no-such-thing')}: pinectl has no command 'no-such-thing'",
+        "a synopsis's unknown option fails": f"FAILED {fixture}:{line_of('--no-such-option')}: 'pinectl logs' has no option --no-such-option",
+        "a synopsis that leaves a command out fails": "the synopsis does not show 'pinectl tasks'",
+        "the good blocks pass": "[doctest] test cases: 10 | 2 passed | 7 failed | 1 skipped",
         "the runner exits 1": None,
     }
     passed = failed = 0
