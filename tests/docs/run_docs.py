@@ -13,13 +13,15 @@ its output. Markers in an HTML comment right before a block (`<!-- docs-test: ..
                       (PROGRAM COMMAND --help), and it shows every command PROGRAM --help lists
   home: running       first (once per file) the test home of tests/docs/home is put at
                       ~/.pine and pined is started on it
-A fence without a language, or a shell block tagged other than `sh`, is a failure: commands
+Commands quoted in the text (`pinectl ...`, `pined ...`) are checked, not run: the command and
+each option must exist. A fence without a language, or a shell block tagged other than `sh`, is a failure: commands
 are ```sh, output and synopses ```text. `<name>` placeholders in a block are replaced by the
 example values in PLACEHOLDERS; an unknown one is a failure.
 
---self-test runs this script on tests/docs/fixtures/ and checks that a wrong command, an
-untagged fence, a skip without a reason and an unknown placeholder each fail, naming the
-file and line, and that the good blocks pass.
+--self-test runs this script on tests/docs/fixtures/wrong.md and checks that each wrong thing
+there (a wrong command, an untagged fence, a skip without a reason, an unknown placeholder, a
+wrong synopsis, a wrong command in the text) fails, naming the file and line, and that the good
+blocks pass.
 
 Prints doctest's summary line last, so scripts/test counts the blocks as test cases.
 """
@@ -114,44 +116,77 @@ def help_text(env, *argv):
     return r.stdout + r.stderr if r.returncode == 0 else None
 
 
-def check_synopsis(b, env):
-    """A synopsis of PROGRAM's commands: each command and option it shows exists, and it names every
-    command PROGRAM --help lists. Returns the problems."""
-    program = b.markers["synopsis"]
+def subcommands(env, program):
+    """The commands PROGRAM --help lists ([] for a program without any), or None if it has no --help."""
     top = help_text(env, program)
     if top is None:
-        return [f"{b.path}:{b.line}: '{program} --help' failed"]
+        return None
     subs, in_subs = [], False
     for l in top.split("\n"):
         if l.startswith("Subcommands:"):
             in_subs = True
         elif in_subs and re.match(r"^  (\S+)", l):
             subs.append(l.split()[0])
+    return subs
+
+
+def check_command(cmd, program, subs, env, where, seen):
+    """One command line of PROGRAM (alternatives split by ' | '): its command and options exist."""
+    problems = []
+    if not cmd.startswith(program + " "):
+        return problems
+    for i, piece in enumerate(cmd[len(program):].split(" | ")):
+        words = piece.split()
+        if not words:
+            continue
+        argv = [program]
+        if subs and not words[0].startswith(("-", "[")):
+            if words[0] not in subs:
+                if i == 0:
+                    problems.append(f"{where}: {program} has no command '{words[0]}' ({program} --help lists them)")
+                continue
+            seen.add(words[0])
+            argv.append(words[0])
+        text = help_text(env, *argv) or ""
+        for w in words[1:]:  # a word that is a command of its own (`set|unset`: each): its options count too
+            for part in w.split("|"):
+                if re.fullmatch(r"[a-z]+", part):
+                    text += help_text(env, *argv, part) or ""
+        for opt in re.findall(r"(?:^|[\s\[])(--?[a-zA-Z][\w-]*)", piece):
+            if not re.search(r"(^|[\s,])" + re.escape(opt) + r"\b", text):
+                problems.append(f"{where}: '{' '.join(argv)}' has no option {opt} ('{' '.join(argv)} --help')")
+    return problems
+
+
+def check_prose(path, env):
+    """Commands quoted in the text (`pinectl ...`, `pined ...`): each command and option exists."""
+    problems, in_fence, subs = [], False, {}
+    for n, line in enumerate(open(path, encoding="utf-8").read().split("\n")):
+        if FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        for span in re.findall(r"`([^`]+)`", line):
+            program = span.split()[0] if span.split() else ""
+            if program not in ("pinectl", "pined") or " " not in span:
+                continue
+            if program not in subs:
+                subs[program] = subcommands(env, program) or []
+            problems += check_command(span.strip(), program, subs[program], env, f"{path}:{n + 1}", set())
+    return problems
+
+
+def check_synopsis(b, env):
+    """A synopsis of PROGRAM's commands: each command and option it shows exists, and it names every
+    command PROGRAM --help lists. Returns the problems."""
+    program = b.markers["synopsis"]
+    subs = subcommands(env, program)
+    if subs is None:
+        return [f"{b.path}:{b.line}: '{program} --help' failed"]
     problems, seen = [], set()
     for n, line in enumerate(b.body):
-        cmd = line.split("#")[0].strip()
-        if not cmd.startswith(program + " "):
-            continue
-        where = f"{b.path}:{b.line + 1 + n}"
-        for i, piece in enumerate(cmd[len(program):].split(" | ")):
-            words = piece.split()
-            if not words:
-                continue
-            argv = [program]
-            if subs and not words[0].startswith(("-", "[")):
-                if words[0] not in subs:
-                    if i == 0:
-                        problems.append(f"{where}: {program} has no command '{words[0]}' ({program} --help lists them)")
-                    continue
-                seen.add(words[0])
-                argv.append(words[0])
-            text = help_text(env, *argv) or ""
-            for w in words[1:]:  # a second word that is a command of its own: its options count too
-                if re.fullmatch(r"[a-z]+", w):
-                    text += help_text(env, *argv, w) or ""
-            for opt in re.findall(r"(?:^|[\s\[])(--?[a-zA-Z][\w-]*)", piece):
-                if not re.search(r"(^|[\s,])" + re.escape(opt) + r"\b", text):
-                    problems.append(f"{where}: '{' '.join(argv)}' has no option {opt} ('{' '.join(argv)} --help')")
+        problems += check_command(line.split("#")[0].strip(), program, subs, env, f"{b.path}:{b.line + 1 + n}", seen)
     for missing in [c for c in subs if c not in seen]:
         problems.append(f"{b.path}:{b.line}: the synopsis does not show '{program} {missing}', which {program} --help lists")
     return problems
@@ -239,6 +274,9 @@ def run_file(path, bin_dir, counts, failures, skips):
     env.update(HOME=home, PATH=bin_dir + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
                PINE_BIN_DIR=bin_dir, TERM="dumb", LC_ALL="C.UTF-8")
     started = False
+    problems = check_prose(path, env)  # one case a page: the commands its text quotes
+    failures.extend(problems)
+    counts["failed" if problems else "passed"] += 1
     try:
         for b in blocks:
             if "synopsis" in b.markers:
@@ -309,7 +347,9 @@ def self_test(bin_dir):
         "a synopsis's unknown command fails": f"FAILED {fixture}:{line_of('pinectl no-such-thing')}: pinectl has no command 'no-such-thing'",
         "a synopsis's unknown option fails": f"FAILED {fixture}:{line_of('--no-such-option')}: 'pinectl logs' has no option --no-such-option",
         "a synopsis that leaves a command out fails": "the synopsis does not show 'pinectl tasks'",
-        "the good blocks pass": "[doctest] test cases: 10 | 2 passed | 7 failed | 1 skipped",
+        "a command in the text that does not exist fails": f"FAILED {fixture}:{line_of('no-such-prose-command')}: pinectl has no command 'no-such-prose-command'",
+        "an option in the text that does not exist fails": f"FAILED {fixture}:{line_of('--no-such-prose-option')}: 'pinectl logs' has no option --no-such-prose-option",
+        "the good blocks pass": "[doctest] test cases: 11 | 2 passed | 8 failed | 1 skipped",
         "the runner exits 1": None,
     }
     passed = failed = 0
