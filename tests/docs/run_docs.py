@@ -265,6 +265,7 @@ def run_file(path, bin_dir, counts, failures, skips):
     os.chmod(root, 0o755)  # workers of another uid (pined as root) traverse to their folders
     home, cwd = os.path.join(root, "home"), os.path.join(root, "cwd")
     os.makedirs(home)
+    os.chmod(home, 0o755)  # whatever the umask: the broker's uid must reach ~/.pine
     os.makedirs(os.path.join(cwd, "build"))
     os.symlink(bin_dir, os.path.join(cwd, "build", "bin"))
     for name in os.listdir(SOURCE):
