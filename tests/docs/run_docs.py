@@ -311,7 +311,13 @@ def run_file(path, bin_dir, counts, failures, skips):
                 counts["passed"] += 1
     finally:
         stop_pineds(root, env)
-        shutil.rmtree(root, ignore_errors=True)
+        for _ in range(20):  # a program pined started may still be finishing a write
+            shutil.rmtree(root, ignore_errors=True)
+            if not os.path.exists(root):
+                break
+            time.sleep(0.5)
+        else:
+            print(f"note: {root} could not be removed")
 
 
 def run(paths, bin_dir):
