@@ -325,7 +325,14 @@ kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver, Endpo
         return acceptLoop(receiver, endpoint);
       }
     }
-    tasks_.add(serve(kj::mv(conn), endpoint.kind));
+    if (connections_ >= limits_.maxConnections) {
+      // A flood of connections: each gets a short answer and is closed, so memory and descriptors
+      // stay bounded and the connections already open are served as before.
+      tasks_.add(refuseBusy(kj::mv(conn)));
+      return acceptLoop(receiver, endpoint);
+    }
+    ++connections_;
+    tasks_.add(serve(kj::mv(conn), endpoint.kind).attach(kj::defer([this]() { --connections_; })));
     return acceptLoop(receiver, endpoint);
   }, [this, &receiver, &endpoint](kj::Exception&& e) {
     // Out of descriptors, say: keep the API alive and try again shortly instead of going deaf.
@@ -334,6 +341,21 @@ kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver, Endpo
       return acceptLoop(receiver, endpoint);
     });
   });
+}
+
+kj::Promise<void> ControlApi::refuseBusy(kj::Own<kj::AsyncIoStream> connection) {
+  if (!busyWarned_) spdlog::warn("control API: {} connections are open; more are answered 503 until some close",
+                                 limits_.maxConnections);
+  busyWarned_ = true;
+  std::string body = json{{"error", "too many connections are open; retry in a second"}}.dump() + "\n";
+  auto text = kj::heapString(kj::str("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                     "Retry-After: 1\r\nContent-Length: ", body.size(),
+                                     "\r\nConnection: close\r\n\r\n", body.c_str()));
+  auto& stream = *connection;
+  return stream.write(text.begin(), text.size())
+      .then([&stream]() { stream.shutdownWrite(); })
+      .exclusiveJoin(io_.provider->getTimer().afterDelay(1 * kj::SECONDS))  // a reader that never reads
+      .attach(kj::mv(text), kj::mv(connection));
 }
 
 kj::Promise<void> ControlApi::serve(kj::Own<kj::AsyncIoStream> connection, ApiListener listener) {
