@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <kj/debug.h>
+#include <cstring>
 #include <kj/io.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -291,7 +292,9 @@ int ControlApi::listenTcp(const std::string& host, int port) {
   kj::AutoCloseFd owned(fd);
   int one = 1;
   KJ_SYSCALL(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
-  KJ_SYSCALL(bind(fd, (struct sockaddr*)&ss, len), "is another program using http.port?", host, port);
+  // Said to the owner as it is (strerror), not as a KJ trace of this line.
+  if (bind(fd, (struct sockaddr*)&ss, len) != 0)
+    kj::throwFatalException(kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::heapString(strerror(errno))));
   KJ_SYSCALL(listen(fd, 64));
   struct sockaddr_storage bound = {};
   socklen_t blen = sizeof bound;

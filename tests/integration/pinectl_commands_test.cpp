@@ -128,6 +128,7 @@ TEST_CASE("pined detached says in one line that it started, and on stderr what t
   CHECK_MESSAGE(std::count(started.out.begin(), started.out.end(), '\n') == 1, started.out);
   CHECK_MESSAGE(contains(started.err, "pined: the control API cannot listen on 127.0.0.1:" + port + ": "), started.err);
   CHECK_MESSAGE(contains(started.err, "change http.port in pine.yaml"), started.err);
+  CHECK_MESSAGE(contains(started.err, ":" + port + ": Address already in use; "), started.err);  // no code in it
 
   auto ctl = [&](std::vector<std::string> args) {
     args.insert(args.begin(), {binDir() + "/pinectl", "--home", home});
@@ -141,6 +142,28 @@ TEST_CASE("pined detached says in one line that it started, and on stderr what t
   CHECK_MESSAGE(contains(check.out, "running pine: the control API cannot listen on 127.0.0.1:" + port), check.out);
   CHECK(ctl({"stop"}).exitCode == 0);
   close(holder);
+}
+
+TEST_CASE("pined detached whose broker cannot start says why on stderr, not only in its log, and keeps trying") {
+  if (geteuid() != 0 || seatbeltStandIn()) return;  // as root the broker has a uid of its own, which the folder shuts out
+  TempDir dir;
+  const std::string shut = dir.path() + "/shut";
+  const std::string home = shut + "/home";
+  writeMinimalConfig(home, {"main"});
+  REQUIRE(chmod(shut.c_str(), 0700) == 0);  // the broker's uid cannot pass
+  auto started = run({binDir() + "/pined", "--home", home});
+  CHECK(started.exitCode == 1);
+  CHECK_MESSAGE(contains(started.err, "pined: the broker's sandbox could not be built: "), started.err);
+  CHECK_MESSAGE(contains(started.err, shut + " is not traversable by uid "), started.err);
+  CHECK_MESSAGE(contains(started.err, "pined: still trying, with backoff"), started.err);
+  // Legitimate twin: once the folder lets it pass, the same pined's broker starts.
+  REQUIRE(chmod(shut.c_str(), 0711) == 0);
+  auto ctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {binDir() + "/pinectl", "--home", home});
+    return run(args);
+  };
+  CHECK(waitUntil([&] { return ctl({"status"}).exitCode == 0; }, 60s));
+  CHECK(ctl({"stop"}).exitCode == 0);
 }
 
 TEST_CASE("pinectl secret unset: a secret the configuration uses is kept unless forced, saying where; an unused one goes") {
