@@ -1,6 +1,8 @@
 #include "broker/broker.h"
 #include "broker/command_start.h"
+#include "broker/sources_report.h"
 
+#include <algorithm>
 #include <fcntl.h>
 
 #include <kj/debug.h>
@@ -190,10 +192,7 @@ kj::Promise<void> Broker::run() {
       },
       [this](const config::Source& s) { return openMqttConnector(s.name); }, std::move(sourceOptions));
   purgeOld();
-  auto ready = supervisor_.readyRequest();
-  auto list = ready.initProblems(problems.size());
-  for (size_t i = 0; i < problems.size(); ++i) list.set(i, problems[i]);
-  background_.add(ready.send().ignoreResult());
+  background_.add(sayReady(std::move(problems), 30));
   spdlog::info("broker {} ready; control API on unix:{} and http://{}:{}", getpid(), home_.socket(),
                config_->pine.http.host, port);
   auto lost = supervisorLink_->onDisconnect().then([]() { spdlog::error("lost the link to pined: exiting"); },
@@ -205,6 +204,28 @@ kj::Promise<void> Broker::run() {
     runner_->stopAll("the broker stopped");
     unlink(home_.socket().c_str());
   });
+}
+
+// Ready, with what could not be done: a source that did not start is said where the owner started
+// pined, not only in `status`. A source still connecting is waited for, up to 3 s (every 100 ms).
+kj::Promise<void> Broker::sayReady(std::vector<std::string> problems, int triesLeft) {
+  auto facts = router_->sourceFacts();
+  auto report = sourcesReport(*config_, facts)["sources"];
+  bool starting = !facts.starting.empty() || std::any_of(report.begin(), report.end(), [](const nlohmann::json& e) {
+    return e.value("state", "") == "starting" || (e.value("state", "") == "not running" && e.value("why", "").empty());
+  });
+  if (starting && triesLeft > 0)
+    return io_.provider->getTimer().afterDelay(100 * kj::MILLISECONDS).then(
+        [this, problems = std::move(problems), triesLeft]() mutable { return sayReady(std::move(problems), triesLeft - 1); });
+  for (const auto& e : report)
+    if (e.value("state", "") == "not running" && !e.value("why", "").empty()) {
+      const std::string name = e.value("name", ""), why = e.value("why", "");
+      problems.push_back(why.rfind("source '" + name + "'", 0) == 0 ? why : "source '" + name + "': " + why);
+    }
+  auto ready = supervisor_.readyRequest();
+  auto list = ready.initProblems(problems.size());
+  for (size_t i = 0; i < problems.size(); ++i) list.set(i, problems[i]);
+  return ready.send().ignoreResult();
 }
 
 void Broker::reopen() {

@@ -76,6 +76,7 @@ class Broker final : public RunServices, private kj::TaskSet::ErrorHandler {
   McpServers* mcp() override { return mcp_.get(); }
 
  private:
+  kj::Promise<void> sayReady(std::vector<std::string> problems, int triesLeft);
   void loadConfig();
   void purgeOld();
   // A source's MQTT connector, started by pined with the source's login (openMqtt): our end of it.

@@ -102,6 +102,7 @@ SourceFacts EventRouter::sourceFacts() const {
   SourceFacts f;
   if (sources_) {
     for (auto& name : sources_->running()) f.running.insert(name);
+    for (auto& name : sources_->starting()) f.starting.insert(name);
     f.notRunning = sources_->notRunning();
   }
   f.subscriptions = subscriptions_;

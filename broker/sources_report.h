@@ -15,6 +15,7 @@ namespace pine {
 
 struct SourceFacts {
   std::set<std::string> running;                        // sources::SourceManager::running()
+  std::set<std::string> starting;                       // of those, still on their first try
   std::map<std::string, std::string> notRunning;        // wanted but not running, with the reason
   std::map<std::string, std::string> channels;          // owner channels (telegram): source -> state
   std::vector<store::SubscriptionRow> subscriptions;

@@ -101,6 +101,8 @@ bool MqttLink::running() const {
   return state_ == State::Starting || state_ == State::Connected || (state_ == State::Away && everConnected_);
 }
 
+bool MqttLink::starting() const { return state_ == State::Starting; }
+
 void MqttLink::status(bool connected, bool refused, std::string text) {
   if (refused) {
     state_ = State::Refused;

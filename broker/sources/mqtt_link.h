@@ -45,6 +45,7 @@ class MqttLink {
   // connector could not start or ended, the server refused its login, or it never got through
   // (a TLS certificate it does not trust, say).
   bool running() const;
+  bool starting() const;  // its connector not yet connected or failed once
   // Through the connector, which checks the publish list again. Error text or nullopt once the
   // connector handed it to the MQTT server.
   kj::Promise<std::optional<std::string>> publish(const std::string& topic, const std::string& payload);

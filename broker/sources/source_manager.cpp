@@ -183,6 +183,13 @@ bool SourceManager::startFolder(const config::Source& s) {
   return true;
 }
 
+std::vector<std::string> SourceManager::starting() const {
+  std::vector<std::string> out;
+  for (const auto& [name, link] : links_)
+    if (link->starting()) out.push_back(name);
+  return out;
+}
+
 std::vector<std::string> SourceManager::running() const {
   std::vector<std::string> out;
   for (const auto& [name, link] : links_)

@@ -54,6 +54,8 @@ class SourceManager {
 
   // Names of the running sources, sorted.
   std::vector<std::string> running() const;
+  // Running ones still on their first try (an MQTT connector connecting): not yet known to work.
+  std::vector<std::string> starting() const;
 
   // Wanted sources that are not running, with the reason (also logged).
   std::map<std::string, std::string> notRunning() const;

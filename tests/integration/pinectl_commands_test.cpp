@@ -117,7 +117,11 @@ TEST_CASE("pined detached says in one line that it started, and on stderr what t
   REQUIRE(getsockname(holder, (struct sockaddr*)&addr, &len) == 0);
   const std::string port = std::to_string(ntohs(addr.sin_port));
   writeMinimalConfig(home, {"main"});
-  writeText(home + "/pine.yaml", "defaults:\n  model: demo\nhttp:\n  port: " + port + "\n");
+  // And an MQTT server that is not there.
+  const std::string nobody = std::to_string(freeTcpPort());
+  writeText(home + "/pine.yaml", "defaults:\n  model: demo\nhttp:\n  port: " + port +
+                                     "\nsources:\n  - {name: house, type: mqtt, url: \"mqtt://127.0.0.1:" + nobody +
+                                     "\", topics: [\"house/#\"], start: always}\n");
 
   std::vector<std::string> argv = {binDir() + "/pined", "--home", home};
   if (seatbeltStandIn())
@@ -128,6 +132,8 @@ TEST_CASE("pined detached says in one line that it started, and on stderr what t
   CHECK_MESSAGE(std::count(started.out.begin(), started.out.end(), '\n') == 1, started.out);
   CHECK_MESSAGE(contains(started.err, "pined: the control API cannot listen on 127.0.0.1:" + port + ": "), started.err);
   CHECK_MESSAGE(contains(started.err, "change http.port in pine.yaml"), started.err);
+  CHECK_MESSAGE(contains(started.err, "pined: source 'house'"), started.err);
+  CHECK_MESSAGE(contains(started.err, "cannot reach the MQTT server"), started.err);
   CHECK_MESSAGE(contains(started.err, ":" + port + ": Address already in use; "), started.err);  // no code in it
 
   auto ctl = [&](std::vector<std::string> args) {
