@@ -1,7 +1,6 @@
 #include "broker/model_relay.h"
 
 #include <kj/debug.h>
-#include <time.h>
 
 #include "broker/policy/run_limits.h"
 #include "broker/usage.h"
