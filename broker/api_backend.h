@@ -39,6 +39,7 @@ class ApiBackend {
   virtual kj::Promise<ApiReply> status() = 0;                  // GET  /v1/status
   virtual kj::Promise<ApiReply> reload() = 0;                  // POST /v1/reload
   virtual ApiReply tasks(const ApiQuery& query) = 0;           // GET  /v1/tasks
+  virtual ApiReply task(const std::string& id) = 0;            // GET  /v1/tasks/{id}
   virtual ApiReply listEvents(const ApiQuery& query) = 0;      // GET  /v1/events?topic=&after=&since=&source=&trust=&limit=
   // POST /v1/events {"topic", "payload"}: resolves once the event is committed to the store.
   virtual kj::Promise<ApiReply> publishEvent(const nlohmann::json& body) = 0;

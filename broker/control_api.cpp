@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <kj/debug.h>
+#include <cstring>
 #include <kj/io.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -291,7 +292,9 @@ int ControlApi::listenTcp(const std::string& host, int port) {
   kj::AutoCloseFd owned(fd);
   int one = 1;
   KJ_SYSCALL(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
-  KJ_SYSCALL(bind(fd, (struct sockaddr*)&ss, len), "is another program using http.port?", host, port);
+  // Said to the owner as it is (strerror), not as a KJ trace of this line.
+  if (bind(fd, (struct sockaddr*)&ss, len) != 0)
+    kj::throwFatalException(kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::heapString(strerror(errno))));
   KJ_SYSCALL(listen(fd, 64));
   struct sockaddr_storage bound = {};
   socklen_t blen = sizeof bound;
@@ -325,7 +328,14 @@ kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver, Endpo
         return acceptLoop(receiver, endpoint);
       }
     }
-    tasks_.add(serve(kj::mv(conn), endpoint.kind));
+    if (connections_ >= limits_.maxConnections) {
+      // A flood of connections: each gets a short answer and is closed, so memory and descriptors
+      // stay bounded and the connections already open are served as before.
+      tasks_.add(refuseBusy(kj::mv(conn)));
+      return acceptLoop(receiver, endpoint);
+    }
+    ++connections_;
+    tasks_.add(serve(kj::mv(conn), endpoint.kind).attach(kj::defer([this]() { --connections_; })));
     return acceptLoop(receiver, endpoint);
   }, [this, &receiver, &endpoint](kj::Exception&& e) {
     // Out of descriptors, say: keep the API alive and try again shortly instead of going deaf.
@@ -334,6 +344,21 @@ kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver, Endpo
       return acceptLoop(receiver, endpoint);
     });
   });
+}
+
+kj::Promise<void> ControlApi::refuseBusy(kj::Own<kj::AsyncIoStream> connection) {
+  if (!busyWarned_) spdlog::warn("control API: {} connections are open; more are answered 503 until some close",
+                                 limits_.maxConnections);
+  busyWarned_ = true;
+  std::string body = json{{"error", "too many connections are open; retry in a second"}}.dump() + "\n";
+  auto text = kj::heapString(kj::str("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                     "Retry-After: 1\r\nContent-Length: ", body.size(),
+                                     "\r\nConnection: close\r\n\r\n", body.c_str()));
+  auto& stream = *connection;
+  return stream.write(text.begin(), text.size())
+      .then([&stream]() { stream.shutdownWrite(); })
+      .exclusiveJoin(io_.provider->getTimer().afterDelay(1 * kj::SECONDS))  // a reader that never reads
+      .attach(kj::mv(text), kj::mv(connection));
 }
 
 kj::Promise<void> ControlApi::serve(kj::Own<kj::AsyncIoStream> connection, ApiListener listener) {
@@ -581,6 +606,11 @@ kj::Promise<void> ControlApi::route(kj::HttpMethod method, const std::vector<std
     return withJsonBody(headers, body, limit, false, response, [this, agent, &response](json j) {
       return sendReply(response, backend_.setMode(agent, j));
     });
+  }
+  if (is({"v1", "tasks", "*"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    if (!isValidTaskId(seg[2])) return sendError(response, 404, "no task '" + seg[2] + "': task ids are [A-Za-z0-9_.-], 1 to 64 bytes");
+    return sendReply(response, backend_.task(seg[2]));
   }
   if (is({"v1", "tasks", "*", "cancel"})) {
     const std::string id = seg[2];

@@ -25,6 +25,7 @@ struct ControlApiLimits {
   uint64_t maxBody = 1 << 20;                      // 1 MB
   uint64_t maxMessageBody = 64 << 20;              // 64 MB, a message with "files" only
   size_t sseQueue = 1024;                          // notifications a slow SSE reader may fall behind
+  size_t maxConnections = 256;                     // open at once, both listeners: 503 with Retry-After above
   HttpHeadLimits head;                             // request line, header lines, whole head (431, 414)
 };
 
@@ -60,6 +61,7 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
   struct BodyResult;
 
   kj::Promise<void> acceptLoop(kj::ConnectionReceiver& receiver, Endpoint& endpoint);
+  kj::Promise<void> refuseBusy(kj::Own<kj::AsyncIoStream> connection);
   kj::Promise<void> handle(Endpoint& endpoint, kj::HttpMethod method, kj::StringPtr url,
                            const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
                            kj::HttpService::Response& response);
@@ -99,6 +101,8 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
       hCacheControl_, hRetryAfter_;
   std::string unixPath_, tcpHost_;
   int tcpPort_ = 0;
+  size_t connections_ = 0;  // being served now (maxConnections)
+  bool busyWarned_ = false;
   std::string tcpProblem_;
   // One HttpServer per listener, so a request knows which socket it came in on.
   kj::Own<Endpoint> unixEndpoint_, tcpEndpoint_;

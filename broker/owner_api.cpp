@@ -1,4 +1,5 @@
 #include "broker/owner_api.h"
+#include "config/errors.h"
 
 #include <kj/debug.h>
 
@@ -67,6 +68,33 @@ kj::Promise<ApiReply> OwnerApi::reload() {
   });
 }
 
+nlohmann::json OwnerApi::taskJson(const store::TaskRow& r) {
+  nlohmann::json j;
+  if (auto* t = p_.queue.find(r.id)) {
+    j = t->toJson();  // live tasks say more (worker pid, sandbox) than their stored row
+  } else {
+    j = {{"id", r.id},       {"agent", r.agent}, {"session", r.session}, {"trust", r.trust},
+         {"state", r.state}, {"createdAt", isoTime(r.createdMs)}};
+    if (r.endedMs) j["endedAt"] = isoTime(r.endedMs);
+    if (parseTaskState(r.state) == TaskState::Done) j["answer"] = r.answer;
+    if (!r.error.empty()) j["error"] = r.error;
+    if (r.usage.any()) j["usage"] = usageJson(r.usage);
+  }
+  // What it changed in its workspace (task_changes.h), once known: `pinectl changes ID` shows it.
+  if (auto c = p_.store.taskChanges(r.id)) j["changedFiles"] = c->files;
+  return j;
+}
+
+// One task with what it was asked (pinectl task ID); its tool calls are in the audit log.
+ApiReply OwnerApi::task(const std::string& id) {
+  auto r = p_.store.task(id);
+  if (!r) return apiError(404, "no task '" + id + "' (pinectl tasks lists the recent ones)");
+  auto j = taskJson(*r);
+  j["text"] = r->text;
+  if (r->startedMs) j["startedAt"] = isoTime(r->startedMs);
+  return {200, {{"task", j}}};
+}
+
 ApiReply OwnerApi::tasks(const ApiQuery& query) {
   long long limit;
   try {
@@ -78,24 +106,8 @@ ApiReply OwnerApi::tasks(const ApiQuery& query) {
   auto stateIt = query.find("state");
   nlohmann::json list = nlohmann::json::array();
   for (auto& r : p_.store.tasks((int)limit, agentIt == query.end() ? "" : agentIt->second,
-                               stateIt == query.end() ? "" : stateIt->second)) {
-    // Live tasks say more (worker pid, sandbox) than their stored row.
-    if (auto* t = p_.queue.find(r.id)) {
-      auto j = t->toJson();
-      if (auto c = p_.store.taskChanges(r.id)) j["changedFiles"] = c->files;
-      list.push_back(j);
-      continue;
-    }
-    nlohmann::json j = {{"id", r.id},         {"agent", r.agent}, {"session", r.session}, {"trust", r.trust},
-                        {"state", r.state},   {"createdAt", isoTime(r.createdMs)}};
-    if (r.endedMs) j["endedAt"] = isoTime(r.endedMs);
-    if (parseTaskState(r.state) == TaskState::Done) j["answer"] = r.answer;
-    if (!r.error.empty()) j["error"] = r.error;
-    if (r.usage.any()) j["usage"] = usageJson(r.usage);
-    // What it changed in its workspace (task_changes.h), once known: `pinectl changes ID` shows it.
-    if (auto c = p_.store.taskChanges(r.id)) j["changedFiles"] = c->files;
-    list.push_back(j);
-  }
+                               stateIt == query.end() ? "" : stateIt->second))
+    list.push_back(taskJson(r));
   return {200, {{"tasks", list}}};
 }
 
@@ -230,8 +242,14 @@ kj::Promise<ApiReply> OwnerApi::taskResult(const std::string& taskId) {
   });
 }
 
+ApiReply OwnerApi::noAgent(const std::string& agent) const {
+  std::vector<std::string> ids;
+  for (const auto& [id, a] : p_.config->agents) ids.push_back(id);
+  return apiError(404, "no agent '" + agent + "'; " + config::whatExists(agent, ids, "agents"));
+}
+
 ApiReply OwnerApi::resetAgent(const std::string& agent, const nlohmann::json& body) {
-  if (!p_.config->agents.count(agent)) return apiError(404, "no agent '" + agent + "'");
+  if (!p_.config->agents.count(agent)) return noAgent(agent);
   std::vector<std::string> sessions;
   if (body.is_object() && body.contains("session")) {
     if (!body["session"].is_string()) return apiError(400, "\"session\" must be a string");
@@ -245,7 +263,7 @@ ApiReply OwnerApi::resetAgent(const std::string& agent, const nlohmann::json& bo
 
 ApiReply OwnerApi::setMode(const std::string& agent, const nlohmann::json& body) {
   auto it = p_.config->agents.find(agent);
-  if (it == p_.config->agents.end()) return apiError(404, "no agent '" + agent + "'");
+  if (it == p_.config->agents.end()) return noAgent(agent);
   if (!body.is_object() || !body.contains("mode") || !body["mode"].is_string())
     return apiError(400, "the body must be {\"mode\": \"manual|auto|bypass\"}");
   auto mode = parseMode(body["mode"].get<std::string>());

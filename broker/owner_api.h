@@ -56,6 +56,7 @@ class OwnerApi final : public ApiBackend {
   kj::Promise<ApiReply> status() override;
   kj::Promise<ApiReply> reload() override;
   ApiReply tasks(const ApiQuery& query) override;
+  ApiReply task(const std::string& id) override;
   ApiReply listEvents(const ApiQuery& query) override;
   kj::Promise<ApiReply> publishEvent(const nlohmann::json& body) override;
   ApiReply agents() override;
@@ -96,6 +97,8 @@ class OwnerApi final : public ApiBackend {
 
  private:
   ApiReply answer(const std::string& id, bool approved, bool always);
+  nlohmann::json taskJson(const store::TaskRow& r);
+  ApiReply noAgent(const std::string& agent) const;  // 404 naming the agents that exist
   Parts p_;
 };
 

@@ -12,7 +12,7 @@ namespace pine {
 
 ApiReply OwnerApi::folder(const std::string& method, const std::string& agent, const ApiQuery& query,
                           const nlohmann::json& body) {
-  if (!p_.config->agents.count(agent)) return apiError(404, "no agent '" + agent + "'");
+  if (!p_.config->agents.count(agent)) return noAgent(agent);
   std::string session = "main";
   if (auto it = query.find("session"); it != query.end() && !it->second.empty()) session = it->second;
   if (body.is_object() && body.contains("session")) {

@@ -24,22 +24,6 @@ std::vector<ToolSpecText> Run::workerTools() const {
   return out;
 }
 
-namespace {
-
-// The first line of a failed tool's result, at most 200 bytes cut on a character's boundary: the
-// progress line says that it failed, the task record has the whole of it.
-std::string failureLine(const std::string& result) {
-  std::string line = result.substr(0, result.find('\n'));
-  if (line.size() > 200) {
-    size_t n = 200;
-    while (n > 0 && (static_cast<unsigned char>(line[n]) & 0xC0) == 0x80) --n;
-    line = line.substr(0, n) + "...";
-  }
-  return line;
-}
-
-}  // namespace
-
 std::vector<ToolSpecText> Run::brokerTools() {
   std::vector<ToolSpecText> out;
   for (const auto& row : tooltable::builtinTools())
@@ -53,6 +37,8 @@ kj::Promise<GateAnswer> Run::checkTool(std::string tool, std::string argsJson) {
   return gate_.checkWorkerTool(tool, argsJson);
 }
 
+void Run::toolRan(std::string tool, bool isError, std::string firstLine) { gate_.workerRan(tool, isError, firstLine); }
+
 kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
   return gate_.checkBrokerTool(tool, argsJson).then([this, tool](RunGate::BrokerCall c) -> kj::Promise<ToolAnswer> {
     if (!c.allowed) return ToolAnswer{c.answer, c.isError};
@@ -61,7 +47,7 @@ kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
     return tools_.carryOut(tool, c.args)
         .then([this, seq, tool](ToolAnswer a) {
           ctx_.journal.end(seq, !a.isError, a.result);
-          if (a.isError) ctx_.services.progress(ctx_.taskId, tool + ": failed: " + failureLine(a.result));
+          gate_.auditResult(tool, a.isError, a.result, "broker");
           return a;
         },
               [this, seq](kj::Exception&& e) -> ToolAnswer {

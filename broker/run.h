@@ -31,6 +31,7 @@ class Run final : public RunHost {
 
   std::vector<ToolSpecText> brokerTools() override;
   kj::Promise<GateAnswer> checkTool(std::string tool, std::string argsJson) override;
+  void toolRan(std::string tool, bool isError, std::string firstLine) override;
   kj::Promise<ToolAnswer> callTool(std::string tool, std::string argsJson) override;
   kj::Promise<ModelAnswer> model(ModelCallData call, proto::ModelStream::Client sink) override;
   bool mayDownload() override { return ctx_.tools.count("download") > 0; }

@@ -11,6 +11,7 @@
 #include "broker/run_mcp.h"
 #include "broker/source_type_tool.h"
 #include "common/log.h"
+#include "common/outside_text.h"
 #include "common/refusal.h"
 #include "common/tool_table.h"
 #include "sandbox/guard/bash_guard.h"
@@ -20,6 +21,18 @@ namespace pine {
 namespace {
 
 std::string clipText(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
+
+// The first line of a tool's result, at most 200 bytes cut on a character's boundary: the progress
+// line and the audit log say what came of a call, the conversation has the whole of it.
+std::string firstLineOf(const std::string& result) {
+  std::string line = result.substr(0, result.find('\n'));
+  if (line.size() > 200) {
+    size_t n = 200;
+    while (n > 0 && (static_cast<unsigned char>(line[n]) & 0xC0) == 0x80) --n;
+    line = line.substr(0, n) + "...";
+  }
+  return line;
+}
 
 // Whether a call of a built-in tool only reads (nothing to journal, nothing to redo).
 bool onlyReads(const std::string& tool, const nlohmann::json& args) {
@@ -38,6 +51,28 @@ void RunGate::auditDecision(const policy::ToolCall& call, const std::string& dec
   if (run_.attempt) f["attempt"] = run_.attempt;
   audit("tool.decision", f);  // secret-shaped strings are redacted by the log filter
   run_.services.progress(run_.taskId, call.tool + ": " + decision);
+}
+
+void RunGate::auditResult(const std::string& tool, bool isError, const std::string& firstLine, const char* by) {
+  std::string line = stripTerminalControls(firstLineOf(firstLine));
+  nlohmann::json f = {{"agent", run_.req.agent}, {"session", run_.req.session}, {"task", run_.taskId},
+                      {"tool", tool},            {"ok", !isError},              {"result", line},
+                      {"by", by}};
+  audit("tool.result", f);
+  if (isError) run_.services.progress(run_.taskId, tool + ": failed: " + line);
+}
+
+void RunGate::workerRan(const std::string& tool, bool isError, const std::string& firstLine) {
+  // Only a call this gate allowed and not yet reported: a worker cannot fill the audit log with reports.
+  auto it = unreported_.find(tool);
+  if (it == unreported_.end()) {
+    // A refused download reports too (the worker cannot tell its refusal from a failure).
+    spdlog::debug("task {}: a report of a '{}' call that was not allowed, or reported already: ignored", run_.taskId,
+                  tool.substr(0, 64));
+    return;
+  }
+  unreported_.erase(it);
+  auditResult(tool, isError, firstLine, "worker");
 }
 
 void RunGate::noteTaint(const std::string& tool, const std::string& server) {
@@ -198,6 +233,7 @@ kj::Promise<GateAnswer> RunGate::checkWorkerTool(const std::string& tool, const 
   return decide(call, policy::decideToolCall(*run_.config, run_.agent(), facts, call))
       .then([this, tool, reads, args = call.args](Decided d) {
         if (d.allowed && !reads) run_.journal.begin(tool, args, StepSide::Worker, d.approvalId);
+        if (d.allowed) unreported_.insert(tool);
         GateAnswer a{d.allowed, d.reason};
         a.tainted = run_.tainted();
         a.outside = a.allowed && policy::toolTaints(*run_.config, run_.agent(), tool, "");
@@ -322,6 +358,7 @@ kj::Promise<GateAnswer> RunGate::checkDownload(const std::string& url, const std
   return decide(call, policy::decideToolCall(*run_.config, run_.agent(), facts, call))
       .then([this, args = call.args](Decided d) {
         if (d.allowed) run_.journal.begin("download", args, StepSide::Worker, d.approvalId);
+        if (d.allowed) unreported_.insert("download");
         return GateAnswer{d.allowed, d.reason};
       });
 }

@@ -43,6 +43,11 @@ class RunGate {
   kj::Promise<GateAnswer> checkDownload(const std::string& url, const std::string& path);
 
   void auditDecision(const policy::ToolCall& call, const std::string& decision, const std::string& reason);
+  // What came of a call: one audit line (tool.result), and a progress line when it failed. by: "worker"
+  // (its own report, Gate.ran) or "broker" (a tool the broker carried out).
+  void auditResult(const std::string& tool, bool isError, const std::string& firstLine, const char* by);
+  // Gate.ran: the worker's report of a call this gate allowed; any other report is ignored.
+  void workerRan(const std::string& tool, bool isError, const std::string& firstLine);
 
  private:
   struct Decided {
@@ -63,6 +68,7 @@ class RunGate {
 
   RunContext& run_;
   std::set<std::string> approvalsSeen_;  // asked or awaited in this attempt
+  std::multiset<std::string> unreported_;  // worker calls allowed and not yet reported (Gate.ran)
 };
 
 }  // namespace pine

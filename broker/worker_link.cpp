@@ -53,6 +53,14 @@ class GateImpl final : public proto::Gate::Server {
     });
   }
 
+  kj::Promise<void> ran(RanContext context) override {
+    auto p = context.getParams();
+    KJ_REQUIRE(p.getTool().size() <= 256 && p.getFirstLine().size() <= 1024, "Gate.ran: tool or line too long");
+    KJ_REQUIRE(isValidUtf8(text(p.getTool())) && isValidUtf8(text(p.getFirstLine())), "Gate.ran: not UTF-8");
+    host_.toolRan(text(p.getTool()), p.getIsError(), text(p.getFirstLine()));
+    return kj::READY_NOW;
+  }
+
  private:
   RunHost& host_;
 };

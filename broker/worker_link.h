@@ -84,6 +84,8 @@ class RunHost {
   virtual ~RunHost() = default;
   virtual std::vector<ToolSpecText> brokerTools() = 0;
   virtual kj::Promise<GateAnswer> checkTool(std::string tool, std::string argsJson) = 0;
+  // The worker says what came of a tool call checkTool allowed (Gate.ran).
+  virtual void toolRan(std::string tool, bool isError, std::string firstLine) = 0;
   virtual kj::Promise<ToolAnswer> callTool(std::string tool, std::string argsJson) = 0;
   virtual kj::Promise<ModelAnswer> model(ModelCallData call, proto::ModelStream::Client sink) = 0;
   // Whether the run has the download tool (its worker gets the Download capability only then).

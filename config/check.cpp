@@ -124,10 +124,12 @@ std::vector<SecurityNote> securityNotes(const Home& home, const HomeFacts& facts
     struct group* gr = getgrgid(gid);
     return gr ? std::string(gr->gr_name) : "gid " + std::to_string(gid);
   };
-  if (facts.homeMode && (*facts.homeMode & 007))
+  // Search (x) alone lets no one list or change the home: pined, as root, gives it to others itself
+  // so that agents' own uids reach their folders (701), and each file inside has a mode of its own.
+  if (facts.homeMode && (*facts.homeMode & 006))
     notes.push_back({home.root, "", "pine's home is mode " + octal(*facts.homeMode) + ": other users can look into it",
                      facts.adminGid ? "chmod 750 " + home.root : "chmod 700 " + home.root});
-  else if (facts.homeMode && (*facts.homeMode & 070) && !(facts.homeGid && adminsOnly(*facts.homeGid)))
+  else if (facts.homeMode && (*facts.homeMode & 060) && !(facts.homeGid && adminsOnly(*facts.homeGid)))
     notes.push_back({home.root, "",
                      "pine's home is mode " + octal(*facts.homeMode) + ": the members of group " +
                          (facts.homeGid ? groupName(*facts.homeGid) : "?") +

@@ -121,4 +121,17 @@ std::string didYouMean(std::string_view word, const std::vector<std::string>& ca
   return n.empty() ? std::string() : "did you mean '" + n + "'?";
 }
 
+std::string whatExists(std::string_view word, const std::vector<std::string>& candidates, std::string_view plural) {
+  if (candidates.empty()) return "there are no " + std::string(plural);
+  std::string list;
+  size_t shown = 0;
+  for (const auto& c : candidates) {
+    if (shown == 20) break;
+    list += (shown++ ? ", " : "") + c;
+  }
+  if (candidates.size() > shown) list += " and " + std::to_string(candidates.size() - shown) + " more";
+  std::string guess = didYouMean(word, candidates);
+  return (guess.empty() ? "" : guess + " ") + "the " + std::string(plural) + " are: " + list;
+}
+
 }  // namespace pine::config

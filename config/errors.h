@@ -45,4 +45,8 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
 // "did you mean 'x'?" or empty.
 std::string didYouMean(std::string_view word, const std::vector<std::string>& candidates);
 
+// What exists, for a name that does not: "did you mean 'x'? the models are: a, b" (the guess only
+// when near; at most 20 names, then how many more), or "there are no models". plural: "models".
+std::string whatExists(std::string_view word, const std::vector<std::string>& candidates, std::string_view plural);
+
 }  // namespace pine::config

@@ -151,19 +151,20 @@ void resolve(const Home& home, const HomeView& view, const std::vector<Ref>& ref
       case Ref::Agent:
         if (!home.agents.count(r.name))
           err(r, "no agent '" + r.name + "' (there is no agents/" + r.name + "/agent.yaml)",
-              didYouMean(r.name, keysOf(home.agents)));
+              whatExists(r.name, keysOf(home.agents), "agents"));
         break;
       case Ref::Model:
         if (!home.models.models.count(r.name))
-          err(r, "no model '" + r.name + "' in models.yaml", didYouMean(r.name, keysOf(home.models.models)));
+          err(r, "no model '" + r.name + "' in models.yaml", whatExists(r.name, keysOf(home.models.models), "models"));
         break;
       case Ref::Provider:
         if (!home.models.providers.count(r.name))
-          err(r, "no provider '" + r.name + "' in models.yaml", didYouMean(r.name, keysOf(home.models.providers)));
+          err(r, "no provider '" + r.name + "' in models.yaml",
+              whatExists(r.name, keysOf(home.models.providers), "providers"));
         break;
       case Ref::Source:
         if (!sourceSet.count(r.name))
-          err(r, "no source or webhook called '" + r.name + "'", didYouMean(r.name, sourceNames));
+          err(r, "no source or webhook called '" + r.name + "'", whatExists(r.name, sourceNames, "sources and webhooks"));
         break;
       case Ref::Secret:
         if (!skipEnv && !home.envSecretNames.count(r.name)) {

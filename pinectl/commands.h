@@ -13,6 +13,9 @@ int cmdStatus(const std::string& home, bool json);
 // "unavailable" for a route that failed); prints each as a section when `out` is given.
 void addStatusSections(const std::string& home, nlohmann::json& status, std::ostream* out);
 int cmdTasks(const std::string& home, bool json);
+// One task: what was asked, its tool calls from the audit log (decisions, answers, results), its answer.
+int cmdTask(const std::string& home, const std::string& id, bool json, std::ostream& out = std::cout,
+            std::ostream& err = std::cerr);
 // `agent` is AGENT or AGENT/SESSION (the main conversation without one).
 // Streams the answer: progress lines and the approvals it waits on (with how to answer them) go to
 // err, the answer to out. Exit 0 when the task is done, 1 when it failed or was refused.

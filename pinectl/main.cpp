@@ -43,6 +43,10 @@ int main(int argc, char** argv) {
   status->add_flag("--json", json, "print JSON");
   auto* tasks = app.add_subcommand("tasks", "recent tasks and how they ended");
   tasks->add_flag("--json", json, "print JSON");
+  std::string taskId;
+  auto* task = app.add_subcommand("task", "one task: what was asked, each tool call (allowed, refused, its result), the answer");
+  task->add_option("id", taskId, "the task's id (pinectl tasks)")->required();
+  task->add_flag("--json", json, "print JSON (the task and its audit lines)");
   std::string agent, text;
   auto* send = app.add_subcommand("send", "give an agent a task and print its answer");
   std::string session;
@@ -220,6 +224,7 @@ int main(int argc, char** argv) {
     std::string home = pine::resolveHome(homeFlag, true);
     if (*status) return pine::cmdStatus(home, json);
     if (*tasks) return pine::cmdTasks(home, json);
+    if (*task) return pine::cmdTask(home, taskId, json);
     if (*send) return pine::cmdSend(home, session.empty() ? agent : agent + "/" + session, text, !noWait, json);
     if (*logs) return pine::cmdLogs(home, logsOpt);
     if (*approvals) return pine::cmdApprovals(home, json);

@@ -66,6 +66,10 @@ interface Gate {
   # answers, or its timeout) either. Every decision is one audit line. args: JSON, at most 1 MiB.
   # tainted: the conversation has read outside content by now (the file tools protect instruction files).
   # outside: this tool's result counts as outside content (security.taintTools): the worker fences it as data.
+  ran @1 (tool :Text, isError :Bool, firstLine :Text) -> ();
+  # After the worker ran one of its own tools that check allowed (or a download): what came of it, for the
+  # owner's eyes (progress lines, the audit log, `pinectl task`). The worker's word, labelled as such;
+  # accepted only once per allowed call. firstLine: the result's first line, at most 200 bytes.
 }
 
 interface Download {

@@ -57,7 +57,14 @@ int daemonize(const pine::Home& home) {
     close(ready[1]);
     struct pollfd p = {ready[0], POLLIN, 0};
     char ok = 0;
-    if (poll(&p, 1, 15000) == 1 && read(ready[0], &ok, 1) == 1 && ok == 1) {
+    bool answered = poll(&p, 1, 15000) == 1 && read(ready[0], &ok, 1) == 1;
+    if (answered && ok == 2) {  // the broker could not start: why, and that pined keeps trying
+      char buf[4096];
+      ssize_t n;
+      while (poll(&p, 1, 2000) == 1 && (n = read(ready[0], buf, sizeof buf)) > 0) std::cerr.write(buf, n);
+      _exit(1);
+    }
+    if (answered && ok == 1) {
       // Then "pined started on HOME (pid N)" and any problems of the broker's, as one write.
       std::string said;
       char buf[4096];

@@ -243,6 +243,7 @@ kj::Promise<void> Supervisor::keepBroker() {
     // Fail closed: the broker never runs unconfined.
     spdlog::error("the broker's sandbox could not be built, so it is not started: {}", e.what());
     audit("sandbox.refused", {{"process", "broker"}, {"reason", e.what()}});
+    brokerStartFailed(std::string("the broker's sandbox could not be built: ") + e.what());
     return retryLater();
   }
   int sv[2];
@@ -278,6 +279,7 @@ kj::Promise<void> Supervisor::keepBroker() {
     spdlog::error("{}", e.what());
     audit("sandbox.refused", {{"process", "broker"}, {"reason", e.what()}});
     audit("process.exit", {{"process", "broker"}, {"how", e.what()}});
+    brokerStartFailed(std::string("the broker could not be started: ") + e.what());
     return retryLater();
   }
   brokerPid_ = pid;
@@ -332,6 +334,25 @@ bool Supervisor::handOwnerConnection(int fd) {
     return true;
   }
   return false;
+}
+
+// The first start that fails, before any was ready: said where the owner is looking (the starting
+// terminal, through the pipe when detached), not only in the log. pined keeps trying.
+void Supervisor::brokerStartFailed(const std::string& why) {
+  if (startSaid_) return;
+  startSaid_ = true;
+  std::string said = "pined: " + why + "\npined: still trying, with backoff (pid " + std::to_string(getpid()) +
+                     "); pined.log in " + options_.home.logs() + "/ says more\n";
+  if (options_.readyFd >= 0) {
+    char failed = 2;
+    ssize_t ignored = write(options_.readyFd, &failed, 1);
+    ignored = write(options_.readyFd, said.data(), said.size());
+    (void)ignored;
+    close(options_.readyFd);
+    options_.readyFd = -1;
+  } else {
+    std::cerr << said << std::flush;
+  }
 }
 
 void Supervisor::brokerReady(const std::vector<std::string>& problems) {

@@ -13,6 +13,8 @@
 #include "worker/prompt.h"
 #include "providers/provider.h"
 #include "worker/tools/tool_box.h"
+#include "worker/tools/tool_parts.h"
+#include "common/outside_text.h"
 
 namespace pine {
 namespace {
@@ -143,6 +145,19 @@ int failTask(proto::Broker::Client& broker, kj::WaitScope& ws, const std::string
     std::cerr << "pine-worker: " << e.getDescription().cStr() << "\n";
   }
   return 1;
+}
+
+// Tells the broker what came of a call it allowed: the owner sees a failure in the progress lines
+// and `pinectl task`. The first line only; the whole result goes to the model and the transcript.
+void reportRan(proto::Gate::Client& gate, kj::WaitScope& ws, const std::string& tool, const tools::ToolResult& r) {
+  std::string_view first(r.text);
+  first = first.substr(0, std::min<size_t>(first.find('\n'), 512));
+  std::string line = tools::detail::cutUtf8(stripTerminalControls(first), 200);  // the broker takes UTF-8 only
+  auto req = gate.ranRequest();
+  req.setTool(tool);
+  req.setIsError(r.isError);
+  req.setFirstLine(line);
+  req.send().wait(ws);
 }
 
 }  // namespace
@@ -325,6 +340,7 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
         auto r = toolbox.run(tc.name, args);
         result.text = r.text;
         result.isError = r.isError;
+        reportRan(gate, ws, tc.name, r);
       } else if (workerTools.count(tc.name)) {
         auto check = gate.checkRequest();
         check.setTool(tc.name);
@@ -337,6 +353,7 @@ int runAgentTask(proto::Broker::Client broker, kj::WaitScope& ws) {
         }
         if (verdict.getAllowed()) {
           auto r = toolbox.run(tc.name, args);
+          reportRan(gate, ws, tc.name, r);
           // A result the owner's configuration calls outside content reaches the model as data.
           result.text = verdict.getOutside() && !r.isError ? fenceOutside(tc.name + " result", r.text) : r.text;
           result.isError = r.isError;

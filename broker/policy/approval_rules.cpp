@@ -66,6 +66,18 @@ std::optional<std::string> webHostRefusal(const config::AgentConfig& agent, cons
   return why;
 }
 
+// Where the mode in force came from, for the reason the owner reads: the owner's `pinectl mode`,
+// the agent's own agent.yaml, or the default (pine.yaml defaults.mode, auto when unset); and a
+// bypass paused by what the conversation read.
+std::string modeWhy(const config::AgentConfig& agent, const SessionFacts& facts, config::Mode mode) {
+  const std::string name = std::string(config::enumName(mode)) + " mode";
+  if (effectiveMode(facts) != facts.modeOverride.value_or(facts.configuredMode))
+    return name + " (bypass is paused: the conversation has read outside content)";
+  if (facts.modeOverride) return name + " (set with pinectl mode until pine restarts)";
+  if (agent.mode) return name + " (agent.yaml mode)";
+  return name + " (the default: defaults.mode in pine.yaml, auto when unset)";
+}
+
 Verdict decide(const config::Home& home, const config::AgentConfig& agent, const SessionFacts& facts,
                const ToolCall& call, config::Mode mode) {
   const bool tainted = facts.tainted || facts.untrustedRun;
@@ -127,7 +139,7 @@ Verdict decide(const config::Home& home, const config::AgentConfig& agent, const
   }
 
   // 3. Bypass: nothing waits.
-  if (mode == config::Mode::Bypass) return allow("bypass mode");
+  if (mode == config::Mode::Bypass) return allow(modeWhy(agent, facts, mode));
 
   // 4. What the owner configured to ask every time.
   for (const auto& p : agent.approve)
@@ -210,10 +222,11 @@ Verdict decide(const config::Home& home, const config::AgentConfig& agent, const
     if (covered) return allow("your 'always' answer (" + scope + ") covers it");
     if (networkCovers && facts.networkGrantedWhileTainted)
       return allow("you granted network access knowing what the conversation had read");
-    return ask(describe(call) + " waits for your approval: manual mode, every action that changes or sends something waits for you",
+    return ask(describe(call) + " waits for your approval: " + modeWhy(agent, facts, mode) +
+                   ", where every action that changes or sends something waits for you",
                true, scope);
   }
-  return allow("auto mode");
+  return allow(modeWhy(agent, facts, mode));
 }
 
 }  // namespace

@@ -66,7 +66,10 @@ std::vector<Bind> computeBinds(const Policy& policy, uid_t owner, gid_t group, s
           // Left root's: the guard still holds, untainted runs just cannot add hooks.
         }
       } else {
-        unguarded.push_back(d);
+        // Inside a tree that is read-only as a whole (an untrusted run's workspace): nothing to say.
+        bool covered = std::any_of(policy.denyWrite.begin(), policy.denyWrite.end(),
+                                   [&](const std::string& e) { return e != d && pathWithin(d, e); });
+        if (!covered) unguarded.push_back(d);
         continue;
       }
     }

@@ -25,7 +25,8 @@ struct Bind {
 // cannot move `.git` (or a folder holding it) aside and put another in its
 // place. Sorted parents first. A missing `<gitdir>/hooks` is created (mode
 // 755, owned by `owner` when that is not -1) so that it can be guarded; other
-// missing paths are returned in `unguarded`.
+// missing paths are returned in `unguarded`, unless another denyWrite path holds
+// them (an untrusted run's whole workspace): then nothing can make them either.
 std::vector<Bind> computeBinds(const Policy& policy, uid_t owner, gid_t group, std::vector<std::string>& guarded,
                                std::vector<std::string>& unguarded);
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "tests/api/harness.h"
 
@@ -283,4 +284,33 @@ TEST_CASE("unknown routes and wrong methods are told apart, after the token chec
   CHECK(call(s, "GET", "/v1/agents/main/messages").status == 405);
   CHECK(call(s, "POST", "/v1/agents/main/mode", R"({"mode":"auto"})").status == 405);
   CHECK(call(s, "PUT", "/v1/agents/main/mode", R"({"mode":"auto"})").status == 200);
+}
+
+TEST_CASE("a flood of connections: past the limit each is answered 503 with Retry-After; the open ones go on") {
+  auto limits = ApiServer::testLimits();
+  limits.maxConnections = 4;
+  ApiServer s(limits);
+  // Four streams that stay open (keepalive comments keep them alive past the head timeout).
+  std::vector<RawConn> streams;
+  for (int i = 0; i < 4; ++i) {
+    streams.push_back(RawConn::tcp(s.port()));
+    streams.back().send(request(s, "GET", "/v1/events/stream"));
+    CHECK(streams.back().readUntil("\r\n\r\n").find("200") != std::string::npos);
+  }
+  auto refused = call(s, "GET", "/v1/status");
+  CHECK(refused.status == 503);
+  CHECK(refused.head.find("retry-after: 1") != std::string::npos);
+  CHECK(refused.j.value("error", "").find("too many connections") != std::string::npos);
+  // The streams already open are still served.
+  s.run([](FakeBackend& b) { b.addEvent("t/live", 1); });
+  for (auto& c : streams) CHECK(c.readUntil("t/live").find("t/live") != std::string::npos);
+
+  // Legitimate twin: once one closes, a request is answered again.
+  streams.pop_back();
+  bool served = false;
+  for (int i = 0; i < 50 && !served; ++i) {
+    served = call(s, "GET", "/v1/status").status == 200;
+    if (!served) std::this_thread::sleep_for(100ms);
+  }
+  CHECK(served);
 }

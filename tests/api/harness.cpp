@@ -51,6 +51,11 @@ ApiReply FakeBackend::tasks(const ApiQuery&) {
   return ApiReply{200, json{{"tasks", json::array()}}};
 }
 
+ApiReply FakeBackend::task(const std::string& id) {
+  calls.push_back("task " + id);
+  return ApiReply{404, json{{"error", "no task '" + id + "'"}}};
+}
+
 ApiReply FakeBackend::listEvents(const ApiQuery& query) {
   std::string line = "listEvents";
   for (auto& [k, v] : query) line += " " + k + "=" + v;

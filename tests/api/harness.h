@@ -38,6 +38,7 @@ class FakeBackend final : public ApiBackend {
   kj::Promise<ApiReply> status() override;
   kj::Promise<ApiReply> reload() override;
   ApiReply tasks(const ApiQuery& query) override;
+  ApiReply task(const std::string& id) override;
   ApiReply listEvents(const ApiQuery& query) override;
   kj::Promise<ApiReply> publishEvent(const json& body) override;
   ApiReply agents() override;

@@ -98,7 +98,7 @@ TEST_CASE("note: the home and the token may be open to pine's admin group, to no
   CHECK_MESSAGE(notes.empty(), all(notes));
 
   // Others are never meant: the home, the token, .env.
-  chmod(h.root.c_str(), 0751);
+  chmod(h.root.c_str(), 0755);
   chmod(h.path("data/http-token").c_str(), 0644);
   h.write(".env", "X=1\n", 0640);
   notes = notesOf(h);
@@ -108,6 +108,15 @@ TEST_CASE("note: the home and the token may be open to pine's admin group, to no
   CHECK(findNote(notes, h.path("data/http-token"), "", "other users can read the control API's token"));
   // .env is never the admin group's: secrets are set through pined.sock, not read.
   CHECK(findNote(notes, h.path(".env"), "", "mode 640"));
+
+  // Search alone (what pined as root sets so that agents' uids reach their folders) is no note;
+  // reading or writing it is.
+  chmod(h.path("data/http-token").c_str(), 0640);
+  chmod(h.path(".env").c_str(), 0600);
+  for (mode_t quiet : {0701, 0711})
+    if (chmod(h.root.c_str(), quiet) == 0) CHECK_MESSAGE(!findNote(notesOf(h), h.root, "", "can look into it"), quiet);
+  for (mode_t open : {0704, 0702, 0706})
+    if (chmod(h.root.c_str(), open) == 0) CHECK_MESSAGE(findNote(notesOf(h), h.root, "", "can look into it"), open);
 
   // A socket of another group does not make the home's group the admin group.
   chmod(h.root.c_str(), 0750);

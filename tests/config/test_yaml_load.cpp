@@ -303,14 +303,16 @@ TEST_CASE("validation: errors stop at their bound, and hints among too many name
   CHECK(r.errors[0].message == "more than 200 errors; the rest are not shown");  // line 0 sorts first
   CHECK(r.errors[0].hint == "fix these and check again");
   CHECK(r.errors[1].message == "no source or webhook called '" + pad + "10000q'");
-  CHECK(r.errors[1].hint.empty());  // 2000 names of 59 letters: past kMaxHintCells
+  // 2000 names of 59 letters: past kMaxHintCells, so no guess; only the first 20 names.
+  CHECK(r.errors[1].hint.rfind("the sources and webhooks are: ", 0) == 0);
+  CHECK(r.errors[1].hint.find("and 1980 more") != std::string::npos);
 
   // Twin: among a few names the hint is still there.
   auto few = validateChange(h.root, "pine.yaml",
                             "defaults: {model: demo}\nwebhooks:\n- {name: deploys, topic: a/b, open: true}\n"
                             "routes:\n- {source: deploy, agent: house}\n");
   REQUIRE(few.errors.size() == 1);
-  CHECK(few.errors[0].hint == "did you mean 'deploys'?");
+  CHECK(few.errors[0].hint == "did you mean 'deploys'? the sources and webhooks are: deploys");
   // The bound of the hint, exactly: the word's and each candidate's length plus one, multiplied, summed.
   std::vector<std::string> names(kMaxHintCells / (7 * 8), "abcxyzq");
   names.back() = "abcdeg";

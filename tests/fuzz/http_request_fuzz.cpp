@@ -34,6 +34,7 @@ class StubBackend final : public pine::ApiBackend {
   kj::Promise<ApiReply> status() override { return ApiReply{200, json{{"ok", true}}}; }
   kj::Promise<ApiReply> reload() override { return ApiReply{200, json{{"ok", true}}}; }
   ApiReply tasks(const ApiQuery&) override { return {200, json{{"tasks", json::array()}}}; }
+  ApiReply task(const std::string&) override { return {404, json{{"error", "no task"}}}; }
   ApiReply listEvents(const ApiQuery&) override { return {200, json{{"events", json::array()}}}; }
   kj::Promise<ApiReply> publishEvent(const json&) override { return ApiReply{200, json{{"ok", true}}}; }
   ApiReply agents() override { return {200, json{{"agents", json::array()}}}; }

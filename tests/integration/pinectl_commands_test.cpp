@@ -128,6 +128,7 @@ TEST_CASE("pined detached says in one line that it started, and on stderr what t
   CHECK_MESSAGE(std::count(started.out.begin(), started.out.end(), '\n') == 1, started.out);
   CHECK_MESSAGE(contains(started.err, "pined: the control API cannot listen on 127.0.0.1:" + port + ": "), started.err);
   CHECK_MESSAGE(contains(started.err, "change http.port in pine.yaml"), started.err);
+  CHECK_MESSAGE(contains(started.err, ":" + port + ": Address already in use; "), started.err);  // no code in it
 
   auto ctl = [&](std::vector<std::string> args) {
     args.insert(args.begin(), {binDir() + "/pinectl", "--home", home});
@@ -141,6 +142,28 @@ TEST_CASE("pined detached says in one line that it started, and on stderr what t
   CHECK_MESSAGE(contains(check.out, "running pine: the control API cannot listen on 127.0.0.1:" + port), check.out);
   CHECK(ctl({"stop"}).exitCode == 0);
   close(holder);
+}
+
+TEST_CASE("pined detached whose broker cannot start says why on stderr, not only in its log, and keeps trying") {
+  if (geteuid() != 0 || seatbeltStandIn()) return;  // as root the broker has a uid of its own, which the folder shuts out
+  TempDir dir;
+  const std::string shut = dir.path() + "/shut";
+  const std::string home = shut + "/home";
+  writeMinimalConfig(home, {"main"});
+  REQUIRE(chmod(shut.c_str(), 0700) == 0);  // the broker's uid cannot pass
+  auto started = run({binDir() + "/pined", "--home", home});
+  CHECK(started.exitCode == 1);
+  CHECK_MESSAGE(contains(started.err, "pined: the broker's sandbox could not be built: "), started.err);
+  CHECK_MESSAGE(contains(started.err, shut + " is not traversable by uid "), started.err);
+  CHECK_MESSAGE(contains(started.err, "pined: still trying, with backoff"), started.err);
+  // Legitimate twin: once the folder lets it pass, the same pined's broker starts.
+  REQUIRE(chmod(shut.c_str(), 0711) == 0);
+  auto ctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {binDir() + "/pinectl", "--home", home});
+    return run(args);
+  };
+  CHECK(waitUntil([&] { return ctl({"status"}).exitCode == 0; }, 60s));
+  CHECK(ctl({"stop"}).exitCode == 0);
 }
 
 TEST_CASE("pinectl secret unset: a secret the configuration uses is kept unless forced, saying where; an unused one goes") {
@@ -205,4 +228,73 @@ TEST_CASE("pinectl secret set while pined is down: stored with pined's rules, an
   CHECK(pined.ctl({"secret", "set", "LATER"}, "later-value-1\n").exitCode == 0);
   auto names = pined.ctl({"secret", "list"}).out;
   CHECK(names == "DOOR_HOOK\nLATER\n");
+}
+
+TEST_CASE("pinectl task ID: each tool call with its decision and result, refusals with their reasons, the answer; "
+          "send's progress names a failed worker tool") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeMinimalConfig(home, {"main"});
+  writeText(home + "/agents/main/agent.yaml", "description: test agent main\nmode: auto\n");
+  writeText(home + "/providers/replies.yaml", R"(replies:
+  - match: "look around"
+    turns:
+      - tool_calls:
+          - {name: read, arguments: {path: missing-7f3a.txt}}
+          - {name: bash, arguments: {command: "rm -rf /"}}
+          - {name: write, arguments: {path: kept.txt, content: "hello"}}
+      - text: "Looked around; wrote kept.txt."
+  - text: "plain"
+)");
+  Pined pined(home, {}, {});
+
+  auto sent = pined.ctl({"send", "main", "look around", "--json"});
+  REQUIRE_MESSAGE(sent.exitCode == 0, sent.err);
+  const std::string id = nlohmann::json::parse(sent.out)["id"];
+  // The worker's own tool that failed is named in the progress lines, not only "allowed".
+  CHECK_MESSAGE(contains(sent.err, "  read: allowed"), sent.err);
+  CHECK_MESSAGE(contains(sent.err, "  read: failed: "), sent.err);
+  CHECK_MESSAGE(contains(sent.err, "missing-7f3a.txt"), sent.err);
+  CHECK_MESSAGE(!contains(sent.err, "write: failed"), sent.err);
+
+  auto shown = pined.ctl({"task", id});
+  REQUIRE_MESSAGE(shown.exitCode == 0, shown.err);
+  const std::string& out = shown.out;
+  INFO(out);
+  CHECK(contains(out, "task " + id + "  main/main  done"));
+  CHECK(contains(out, "asked:\n  look around"));
+  // Each call in order: the decision, then what came of it (the worker's report, labelled).
+  auto readAt = out.find("read {\"path\":\"missing-7f3a.txt\"}");
+  auto bashAt = out.find("bash {\"command\":\"rm -rf /\"}");
+  auto writeAt = out.find("write {");
+  REQUIRE(readAt != std::string::npos);
+  REQUIRE(bashAt != std::string::npos);
+  REQUIRE(writeAt != std::string::npos);
+  CHECK(readAt < bashAt);
+  CHECK(bashAt < writeAt);
+  CHECK(contains(out.substr(readAt, bashAt - readAt), "-> failed: "));
+  CHECK(contains(out.substr(readAt, bashAt - readAt), "(as its worker reported)"));
+  CHECK(contains(out.substr(bashAt, writeAt - bashAt), "refused: the command guard: "));
+  CHECK_FALSE(contains(out.substr(bashAt, writeAt - bashAt), "-> "));  // a refused call has no result
+  CHECK(contains(out.substr(writeAt), "allowed"));
+  CHECK(contains(out.substr(writeAt), "-> ok"));
+  CHECK(contains(out, "answer:\nLooked around; wrote kept.txt."));
+
+  // --json: the task and its audit lines.
+  auto j = nlohmann::json::parse(pined.ctl({"task", id, "--json"}).out, nullptr, false);
+  REQUIRE(j.is_object());
+  CHECK(j["task"]["id"] == id);
+  CHECK(j["task"]["text"] == "look around");
+  int results = 0;
+  for (auto& e : j["audit"])
+    if (e["event"] == "tool.result") {
+      ++results;
+      CHECK(e["by"] == "worker");
+    }
+  CHECK(results == 2);  // read and write ran; bash was refused before it ran
+
+  // An unknown task: exit 1, saying so.
+  auto unknown = pined.ctl({"task", "t0-0-nothing"});
+  CHECK(unknown.exitCode == 1);
+  CHECK_MESSAGE(contains(unknown.err, "no task 't0-0-nothing'"), unknown.err);
 }

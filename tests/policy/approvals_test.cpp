@@ -435,3 +435,31 @@ TEST_CASE("approvals: setup tools in decideToolCall keep their every-mode rules"
       {"add_source_type is main's", clean(), call("add_source_type"), Decision::Refuse},
   });
 }
+
+TEST_CASE("approvals: the reason says where the mode came from: pinectl mode, agent.yaml, or the default") {
+  auto h = approvalsHome();
+  auto agent = h.agents.at("main");
+  auto man = clean(Mode::Manual);
+  auto write = call("write", {{"path", "x"}});
+  agent.mode.reset();
+  auto v = decideToolCall(h, agent, man, write);
+  CHECK(v.decision == Decision::Ask);
+  CHECK_MESSAGE(v.reason.find("manual mode (the default: defaults.mode in pine.yaml, auto when unset)") != std::string::npos,
+                v.reason);
+  agent.mode = Mode::Manual;
+  v = decideToolCall(h, agent, man, write);
+  CHECK_MESSAGE(v.reason.find("manual mode (agent.yaml mode)") != std::string::npos, v.reason);
+  man.modeOverride = Mode::Manual;
+  v = decideToolCall(h, agent, man, write);
+  CHECK_MESSAGE(v.reason.find("manual mode (set with pinectl mode until pine restarts)") != std::string::npos, v.reason);
+  // Auto, and a paused bypass that behaves as auto, say so too.
+  agent.mode.reset();
+  v = decideToolCall(h, agent, clean(Mode::Auto), write);
+  CHECK(v.decision == Decision::Allow);
+  CHECK(v.reason == "auto mode (the default: defaults.mode in pine.yaml, auto when unset)");
+  auto paused = tainted(Mode::Bypass);
+  v = decideToolCall(h, agent, paused, write);
+  CHECK(v.bypassPaused);
+  CHECK(v.decision == Decision::Allow);
+  CHECK(v.reason == "auto mode (bypass is paused: the conversation has read outside content)");
+}

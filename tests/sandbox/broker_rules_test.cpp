@@ -10,6 +10,7 @@
 #include <string>
 
 #include "sandbox/linux/landlock.h"
+#include "sandbox/linux/namespaces.h"
 #include "sandbox/linux/plan.h"
 #include "sandbox/policy.h"
 
@@ -139,4 +140,27 @@ TEST_CASE("Landlock for the broker: a watched folder in a workspace is readable,
       CHECK((rules[t.home + "/agents/main"] & ll::kReadFile) == 0);
     }
   }
+}
+
+TEST_CASE("read-only binds: a missing guarded file is noted, unless a tree around it is read-only as a whole") {
+  std::string root = std::filesystem::temp_directory_path() / ("pine-binds-" + std::to_string(getpid()));
+  std::filesystem::create_directories(root + "/ws/.git");
+  std::ofstream(root + "/ws/AGENTS.md") << "x\n";
+  Policy p;
+  p.writable = {root + "/ws"};
+  p.denyWrite = {root + "/ws/AGENTS.md", root + "/ws/MEMORY.md"};
+  std::vector<std::string> guarded, unguarded;
+  pine::sandbox::ns::computeBinds(p, (uid_t)-1, (gid_t)-1, guarded, unguarded);
+  CHECK(guarded == std::vector<std::string>{root + "/ws/AGENTS.md"});
+  // A tainted run's workspace: MEMORY.md is missing, and nothing keeps the run from making it.
+  CHECK(unguarded == std::vector<std::string>{root + "/ws/MEMORY.md"});
+
+  // An untrusted run's: the workspace itself is denied, so the missing file cannot be made either.
+  p.denyWrite.push_back(root + "/ws");
+  guarded.clear();
+  unguarded.clear();
+  pine::sandbox::ns::computeBinds(p, (uid_t)-1, (gid_t)-1, guarded, unguarded);
+  CHECK(guarded == std::vector<std::string>{root + "/ws/AGENTS.md"});
+  CHECK(unguarded.empty());
+  std::filesystem::remove_all(root);
 }
