@@ -64,6 +64,8 @@ class ApiBackend {
   // its workspace, and putting it back (pined's checkpoints).
   virtual kj::Promise<ApiReply> taskChanges(const std::string&, bool) { return apiError(404, "this backend has no checkpoints"); }
   virtual kj::Promise<ApiReply> undoTask(const std::string&, bool) { return apiError(404, "this backend has no checkpoints"); }
+  // GET /v1/usage?agent=&since=&by=&limit=: tokens and cost per agent, day and task, and budgets (owner_usage.cpp).
+  virtual ApiReply usage(const ApiQuery&) { return apiError(404, "this backend keeps no usage"); }
   virtual ApiReply schedules() = 0;                                                        // GET  /v1/schedules
   virtual ApiReply getState(const std::string& key) = 0;                                   // GET  /v1/state/{key}
   virtual ApiReply putState(const std::string& key, const nlohmann::json& body) = 0;      // PUT  /v1/state/{key}

@@ -264,8 +264,8 @@ void Broker::notifyOwner(const std::string& agent, const std::string& text, cons
   if (telegram_) telegram_->notice(kind, agent + ": " + text);
 }
 
-void Broker::recordUsage(const std::string& taskId, long long tokensIn, long long tokensOut, double cost) {
-  queue_->recordUsage(taskId, tokensIn, tokensOut, cost);
+void Broker::recordUsage(const std::string& taskId, const store::Usage& usage) {
+  queue_->recordUsage(taskId, usage);
 }
 
 kj::Promise<store::Event> Broker::writeState(const std::string& k, const std::string& valueJson, const std::string& by,

@@ -57,7 +57,7 @@ class Broker final : public RunServices, private kj::TaskSet::ErrorHandler {
   void progress(const std::string& taskId, const std::string& text) override;
   void notifyOwner(const std::string& agent, const std::string& text, const std::string& taskId,
                    const std::string& kind) override;
-  void recordUsage(const std::string& taskId, long long tokensIn, long long tokensOut, double cost) override;
+  void recordUsage(const std::string& taskId, const store::Usage& usage) override;
   kj::Promise<store::Event> publish(store::Event draft) override { return bus_->publish(std::move(draft)); }
   kj::Promise<store::Event> writeState(const std::string& key, const std::string& valueJson, const std::string& by,
                                        config::Trust trust) override;

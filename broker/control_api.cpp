@@ -552,6 +552,10 @@ kj::Promise<void> ControlApi::route(kj::HttpMethod method, const std::vector<std
     if (!only({M::GET})) return wrongMethod("GET");
     return sendReply(response, backend_.tasks(query));
   }
+  if (is({"v1", "usage"})) {
+    if (!only({M::GET})) return wrongMethod("GET");
+    return sendReply(response, backend_.usage(query));
+  }
   if (is({"v1", "events"})) {
     if (method == M::GET) return sendReply(response, backend_.listEvents(query));
     if (method != M::POST) return wrongMethod("GET or POST");

@@ -1,9 +1,9 @@
 #include "broker/model_relay.h"
 
 #include <kj/debug.h>
-#include <time.h>
 
 #include "broker/policy/run_limits.h"
+#include "broker/usage.h"
 #include "common/fd.h"
 #include "common/log.h"
 #include "providers/provider.h"
@@ -11,14 +11,6 @@
 
 namespace pine {
 namespace {
-
-long long startOfTodayMs() {
-  time_t now = time(nullptr);
-  struct tm tm;
-  localtime_r(&now, &tm);
-  tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-  return (long long)mktime(&tm) * 1000;
-}
 
 // The worker's half of a model stream, teed into a decoder so the broker reads the usage itself.
 class RelaySink final : public proto::ByteSink::Server {
@@ -46,14 +38,12 @@ class RelaySink final : public proto::ByteSink::Server {
 
 }  // namespace
 
-void ModelRelay::recordUsage(long long in, long long out) {
-  double cost = 0;
-  const auto& modelName = run_.config->effectiveModel(run_.agent());
-  auto m = run_.config->models.models.find(modelName);
-  if (m != run_.config->models.models.end() && m->second.pricing)
-    cost = (in * m->second.pricing->input + out * m->second.pricing->output) / 1e6;
-  taskCost_ += cost;
-  run_.services.recordUsage(run_.taskId, in, out, cost);
+void ModelRelay::recordUsage(const ::pine::model::Usage& turn) {
+  const auto& models = run_.config->models.models;
+  auto m = models.find(run_.config->effectiveModel(run_.agent()));
+  store::Usage u = priceUsage(turn, m == models.end() ? nullptr : &m->second);
+  taskCost_ += u.cost;
+  run_.services.recordUsage(run_.taskId, u);
 }
 
 kj::Promise<ModelAnswer> ModelRelay::call(ModelCallData call, proto::ModelStream::Client sink) {
@@ -64,9 +54,10 @@ kj::Promise<ModelAnswer> ModelRelay::call(ModelCallData call, proto::ModelStream
     run_.stopReason = "the run made more than 200 model calls";
     return ModelAnswer{0, {}, run_.stopReason};
   }
-  // Today's stored usage holds this task's so far: it is recorded as it happens.
+  // Today's stored usage holds this task's so far: it is recorded as it happens. Cache reads
+  // and writes are tokens too, and the cost is the full one (cache prices included).
   auto today = run_.services.store().usageSince(a.id, startOfTodayMs());
-  policy::BudgetUse use{today.tokensIn + today.tokensOut, today.cost, taskCost_};
+  policy::BudgetUse use{today.tokens(), today.cost, taskCost_};
   if (auto why = policy::checkBudget(a.budget, use)) {
     run_.stopReason = *why;
     run_.services.notifyOwner(a.id, "budget: " + *why + "; the run was stopped", run_.taskId, "budget");
@@ -96,7 +87,7 @@ kj::Promise<ModelAnswer> ModelRelay::call(ModelCallData call, proto::ModelStream
     try {
       decoder->feed(sse);
       auto turn = decoder->finish();
-      recordUsage(turn.usage.input, turn.usage.output);
+      recordUsage(turn.usage);
     } catch (std::exception&) {
     }
     auto req = sink.writeRequest();
@@ -137,7 +128,7 @@ kj::Promise<ModelAnswer> ModelRelay::call(ModelCallData call, proto::ModelStream
     if (a.status >= 200 && a.status < 300) {
       try {
         auto turn = decoder->finish();
-        recordUsage(turn.usage.input, turn.usage.output);
+        recordUsage(turn.usage);
       } catch (std::exception&) {
       }
     }

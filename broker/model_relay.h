@@ -8,6 +8,7 @@
 
 #include "broker/run_context.h"
 #include "broker/worker_link.h"
+#include "providers/types.h"
 
 namespace pine {
 
@@ -19,7 +20,7 @@ class ModelRelay {
   kj::Promise<ModelAnswer> call(ModelCallData call, proto::ModelStream::Client sink);
 
  private:
-  void recordUsage(long long in, long long out);
+  void recordUsage(const ::pine::model::Usage& turn);
   RunContext& run_;
   double taskCost_;
   unsigned calls_ = 0;

@@ -4,6 +4,7 @@
 #include <kj/debug.h>
 
 #include "broker/policy/topics.h"
+#include "broker/usage.h"
 #include "schedule/describe.h"
 #include "common/rpc_link.h"
 #include "common/log.h"
@@ -77,7 +78,7 @@ nlohmann::json OwnerApi::taskJson(const store::TaskRow& r) {
     if (r.endedMs) j["endedAt"] = isoTime(r.endedMs);
     if (parseTaskState(r.state) == TaskState::Done) j["answer"] = r.answer;
     if (!r.error.empty()) j["error"] = r.error;
-    if (r.tokensIn || r.tokensOut) j["usage"] = {{"input", r.tokensIn}, {"output", r.tokensOut}, {"cost", r.cost}};
+    if (r.usage.any()) j["usage"] = usageJson(r.usage);
   }
   // What it changed in its workspace (task_changes.h), once known: `pinectl changes ID` shows it.
   if (auto c = p_.store.taskChanges(r.id)) j["changedFiles"] = c->files;

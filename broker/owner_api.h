@@ -72,6 +72,7 @@ class OwnerApi final : public ApiBackend {
   ApiReply cancelTask(const std::string& id) override;
   kj::Promise<ApiReply> taskChanges(const std::string& id, bool diff) override;  // owner_changes.cpp
   kj::Promise<ApiReply> undoTask(const std::string& id, bool force) override;
+  ApiReply usage(const ApiQuery& query) override;  // owner_usage.cpp
   ApiReply schedules() override;
   ApiReply getState(const std::string& key) override;
   ApiReply putState(const std::string& key, const nlohmann::json& body) override;

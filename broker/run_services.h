@@ -64,7 +64,7 @@ class RunServices {
   virtual void notifyOwner(const std::string& agent, const std::string& text, const std::string& taskId,
                            const std::string& kind) = 0;
   // Model usage as it happens: added to the task's stored usage, so a crash loses none.
-  virtual void recordUsage(const std::string& taskId, long long tokensIn, long long tokensOut, double cost) = 0;
+  virtual void recordUsage(const std::string& taskId, const store::Usage& usage) = 0;
 
   // Events and state (broker_tools): committed before the promise resolves.
   virtual kj::Promise<store::Event> publish(store::Event draft) = 0;

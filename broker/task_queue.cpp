@@ -7,6 +7,7 @@
 #include "broker/policy/profile.h"
 #include "broker/policy/routing.h"
 #include "broker/policy/run_limits.h"
+#include "broker/usage.h"
 #include "broker/worker_link.h"
 #include "common/log.h"
 
@@ -68,9 +69,7 @@ void TaskQueue::persist(const TaskRecord& t) {
   r.createdMs = t.createdAtMs;
   r.startedMs = t.startedAtMs;
   r.endedMs = t.endedAtMs;
-  r.tokensIn = t.tokensIn;
-  r.tokensOut = t.tokensOut;
-  r.cost = t.cost;
+  r.usage = t.usage;
   auto req = requests_.find(t.id);
   if (req != requests_.end()) r.request = requestJson(req->second).dump();
   else if (auto stored = store_.task(t.id)) r.request = stored->request;
@@ -144,9 +143,7 @@ void TaskQueue::restore(const store::TaskRow& row, RunRequest req, std::string n
   t.parent = row.parent;
   t.eventId = row.eventId;
   t.depth = row.depth;
-  t.tokensIn = row.tokensIn;
-  t.tokensOut = row.tokensOut;
-  t.cost = row.cost;
+  t.usage = row.usage;
   // A task that had started is a new attempt; one still waiting in its queue is not.
   t.attempt = parseTaskState(row.state) == TaskState::Running ? row.attempt + 1 : row.attempt;
   TaskRecord& stored = tasks_.adopt(std::move(t));
@@ -213,12 +210,10 @@ void TaskQueue::started(const std::string& id, pid_t pid, const std::string& san
   persist(*t);
 }
 
-void TaskQueue::recordUsage(const std::string& id, long long tokensIn, long long tokensOut, double cost) {
+void TaskQueue::recordUsage(const std::string& id, const store::Usage& usage) {
   TaskRecord* t = tasks_.find(id);
   if (!t || t->ended()) return;
-  t->tokensIn += tokensIn;
-  t->tokensOut += tokensOut;
-  t->cost += cost;
+  t->usage += usage;
   persist(*t);
 }
 
@@ -264,7 +259,7 @@ void TaskQueue::end(const std::string& id, const Ending& ending) {
     nlohmann::json f = {{"task", id}, {"agent", t->agent}, {"session", t->session}, {"state", toString(t->state)},
                         {"duration_ms", t->endedAtMs - t->createdAtMs}};
     if (!done) f["error"] = why;
-    if (t->tokensIn || t->tokensOut) f["usage"] = {{"input", t->tokensIn}, {"output", t->tokensOut}, {"cost", t->cost}};
+    if (t->usage.any()) f["usage"] = usageJson(t->usage);
     audit("task.end", f);
     nlohmann::json n = t->toJson();
     feed_.publish({{"kind", "task"}, {"task", id}, {"agent", t->agent}, {"session", t->session},

@@ -68,7 +68,7 @@ class TaskQueue {
   // Once: the task's end, its conversation, its approvals, its waiters, the next task.
   void end(const std::string& id, const Ending& ending);
   void started(const std::string& id, pid_t pid, const std::string& sandbox);
-  void recordUsage(const std::string& id, long long tokensIn, long long tokensOut, double cost);
+  void recordUsage(const std::string& id, const store::Usage& usage);
 
   kj::Promise<std::optional<TaskRecord>> whenEnded(const std::string& id);
   TaskRecord* find(const std::string& id) { return tasks_.find(id); }

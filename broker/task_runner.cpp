@@ -84,7 +84,7 @@ void TaskRunner::launch(const std::string& id) {
   // started (untrusted, or an event delivered into the conversation); pined re-checks it.
   if (folderRun(req)) spec.setFolder(services_.store().sessionFolder(req.agent, Sessions::conversationOf(req.session)));
 
-  auto run = std::make_unique<Run>(services_, id, req, cfg, tools, RunResume{t->attempt, t->cost});
+  auto run = std::make_unique<Run>(services_, id, req, cfg, tools, RunResume{t->attempt, t->usage.cost});
   run->setSandboxTainted(tainted || req.trust == config::Trust::Untrusted);
   // The run's MCP servers list their tools before its worker asks for them (run_mcp.h).
   auto supervision =

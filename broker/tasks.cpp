@@ -2,6 +2,7 @@
 
 #include <openssl/rand.h>
 
+#include "broker/usage.h"
 #include "common/log.h"
 
 namespace pine {
@@ -35,7 +36,7 @@ nlohmann::json TaskRecord::toJson() const {
   if (!origin.empty()) j["origin"] = origin;
   if (!parent.empty()) j["parent"] = parent;
   if (attempt) j["resumed"] = attempt;
-  if (tokensIn || tokensOut) j["usage"] = {{"input", tokensIn}, {"output", tokensOut}, {"cost", cost}};
+  if (usage.any()) j["usage"] = usageJson(usage);
   if (state == TaskState::Done) j["answer"] = answer;
   if (state == TaskState::Failed) j["error"] = error;
   return j;

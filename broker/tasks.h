@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "broker/store/rows.h"
+
 namespace pine {
 
 enum class TaskState { Queued, Running, Done, Failed };
@@ -36,8 +38,7 @@ struct TaskRecord {
   std::string eventId;
   int depth = 0;
   int attempt = 0;  // how often it was resumed after a crash of the broker
-  long long tokensIn = 0, tokensOut = 0;
-  double cost = 0;
+  store::Usage usage;  // model calls so far (broker/usage.h prices them)
   bool ended() const { return state == TaskState::Done || state == TaskState::Failed; }
   nlohmann::json toJson() const;
 };

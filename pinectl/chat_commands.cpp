@@ -37,7 +37,7 @@ std::string agentPath(const ChatSession& c, const std::string& action) {
 void usage(ChatSession& c) {
   auto a = callApi(c.home, "GET", "/v1/tasks?agent=" + urlEncode(c.agent) + "&limit=1000");
   if (failed(c, a)) return;
-  long long in = 0, out = 0, counted = 0, tasks = 0;
+  long long in = 0, out = 0, cacheRead = 0, cacheWrite = 0, counted = 0, tasks = 0, unpriced = 0;
   double cost = 0;
   std::string prefix = c.session + "+";  // its sub-agents' sessions count as this conversation
   for (auto& t : a.body.value("tasks", nlohmann::json::array())) {
@@ -46,17 +46,30 @@ void usage(ChatSession& c) {
     tasks++;
     if (!t.contains("usage")) continue;
     counted++;
-    in += t["usage"].value("input", 0LL);
-    out += t["usage"].value("output", 0LL);
-    cost += t["usage"].value("cost", 0.0);
+    const auto& u = t["usage"];
+    in += u.value("input", 0LL);
+    out += u.value("output", 0LL);
+    cacheRead += u.value("cacheRead", 0LL);
+    cacheWrite += u.value("cacheWrite", 0LL);
+    // cost is null when the model had no pricing: unknown, never counted as 0.
+    if (u.contains("cost") && u["cost"].is_number()) {
+      cost += u["cost"].get<double>();
+    } else {
+      unpriced += u.value("unpricedTokens", 0LL);
+      cost += u.value("pricedCost", 0.0);
+    }
   }
   std::ostringstream money;
   money.setf(std::ios::fixed);
   money.precision(4);
   money << cost;
   c.out << c.agent << "/" << c.session << ": " << tasks << " tasks (the last 1000 of the agent), " << counted
-        << " with usage recorded\n  tokens in " << in << ", out " << out << ", cost $" << money.str()
-        << "\n  cache reads and writes: not recorded per task yet\n";
+        << " with usage recorded\n  tokens in " << in << ", out " << out << ", cache reads " << cacheRead
+        << ", cache writes " << cacheWrite << "\n  cost "
+        << (unpriced ? "unknown: " + std::to_string(unpriced) + " tokens of a model without pricing (" + money.str() +
+                           " for the rest)"
+                     : money.str())
+        << " (an estimate from models.yaml pricing; pinectl usage has more)\n";
 }
 
 void folder(ChatSession& c, const std::string& arg) {

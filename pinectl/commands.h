@@ -40,6 +40,10 @@ int cmdChanges(const std::string& home, const std::string& task, bool json, std:
                std::ostream& err = std::cerr);
 int cmdUndo(const std::string& home, const std::string& task, bool force, bool json, std::ostream& out = std::cout,
             std::ostream& err = std::cerr);
+// Tokens and estimated cost per agent, day and task, and budgets (cmd_usage.cpp): exit 2 for a
+// --since pine cannot read. since: YYYY-MM-DD, an ISO time, today or Nd (days ago).
+int cmdUsage(const std::string& home, const std::string& agent, const std::string& since, int tasks, bool json,
+             std::ostream& out = std::cout, std::ostream& err = std::cerr);
 int cmdDeny(const std::string& home, const std::string& id, std::ostream& out = std::cout,
             std::ostream& err = std::cerr);
 int cmdMode(const std::string& home, const std::string& agent, const std::string& mode,

@@ -183,6 +183,13 @@ int main(int argc, char** argv) {
   publish->add_option("json", payload, "its payload as JSON ('{\"open\": true}', 42, '\"text\"')")->required();
   publish->add_flag("--json", json, "print the committed event as JSON");
   publish->footer("Exit 0 once committed, 1 refused (pine's own topics agent/, approval/, pine/, state/, timer/), 2 not JSON.");
+  std::string usageSince;
+  int usageTasks = 10;
+  auto* usageCmd = app.add_subcommand("usage", "tokens (cache reads and writes too) and estimated cost per agent, day and task; budgets reached");
+  usageCmd->add_option("--agent", agent, "only this agent");
+  usageCmd->add_option("--since", usageSince, "from a day (2026-12-01, today, 7d) or an ISO time (2026-12-03T14:30Z)");
+  usageCmd->add_option("-n,--tasks", usageTasks, "how many of the most recent tasks to list (default 10)")->check(CLI::Range(1, 1000));
+  usageCmd->add_flag("--json", json, "print GET /v1/usage's JSON");
   auto* stop = app.add_subcommand("stop", "stop pined cleanly, as SIGTERM does, and wait until it has");
   auto* reload = app.add_subcommand("reload", "make pined re-read the configuration (a bad one never replaces"
                                               " the one in force)");
@@ -249,6 +256,7 @@ int main(int argc, char** argv) {
     if (*check) return pine::cmdCheck(home, json);
     if (*agents) return pine::cmdAgents(home, json);
     if (*publish) return pine::cmdPublish(home, topic, payload, json);
+    if (*usageCmd) return pine::cmdUsage(home, agent, usageSince, usageTasks, json);
     if (*stop) return pine::cmdStop(home);
     if (*reload) return pine::cmdReload(home);
     if (*guardBash) return pine::cmdGuardBash(std::cin, std::cout, json);

@@ -6,10 +6,13 @@
 namespace pine::policy {
 namespace {
 
+// Two decimals, up to four where they matter: a day of small calls costs 0.0141, not "0.01".
 std::string money(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  std::string s = buf;
+  while (s.size() > 2 && s[s.size() - 3] != '.' && s.back() == '0') s.pop_back();
+  return s;
 }
 
 }  // namespace

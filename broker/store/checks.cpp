@@ -1,6 +1,7 @@
 #include "broker/store/checks.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "broker/store/rows.h"
 
@@ -19,6 +20,12 @@ void requireOneOf(const std::string& value, std::initializer_list<const char*> a
   }
   // The value is a short keyword, never content, so it may be quoted (cut in case it is not).
   throw StoreError(what + " '" + value.substr(0, 40) + "' is not one of: " + list);
+}
+
+void requireUsage(const Usage& u, const std::string& what) {
+  if (u.tokensIn < 0 || u.tokensOut < 0 || u.cacheRead < 0 || u.cacheWrite < 0 || u.unpricedTokens < 0)
+    throw StoreError(what + ": a token count is negative");
+  if (!std::isfinite(u.cost) || u.cost < 0) throw StoreError(what + ": the cost is negative or not a number");
 }
 
 std::optional<std::string> prefixEnd(const std::string& prefix) {

@@ -290,6 +290,18 @@ constexpr const char* kV9 = R"sql(
 ALTER TABLE sessions ADD COLUMN folder TEXT NOT NULL DEFAULT '';
 )sql";
 
+// v10: usage and cost (issue 17 point 6). Cache reads and writes are counted apart from the
+// uncached input, and a task whose model had no pricing says so (unpriced_tokens) instead of a
+// cost of 0 that looks known. Before v10 an unpriced model's calls were stored with cost 0:
+// a row with tokens and no cost is taken to be one of those (a priced model charges something
+// for any token unless its prices are 0, which then shows as unknown, never as a wrong sum).
+constexpr const char* kV10 = R"sql(
+ALTER TABLE tasks ADD COLUMN cache_read INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN cache_write INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN unpriced_tokens INTEGER NOT NULL DEFAULT 0;
+UPDATE tasks SET unpriced_tokens = tokens_in + tokens_out WHERE cost = 0 AND tokens_in + tokens_out > 0;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -303,6 +315,7 @@ const std::vector<Migration>& migrations() {
       {7, "adding MCP servers' pinned tool lists", kV7},
       {8, "adding what each task changed in its workspace", kV8},
       {9, "adding conversations' opened folders", kV9},
+      {10, "adding cache tokens and unpriced usage to tasks", kV10},
   };
   return list;
 }

@@ -41,6 +41,28 @@ struct TaskChangesRow {
   long long checkedMs = 0;
 };
 
+// Model usage: tokens by kind as the provider reported them (input is the uncached part of the
+// prompt; cache reads and writes are counted apart) and the cost estimated from models.yaml
+// pricing, cache prices included. unpricedTokens: tokens of model calls whose model had no
+// pricing; while there are any the cost is unknown (cost then holds only the priced calls' part).
+struct Usage {
+  long long tokensIn = 0, tokensOut = 0, cacheRead = 0, cacheWrite = 0;
+  double cost = 0;
+  long long unpricedTokens = 0;
+  long long tokens() const { return tokensIn + tokensOut + cacheRead + cacheWrite; }
+  bool costKnown() const { return unpricedTokens == 0; }
+  bool any() const { return tokens() > 0 || cost > 0; }
+  Usage& operator+=(const Usage& o) {
+    tokensIn += o.tokensIn;
+    tokensOut += o.tokensOut;
+    cacheRead += o.cacheRead;
+    cacheWrite += o.cacheWrite;
+    cost += o.cost;
+    unpricedTokens += o.unpricedTokens;
+    return *this;
+  }
+};
+
 struct TaskRow {
   std::string id, agent, session, text, trust, state;  // state: queued|running|done|failed|refused
   std::string answer, error, parent, eventId;
@@ -49,8 +71,7 @@ struct TaskRow {
   int attempt = 0;             // 0: as submitted; n: resumed n times after a crash of the broker
   int depth = 0;
   long long createdMs = 0, startedMs = 0, endedMs = 0;
-  long long tokensIn = 0, tokensOut = 0;
-  double cost = 0;
+  Usage usage;
 };
 
 struct SessionRow {
@@ -155,9 +176,19 @@ struct TelegramUpdateRow {
   std::string body;  // the update as Telegram sent it (JSON)
 };
 
-struct UsageTotals {
-  long long tokensIn = 0, tokensOut = 0;
-  double cost = 0;
+// One group of GET /v1/usage: an agent, a day of an agent ("YYYY-MM-DD", the machine's local
+// day), and how many tasks it holds.
+struct UsageGroup {
+  std::string agent, day;
+  long long tasks = 0;
+  Usage usage;
+};
+
+// One task's usage, as GET /v1/usage lists it.
+struct UsageTask {
+  std::string id, agent, session, state;
+  long long createdMs = 0;
+  Usage usage;
 };
 
 struct PurgeCounts {

@@ -42,10 +42,20 @@ class Store {
   // Newest first; "" matches every agent / state.
   std::vector<TaskRow> tasks(int limit, const std::string& agent = "", const std::string& state = "") const;
   std::vector<TaskRow> unfinishedTasks() const;  // queued or running, oldest first
+
+  // ---- usage and cost (store_usage.cpp, schema v10) ----
   // Adds to a task's stored usage (model calls as they happen, so that a crash loses none).
-  void addTaskUsage(const std::string& id, long long tokensIn, long long tokensOut, double cost);
-  // Tasks created at or after sinceMs; agent "" sums every agent.
-  UsageTotals usageSince(const std::string& agent, long long sinceMs) const;
+  void addTaskUsage(const std::string& id, const Usage& usage);
+  // Each sums the tasks created at or after sinceMs (a task counts on the day it was created);
+  // agent "" is every agent.
+  Usage usageSince(const std::string& agent, long long sinceMs) const;
+  std::vector<UsageGroup> usageByAgent(const std::string& agent, long long sinceMs) const;  // by agent id
+  // By the machine's local day ("YYYY-MM-DD") and agent: newest day first.
+  std::vector<UsageGroup> usageByDay(const std::string& agent, long long sinceMs) const;
+  // The tasks that used a model, newest first, at most `limit`; and how many there are.
+  std::vector<UsageTask> usageByTask(const std::string& agent, long long sinceMs, int limit) const;
+  long long tasksWithUsage(const std::string& agent, long long sinceMs) const;
+  double costliestTask(const std::string& agent, long long sinceMs) const;  // 0 without tasks
 
   std::optional<SessionRow> session(const std::string& agent, const std::string& session) const;
   void putSession(const SessionRow& s);  // insert or update in place (never drops its messages)

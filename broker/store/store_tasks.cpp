@@ -1,4 +1,4 @@
-// Tasks: what ran, for whom, with what answer and usage.
+// Tasks: what ran, for whom, with what answer and usage (the sums of usage: store_usage.cpp).
 #include "broker/store/checks.h"
 #include "broker/store/json_text.h"
 #include "broker/store/sqlite_db.h"
@@ -12,7 +12,7 @@ namespace {
 
 #define TASK_COLUMNS                                                                                               \
   "SELECT id, agent, session, text, trust, state, answer, error, parent, event_id, depth, created_ms, started_ms, " \
-  "ended_ms, tokens_in, tokens_out, cost, origin, request, attempt FROM tasks"
+  "ended_ms, tokens_in, tokens_out, cost, origin, request, attempt, cache_read, cache_write, unpriced_tokens FROM tasks"
 
 TaskRow readTask(const Stmt& st) {
   TaskRow t;
@@ -30,12 +30,15 @@ TaskRow readTask(const Stmt& st) {
   t.createdMs = st.i64(11);
   t.startedMs = st.i64(12);
   t.endedMs = st.i64(13);
-  t.tokensIn = st.i64(14);
-  t.tokensOut = st.i64(15);
-  t.cost = st.f64(16);
+  t.usage.tokensIn = st.i64(14);
+  t.usage.tokensOut = st.i64(15);
+  t.usage.cost = st.f64(16);
   t.origin = st.text(17);
   t.request = st.text(18);
   t.attempt = st.i32(19);
+  t.usage.cacheRead = st.i64(20);
+  t.usage.cacheWrite = st.i64(21);
+  t.usage.unpricedTokens = st.i64(22);
   return t;
 }
 
@@ -55,31 +58,28 @@ void Store::putTask(const TaskRow& t) {
   requireOneOf(t.state, {"queued", "running", "done", "failed", "refused"}, what + "state");
   requireJson(t.request, what + "request");
   if (t.attempt < 0) throw StoreError(what + "attempt " + std::to_string(t.attempt) + " is negative");
+  requireUsage(t.usage, what + "usage");
   // An upsert, not INSERT OR REPLACE: the row is updated in place, never deleted and re-made
   // (which would also delete its journal through the foreign key).
   auto st = db_->prepare(
       "INSERT INTO tasks (id, agent, session, text, trust, state, answer, error, parent, event_id, depth, created_ms, "
-      "started_ms, ended_ms, tokens_in, tokens_out, cost, origin, request, attempt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-      "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) ON CONFLICT (id) DO UPDATE SET "
+      "started_ms, ended_ms, tokens_in, tokens_out, cost, origin, request, attempt, cache_read, cache_write, "
+      "unpriced_tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
+      "?20, ?21, ?22, ?23) ON CONFLICT (id) DO UPDATE SET "
       "agent = excluded.agent, session = excluded.session, "
       "text = excluded.text, trust = excluded.trust, state = excluded.state, answer = excluded.answer, "
       "error = excluded.error, parent = excluded.parent, event_id = excluded.event_id, depth = excluded.depth, "
       "created_ms = excluded.created_ms, started_ms = excluded.started_ms, ended_ms = excluded.ended_ms, "
       "tokens_in = excluded.tokens_in, tokens_out = excluded.tokens_out, cost = excluded.cost, "
-      "origin = excluded.origin, request = excluded.request, attempt = excluded.attempt",
+      "origin = excluded.origin, request = excluded.request, attempt = excluded.attempt, "
+      "cache_read = excluded.cache_read, cache_write = excluded.cache_write, unpriced_tokens = excluded.unpriced_tokens",
       "storing a task");
   st.bind(1, t.id).bind(2, t.agent).bind(3, t.session).bind(4, t.text).bind(5, t.trust).bind(6, t.state);
   st.bind(7, t.answer).bind(8, t.error).bind(9, t.parent).bind(10, t.eventId).bind(11, t.depth);
-  st.bind(12, t.createdMs).bind(13, t.startedMs).bind(14, t.endedMs).bind(15, t.tokensIn).bind(16, t.tokensOut);
-  st.bind(17, t.cost).bind(18, t.origin).bind(19, t.request).bind(20, t.attempt);
-  st.run();
-}
-
-void Store::addTaskUsage(const std::string& id, long long tokensIn, long long tokensOut, double cost) {
-  auto st = db_->prepare(
-      "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, cost = cost + ?4 WHERE id = ?1",
-      "adding to a task's usage");
-  st.bind(1, id).bind(2, tokensIn).bind(3, tokensOut).bind(4, cost);
+  st.bind(12, t.createdMs).bind(13, t.startedMs).bind(14, t.endedMs);
+  st.bind(15, t.usage.tokensIn).bind(16, t.usage.tokensOut).bind(17, t.usage.cost);
+  st.bind(18, t.origin).bind(19, t.request).bind(20, t.attempt);
+  st.bind(21, t.usage.cacheRead).bind(22, t.usage.cacheWrite).bind(23, t.usage.unpricedTokens);
   st.run();
 }
 
@@ -116,23 +116,6 @@ std::vector<TaskRow> Store::unfinishedTasks() const {
   auto st = db_->prepare(TASK_COLUMNS " WHERE state IN ('queued', 'running') ORDER BY created_ms, rowid",
                          "listing unfinished tasks");
   return readTasks(st);
-}
-
-UsageTotals Store::usageSince(const std::string& agent, long long sinceMs) const {
-  const char* sql = agent.empty()
-                        ? "SELECT coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), total(cost) FROM tasks WHERE created_ms >= ?2"
-                        : "SELECT coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), total(cost) FROM tasks WHERE agent = ?1 AND "
-                          "created_ms >= ?2";
-  auto st = db_->prepare(sql, "summing usage");
-  if (!agent.empty()) st.bind(1, agent);
-  st.bind(2, sinceMs);
-  UsageTotals u;
-  if (st.step()) {
-    u.tokensIn = st.i64(0);
-    u.tokensOut = st.i64(1);
-    u.cost = st.f64(2);
-  }
-  return u;
 }
 
 }  // namespace pine::store

@@ -125,8 +125,8 @@ class FakeServices final : public pine::RunServices {
   void notifyOwner(const std::string& agent, const std::string& text, const std::string&, const std::string&) override {
     notices.push_back(agent + ": " + text);
   }
-  void recordUsage(const std::string& taskId, long long in, long long out, double cost) override {
-    db->addTaskUsage(taskId, in, out, cost);
+  void recordUsage(const std::string& taskId, const pine::store::Usage& usage) override {
+    db->addTaskUsage(taskId, usage);
   }
   kj::Promise<pine::store::Event> publish(pine::store::Event draft) override {
     draft.id = "e" + std::to_string(events.size() + 1);

@@ -190,6 +190,9 @@ TEST_CASE("pinectl chat in a terminal: streamed answers, approvals inline, slash
   t.line("/usage");
   CHECK_MESSAGE(t.waitFor("main/side: 1 tasks"), t.output());
   CHECK_MESSAGE(t.waitFor("tokens in "), t.output());
+  // The script model has no pricing: its cost is unknown, never a 0 that looks known.
+  CHECK_MESSAGE(t.waitFor(", cache reads 0, cache writes 0"), t.output());
+  CHECK_MESSAGE(t.waitFor("cost unknown: "), t.output());
 
   // /reset empties that conversation.
   t.line("/reset");

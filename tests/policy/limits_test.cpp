@@ -87,6 +87,13 @@ TEST_CASE("limits: budgets") {
   auto k = checkBudget(b, BudgetUse{0, 0, 1.5});
   REQUIRE(k);
   CHECK(k->find("costPerTask") != std::string::npos);
+  // Small sums keep the decimals that tell them apart from the limit; limits keep two.
+  pine::config::Budget small;
+  small.costPerDay = 0.01;
+  auto s = checkBudget(small, BudgetUse{0, 0.0141, 0});
+  REQUIRE(s);
+  CHECK_MESSAGE(s->find("cost today 0.0141; the agent's budget.costPerDay is 0.01 ") != std::string::npos, *s);
+  CHECK(checkBudget(b, BudgetUse{0, 7.5, 0})->find("cost today 7.50;") != std::string::npos);
 }
 
 TEST_CASE("limits: RepeatBreaker trips on the third identical call in a row") {

@@ -85,6 +85,19 @@ inline std::vector<pine::store::Event> allEvents(pine::store::Store& s) {
   return out;
 }
 
+inline pine::store::TaskRow sampleTask(const std::string& id, const std::string& agent, const std::string& state,
+                                       long long created) {
+  pine::store::TaskRow t;
+  t.id = id;
+  t.agent = agent;
+  t.session = "main";
+  t.text = "summarise the notes";
+  t.trust = "owner";
+  t.state = state;
+  t.createdMs = created;
+  return t;
+}
+
 inline std::string errorOf(const std::function<void()>& fn) {
   try {
     fn();

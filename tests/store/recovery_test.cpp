@@ -40,16 +40,16 @@ TEST_CASE("tasks keep what started them, their attempt and usage as it happens")
   t.request = R"({"chain":["main","house"],"hops":2})";
   t.attempt = 1;
   s->putTask(t);
-  s->addTaskUsage("t1", 100, 20, 0.5);
-  s->addTaskUsage("t1", 1, 2, 0.25);
+  s->addTaskUsage("t1", {100, 20, 0, 0, 0.5, 0});
+  s->addTaskUsage("t1", {1, 2, 0, 0, 0.25, 0});
   auto r = s->task("t1");
   REQUIRE(r);
   CHECK(r->origin == "route:house");
   CHECK(r->request == t.request);
   CHECK(r->attempt == 1);
-  CHECK(r->tokensIn == 101);
-  CHECK(r->tokensOut == 22);
-  CHECK(r->cost == doctest::Approx(0.75));
+  CHECK(r->usage.tokensIn == 101);
+  CHECK(r->usage.tokensOut == 22);
+  CHECK(r->usage.cost == doctest::Approx(0.75));
   // A request that is not JSON, or a negative attempt, is refused and changes nothing.
   auto bad = t;
   bad.request = "{not json";

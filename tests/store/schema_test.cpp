@@ -67,7 +67,7 @@ TEST_CASE("open: a missing file is created, migrated to the latest version, WAL,
   mode_t old = umask(022);
   auto s = Store::open(dir.db());
   umask(old);
-  CHECK(Store::latestSchemaVersion() == 9);
+  CHECK(Store::latestSchemaVersion() == 10);
   CHECK(s->schemaVersion() == Store::latestSchemaVersion());
   CHECK(s->path() == dir.db());
   std::vector<Event> b = {ev("e")};
@@ -90,7 +90,7 @@ TEST_CASE("open: an existing empty file is fine; a readable-by-others file is na
   { std::ofstream(dir.db()).flush(); }
   REQUIRE(::chmod(dir.db().c_str(), 0644) == 0);
   auto s = Store::open(dir.db());
-  CHECK(s->schemaVersion() == 9);
+  CHECK(s->schemaVersion() == 10);
   struct stat st {};
   REQUIRE(::stat(dir.db().c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
@@ -104,7 +104,7 @@ TEST_CASE("open: reopening keeps the data and runs no step again") {
   }
   auto s = Store::open(dir.db());
   CHECK(s->state("k")->value == "1");
-  CHECK(s->schemaVersion() == 9);
+  CHECK(s->schemaVersion() == 10);
 }
 
 TEST_CASE("open: a hand-made version 1 database is migrated and keeps its rows") {
@@ -119,7 +119,7 @@ TEST_CASE("open: a hand-made version 1 database is migrated and keeps its rows")
   }
   CHECK(indexes(dir.db()).empty());
   auto s = Store::open(dir.db());
-  CHECK(s->schemaVersion() == 9);
+  CHECK(s->schemaVersion() == 10);
   CHECK(indexes(dir.db()).find("events_by_time") != std::string::npos);
   CHECK(indexes(dir.db()).find("tasks_by_origin") != std::string::npos);  // v4: the Telegram channel
   CHECK(indexes(dir.db()).find("hook_deliveries_by_expiry") != std::string::npos);  // v5: webhook deliveries
@@ -214,7 +214,7 @@ TEST_CASE("open: a symbolic link is refused; the file it points to opens") {
   REQUIRE(::symlink(real.c_str(), dir.db().c_str()) == 0);
   std::string err = errorOf([&] { Store::open(dir.db()); });
   CHECK(err.find("symbolic link") != std::string::npos);
-  CHECK(Store::open(real)->schemaVersion() == 9);
+  CHECK(Store::open(real)->schemaVersion() == Store::latestSchemaVersion());
 }
 
 TEST_CASE("open: a missing folder says to create it") {
@@ -222,7 +222,7 @@ TEST_CASE("open: a missing folder says to create it") {
   std::string err = errorOf([&] { Store::open(dir.path + "/data/pine.db"); });
   CHECK(err.find("create the folder " + dir.path + "/data") != std::string::npos);
   std::filesystem::create_directory(dir.path + "/data");
-  CHECK(Store::open(dir.path + "/data/pine.db")->schemaVersion() == 9);
+  CHECK(Store::open(dir.path + "/data/pine.db")->schemaVersion() == Store::latestSchemaVersion());
 }
 
 TEST_CASE("webhook deliveries: remembered until they expire, then dropped") {

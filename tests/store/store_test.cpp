@@ -128,18 +128,6 @@ TEST_CASE("20,000 events in batches of 500 go in") {
   CHECK(all.back().id == "e19999");
 }
 
-TaskRow sampleTask(const std::string& id, const std::string& agent, const std::string& state, long long created) {
-  TaskRow t;
-  t.id = id;
-  t.agent = agent;
-  t.session = "main";
-  t.text = "summarise the notes";
-  t.trust = "owner";
-  t.state = state;
-  t.createdMs = created;
-  return t;
-}
-
 TEST_CASE("tasks: round trip, upsert in place, lists, unfinished, usage") {
   TempDir dir;
   auto s = Store::open(dir.db());
@@ -153,9 +141,9 @@ TEST_CASE("tasks: round trip, upsert in place, lists, unfinished, usage") {
   t.error = "";
   t.startedMs = 1100;
   t.endedMs = 1200;
-  t.tokensIn = 300;
-  t.tokensOut = 40;
-  t.cost = 0.25;
+  t.usage.tokensIn = 300;
+  t.usage.tokensOut = 40;
+  t.usage.cost = 0.25;
   s->putTask(t);
   auto r = s->task("t1");
   REQUIRE(r);
@@ -166,18 +154,18 @@ TEST_CASE("tasks: round trip, upsert in place, lists, unfinished, usage") {
   CHECK(r->depth == 2);
   CHECK(r->startedMs == 1100);
   CHECK(r->endedMs == 1200);
-  CHECK(r->tokensIn == 300);
-  CHECK(r->tokensOut == 40);
-  CHECK(r->cost == doctest::Approx(0.25));
+  CHECK(r->usage.tokensIn == 300);
+  CHECK(r->usage.tokensOut == 40);
+  CHECK(r->usage.cost == doctest::Approx(0.25));
   CHECK_FALSE(s->task("t2"));
 
   TaskRow u = sampleTask("t2", "main", "running", 2000);
-  u.tokensIn = 1000;
-  u.tokensOut = 60;
-  u.cost = 1.5;
+  u.usage.tokensIn = 1000;
+  u.usage.tokensOut = 60;
+  u.usage.cost = 1.5;
   s->putTask(u);
   TaskRow o = sampleTask("t3", "other", "queued", 3000);
-  o.tokensIn = 7;
+  o.usage.tokensIn = 7;
   s->putTask(o);
   s->putTask(sampleTask("t4", "other", "failed", 500));
 
