@@ -89,8 +89,12 @@ int cmdTask(const std::string& home, const std::string& id, bool json, std::ostr
   if (t.contains("startedAt")) out << ", started " << field(t, "startedAt");
   if (t.contains("endedAt")) out << ", ended " << field(t, "endedAt");
   out << "\n";
-  if (t.contains("usage"))
-    out << "tokens in " << t["usage"].value("input", 0LL) << ", out " << t["usage"].value("output", 0LL) << "\n";
+  if (t.contains("usage")) {
+    const auto& u = t["usage"];
+    out << "tokens in " << u.value("input", 0LL) << ", out " << u.value("output", 0LL) << ", cache read "
+        << u.value("cacheRead", 0LL) << ", cache write " << u.value("cacheWrite", 0LL) << "; cost "
+        << (u.contains("cost") && u["cost"].is_number() ? u["cost"].dump() : std::string("unknown (no pricing)")) << "\n";
+  }
   out << "asked:\n  " << field(t, "text") << "\n";
   if (!why.empty()) {
     out << "what it did: the audit log cannot be read: " << why << "\n";
