@@ -194,7 +194,10 @@ def check_synopsis(b, env):
 
 def stop_pineds(root, env):
     """Stops every pined whose home lies under root (started by this test), then waits."""
-    for pidfile in glob.glob(os.path.join(root, "**", "data", "pined.pid"), recursive=True):
+    # os.walk, not glob: a home is most often ~/.pine, which glob's ** does not enter.
+    pidfiles = [os.path.join(d, "pined.pid") for d, _, files in os.walk(root)
+                if os.path.basename(d) == "data" and "pined.pid" in files]
+    for pidfile in pidfiles:
         home = os.path.dirname(os.path.dirname(pidfile))
         subprocess.run([os.path.join(env["PINE_BIN_DIR"], "pinectl"), "--home", home, "stop"], env=env,
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
@@ -210,6 +213,25 @@ def stop_pineds(root, env):
             time.sleep(0.1)
         else:
             os.kill(pid, signal.SIGKILL)  # our own pined, from our own temporary home
+
+
+def outliving(root, wait=10.0):
+    """Processes whose command line names root, after up to `wait` seconds: (pid, command line)."""
+    deadline = time.time() + wait
+    while True:
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                cmd = open(f"/proc/{entry}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if root in cmd:
+                found.append((int(entry), cmd.strip()))
+        if not found or time.time() > deadline:
+            return found
+        time.sleep(0.2)
 
 
 def start_test_home(env, home):
@@ -311,6 +333,15 @@ def run_file(path, bin_dir, counts, failures, skips):
                 counts["passed"] += 1
     finally:
         stop_pineds(root, env)
+        left = outliving(root)
+        if left:  # a pined or broker of this page's home still running is a failure, and is stopped
+            failures.append(f"{path}: programs outlived the page's pined stop: " + "; ".join(c for _, c in left))
+            counts["failed"] += 1
+            for pid, _ in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
         for _ in range(20):  # a program pined started may still be finishing a write
             shutil.rmtree(root, ignore_errors=True)
             if not os.path.exists(root):
