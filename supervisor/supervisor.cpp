@@ -336,6 +336,18 @@ bool Supervisor::handOwnerConnection(int fd) {
   return false;
 }
 
+// Detached: the first process waits on the start pipe (main.cpp daemonize) for one byte, 1 started
+// or 2 failed, then the lines it prints. False in the foreground (no pipe): the caller prints them.
+bool Supervisor::tellStarter(char code, const std::string& said) {
+  if (options_.readyFd < 0) return false;
+  ssize_t ignored = write(options_.readyFd, &code, 1);
+  ignored = write(options_.readyFd, said.data(), said.size());
+  (void)ignored;
+  close(options_.readyFd);
+  options_.readyFd = -1;
+  return true;
+}
+
 // The first start that fails, before any was ready: said where the owner is looking (the starting
 // terminal, through the pipe when detached), not only in the log. pined keeps trying.
 void Supervisor::brokerStartFailed(const std::string& why) {
@@ -343,16 +355,7 @@ void Supervisor::brokerStartFailed(const std::string& why) {
   startSaid_ = true;
   std::string said = "pined: " + why + "\npined: still trying, with backoff (pid " + std::to_string(getpid()) +
                      "); pined.log in " + options_.home.logs() + "/ says more\n";
-  if (options_.readyFd >= 0) {
-    char failed = 2;
-    ssize_t ignored = write(options_.readyFd, &failed, 1);
-    ignored = write(options_.readyFd, said.data(), said.size());
-    (void)ignored;
-    close(options_.readyFd);
-    options_.readyFd = -1;
-  } else {
-    std::cerr << said << std::flush;
-  }
+  if (!tellStarter(2, said)) std::cerr << said << std::flush;
 }
 
 void Supervisor::brokerReady(const std::vector<std::string>& problems) {
@@ -365,14 +368,7 @@ void Supervisor::brokerReady(const std::vector<std::string>& problems) {
   // In the foreground: here, on pined's own stdout and stderr.
   std::string said = "pined started on " + options_.home.root + " (pid " + std::to_string(getpid()) + ")\n";
   for (auto& p : problems) said += "pined: " + p + "\n";
-  if (options_.readyFd >= 0) {
-    char ok = 1;
-    ssize_t ignored = write(options_.readyFd, &ok, 1);
-    ignored = write(options_.readyFd, said.data(), said.size());
-    (void)ignored;
-    close(options_.readyFd);
-    options_.readyFd = -1;
-  } else {
+  if (!tellStarter(1, said)) {
     std::cout << said.substr(0, said.find('\n') + 1) << std::flush;
     std::cerr << said.substr(said.find('\n') + 1) << std::flush;
   }

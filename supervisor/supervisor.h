@@ -71,6 +71,7 @@ class Supervisor final : private kj::TaskSet::ErrorHandler {
   // The broker serves the owner; `problems` are what it could not do (said on stderr at the start).
   void brokerReady(const std::vector<std::string>& problems = {});
   void brokerStartFailed(const std::string& why);
+  bool tellStarter(char code, const std::string& said);
   secrets::SecretStore& secrets() { return secrets_; }
   const redact::Redactor& redactor() const { return *redactor_; }
   std::shared_ptr<const redact::Redactor> redactorSnapshot() const { return redactor_; }
