@@ -58,31 +58,35 @@ class SessionServer final : public proto::mqtt::MqttSession::Server {
   Session& session_;
 };
 
-// Hands what the session heard to the broker, one message after another under the stream's
-// flow control, so that a slow broker slows the queue instead of growing it without bound.
+// Hands what the session heard to the broker: its state changes, and each batch of messages,
+// whose answer (committed or not) goes back to the session thread waiting to acknowledge them.
 kj::Promise<void> pump(Handoff& handoff, proto::mqtt::MqttEvents::Client& events) {
-  return handoff.next().then([&handoff, &events](std::vector<Heard> items) {
+  return handoff.next().then([&handoff, &events](Taken taken) {
     kj::Promise<void> chain = kj::READY_NOW;
-    if (size_t dropped = handoff.takeDropped()) {
-      Heard h;
-      h.isStatus = true;
-      h.connected = true;
-      h.text = std::to_string(dropped) + " message(s) dropped: they came faster than the broker took them";
-      items.insert(items.begin(), std::move(h));
+    for (auto& note : taken.notes) {
+      chain = chain.then([&events, note = std::move(note)]() {
+        auto req = events.statusRequest();
+        req.setConnected(note.connected);
+        req.setRefused(note.refused);
+        req.setText(note.text);
+        return req.send().ignoreResult();
+      });
     }
-    for (auto& item : items) {
-      chain = chain.then([&events, item = std::move(item)]() mutable -> kj::Promise<void> {
-        if (item.isStatus) {
-          auto req = events.statusRequest();
-          req.setConnected(item.connected);
-          req.setRefused(item.refused);
-          req.setText(item.text);
-          return req.send().ignoreResult();
+    if (taken.batch) {
+      chain = chain.then([&handoff, &events, batch = std::move(*taken.batch)]() {
+        auto req = events.messagesRequest();
+        auto list = req.initMessages(static_cast<unsigned>(batch.size()));
+        for (size_t i = 0; i < batch.size(); ++i) {
+          list[i].setTopic(batch[i].topic);
+          list[i].setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(batch[i].payload.data()),
+                                          batch[i].payload.size()));
         }
-        auto req = events.messageRequest();
-        req.setTopic(item.topic);
-        req.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(item.payload.data()), item.payload.size()));
-        return req.send();
+        return req.send().then([&handoff](auto&&) { handoff.done(true); },
+                               [&handoff](kj::Exception&& e) {
+                                 std::fprintf(stderr, "pine-mqtt: the broker did not commit a batch: %s\n",
+                                              e.getDescription().cStr());
+                                 handoff.done(false);
+                               });
       });
     }
     return chain.then([&handoff, &events]() { return pump(handoff, events); });
@@ -125,7 +129,7 @@ int runConnector(int fd) {
   OPENSSL_cleanse(job.password.data(), job.password.size());
   auto cannot = session.start();
   RpcLink link(kj::mv(stream), capnp::rpc::twoparty::Side::CLIENT, kj::heap<SessionServer>(session),
-               LinkLimits{0, (1u << 20) / sizeof(capnp::word)});
+               LinkLimits{0, proto::mqtt::MAX_LINK_MESSAGE_BYTES / sizeof(capnp::word)});
   auto events = link.peer().castAs<proto::mqtt::MqttEvents>();
   if (cannot) {
     // Said to the broker (it lists the source as not running, with this), then done.
@@ -136,7 +140,7 @@ int runConnector(int fd) {
     return kConnectorCannotRun;
   }
   auto pumping = pump(handoff, events).catch_([](kj::Exception&& e) {
-    std::fprintf(stderr, "pine-mqtt: the broker did not take a message: %s\n", e.getDescription().cStr());
+    std::fprintf(stderr, "pine-mqtt: the link to the broker broke: %s\n", e.getDescription().cStr());
   });
   link.onDisconnect().exclusiveJoin(kj::mv(pumping)).wait(io.waitScope);
   return kConnectorDone;

@@ -1,41 +1,64 @@
 // The one hand-off from the session's own thread (libmosquitto's) to the event loop that
-// talks to the broker: messages and state changes queue here under a mutex, and the loop is
-// woken through a cross-thread promise. Bounded: a server that floods costs at most
-// kMaxQueuedBytes of memory; what does not fit is counted and reported, not queued.
+// talks to the broker. State changes queue here; messages come as a batch (what one read of
+// the socket brought), and the session thread waits in deliver() until the loop says the
+// broker committed them: only then may the session acknowledge them to the MQTT server. One
+// batch at a time, capped by the session, so memory is bounded by the batch, and a slow store
+// slows the session (the server keeps what is not acknowledged) instead of growing a queue.
 #pragma once
 #include <kj/async.h>
 
+#include <condition_variable>
 #include <cstddef>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace pine::mqtt {
 
 struct Heard {
-  bool isStatus = false;
   std::string topic;    // a message's topic
   std::string payload;  // its bytes
+};
+
+struct StatusNote {
   bool connected = false, refused = false;
-  std::string text;     // a state change, said in words
+  std::string text;  // a state change, said in words
+};
+
+// What the loop takes at once: the state changes so far, then at most one batch of messages.
+struct Taken {
+  std::vector<StatusNote> notes;
+  std::optional<std::vector<Heard>> batch;
 };
 
 class Handoff {
  public:
-  static constexpr size_t kMaxQueuedBytes = 16u << 20;
+  // Any thread. A state change; always queued (they are few).
+  void note(StatusNote n);
+  // Session thread: hands a batch over and waits until the loop calls done(). True when the
+  // broker committed every message; false when it did not, or when stop() was called.
+  bool deliver(std::vector<Heard> batch);
+  // Any thread: deliver() returns false from now on, at once.
+  void stop();
 
-  // Any thread. A message that does not fit is dropped and counted; a status always fits.
-  void push(Heard item);
-  // Event-loop thread only: everything queued, as soon as there is something.
-  kj::Promise<std::vector<Heard>> next();
-  // Messages dropped since the last call (the queue was full).
-  size_t takeDropped();
+  // Event-loop thread only: what is queued, as soon as there is something.
+  kj::Promise<Taken> next();
+  // Event-loop thread: the batch taken last was committed (or not).
+  void done(bool committed);
 
  private:
-  std::vector<Heard> takeAll();
+  bool ready() const { return !notes_.empty() || batch_.has_value(); }
+  Taken take();
+  void wakeLoop(std::unique_lock<std::mutex>& lock);
+
   std::mutex mu_;
-  std::vector<Heard> items_;
-  size_t bytes_ = 0, dropped_ = 0;
+  std::condition_variable answered_;
+  std::vector<StatusNote> notes_;
+  std::optional<std::vector<Heard>> batch_;  // handed over, not yet taken by the loop
+  bool waiting_ = false;                     // a deliver() waits for done()
+  std::optional<bool> answer_;
+  bool stopped_ = false;
   kj::Own<kj::CrossThreadPromiseFulfiller<void>> waiter_;
 };
 

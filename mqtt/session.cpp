@@ -9,8 +9,15 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
+#include <utility>
+
+#include "common/cloexec.h"
 
 namespace pine::mqtt {
 namespace {
@@ -88,7 +95,15 @@ std::optional<std::string> publishProblem(const std::vector<std::string>& patter
   return "'" + topic + "' is not on the source's publish list (" + list + ")";
 }
 
-Session::Session(JobSpec job, Handoff& out) : job_(std::move(job)), out_(out) {}
+Session::Session(JobSpec job, Handoff& out) : job_(std::move(job)), out_(out) {
+  int fds[2];
+  if (pipeCloexec(fds) == 0) {
+    wakeRead_ = fds[0];
+    wakeWrite_ = fds[1];
+    fcntl(wakeRead_, F_SETFL, O_NONBLOCK);
+    fcntl(wakeWrite_, F_SETFL, O_NONBLOCK);
+  }
+}
 
 Session::~Session() {
   stopping_ = true;
@@ -96,11 +111,24 @@ Session::~Session() {
     std::lock_guard<std::mutex> lock(mu_);
     wake_.notify_all();
   }
-  if (mosq_) mosquitto_disconnect(mosq_);  // wakes a loop that waits on the socket
+  out_.stop();
+  wake();
   if (thread_.joinable()) thread_.join();
-  if (mosq_) mosquitto_destroy(mosq_);
+  if (mosq_) {
+    // A polite goodbye, with the acknowledgements of what was committed; none when a batch was
+    // not (closing the socket leaves those messages with the server, which sends them again).
+    if (connected_ && !unacknowledged_ && mosquitto_disconnect(mosq_) == MOSQ_ERR_SUCCESS)
+      mosquitto_loop_write(mosq_, 1);
+    mosquitto_destroy(mosq_);
+  }
   if (tls_) SSL_CTX_free(tls_);
+  if (wakeRead_ >= 0) close(wakeRead_);
+  if (wakeWrite_ >= 0) close(wakeWrite_);
   OPENSSL_cleanse(job_.password.data(), job_.password.size());
+}
+
+void Session::wake() {
+  if (wakeWrite_ >= 0) [[maybe_unused]] auto n = ::write(wakeWrite_, "w", 1);  // full: already awake
 }
 
 std::string Session::where() const {
@@ -109,20 +137,23 @@ std::string Session::where() const {
 }
 
 void Session::status(bool connected, bool refused, std::string text) {
-  Heard h;
-  h.isStatus = true;
-  h.connected = connected;
-  h.refused = refused;
-  h.text = std::move(text);
-  out_.push(std::move(h));
+  StatusNote n;
+  n.connected = connected;
+  n.refused = refused;
+  n.text = std::move(text);
+  out_.note(std::move(n));
 }
 
 std::optional<std::string> Session::start() {
   mosquitto_lib_init();
   const char* id = job_.clientId.empty() ? nullptr : job_.clientId.c_str();
-  mosq_ = mosquitto_new(id, /*clean_session=*/true, this);
+  // A stable id keeps the session at the server while this process is away (a restart, a lost
+  // link): what was not acknowledged, and what arrives meanwhile, is sent when it is back.
+  mosq_ = mosquitto_new(id, /*clean_session=*/id == nullptr, this);
   if (!mosq_) return where() + ": cannot create an MQTT client: " + std::string(strerror(errno));
-  mosquitto_threaded_set(mosq_, true);  // publish() comes from another thread
+  // publish() comes from another thread; and only in this mode does libmosquitto leave a PUBACK
+  // queued until the loop's write half instead of writing it before on_message runs.
+  mosquitto_threaded_set(mosq_, true);
   mosquitto_int_option(mosq_, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311);
   mosquitto_connect_callback_set(mosq_, &Session::onConnect);
   mosquitto_disconnect_callback_set(mosq_, &Session::onDisconnect);
@@ -160,13 +191,11 @@ void Session::run() {
     bool wasConnected = false;
     if (rc == MOSQ_ERR_SUCCESS) {
       first = false;
-      while (!stopping_) {
-        rc = mosquitto_loop(mosq_, 500, 1);
-        wasConnected = wasConnected || connected_;
-        if (rc != MOSQ_ERR_SUCCESS) break;
-      }
+      rc = serve();
+      wasConnected = everConnected_;
     }
     if (stopping_) break;
+
     connected_ = false;
     if (wasConnected && !refusedLast_) failures = 0;  // it worked: start again from the shortest wait
     unsigned random = 0;
@@ -176,11 +205,66 @@ void Session::run() {
     if (rc == MOSQ_ERR_TLS || rc == MOSQ_ERR_TLS_HANDSHAKE)
       why = "the TLS handshake failed (is the server's certificate signed by a CA the source trusts, and made out to " +
             job_.address.host + "?)";
-    if (!refusedLast_)
+    if (rc == kNotCommitted)
+      status(false, false,
+             fmt::format("{}: the broker did not commit the last messages, so they were not acknowledged and the "
+                         "MQTT server sends them again; reconnecting in {:.1f} s",
+                         where(), wait / 1000.0));
+    else if (!refusedLast_)
       status(false, false,
              fmt::format("{}: {} ({}); trying again in {:.1f} s", where(),
                          wasConnected ? "lost the MQTT server" : "cannot reach the MQTT server", why, wait / 1000.0));
     if (waitOrStop(wait)) break;
+  }
+}
+
+int Session::serve() {
+  unacknowledged_ = false;
+  everConnected_ = false;
+  while (!stopping_) {
+    int sock = mosquitto_socket(mosq_);
+    if (sock < 0) return MOSQ_ERR_NO_CONN;
+    pollfd fds[2] = {{sock, static_cast<short>(POLLIN | (mosquitto_want_write(mosq_) ? POLLOUT : 0)), 0},
+                     {wakeRead_, POLLIN, 0}};
+    int n = ::poll(fds, wakeRead_ >= 0 ? 2 : 1, 500);
+    if (n < 0 && errno != EINTR) return MOSQ_ERR_ERRNO;
+    if (stopping_) break;
+    if (n > 0 && (fds[1].revents & POLLIN)) {
+      char buf[64];
+      while (::read(wakeRead_, buf, sizeof buf) > 0) {
+      }
+    }
+    if (n > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      if (int rc = readBatch(); rc != MOSQ_ERR_SUCCESS) return rc;
+      everConnected_ = everConnected_ || connected_;
+      if (!batch_.empty()) {
+        batchBytes_ = 0;
+        if (!out_.deliver(std::exchange(batch_, {}))) {
+          unacknowledged_ = true;
+          return stopping_ ? MOSQ_ERR_SUCCESS : kNotCommitted;
+        }
+      }
+    }
+    // The write half: the acknowledgements of a committed batch, publishes, the keepalive's ping.
+    if (mosquitto_want_write(mosq_))
+      if (int rc = mosquitto_loop_write(mosq_, 1); rc != MOSQ_ERR_SUCCESS) return rc;
+    if (int rc = mosquitto_loop_misc(mosq_); rc != MOSQ_ERR_SUCCESS) return rc;
+  }
+  return MOSQ_ERR_SUCCESS;
+}
+
+int Session::readBatch() {
+  for (;;) {
+    int rc = mosquitto_loop_read(mosq_, 1);
+    if (rc != MOSQ_ERR_SUCCESS) {
+      // The connection is gone, and with it the chance to acknowledge: the server sends these again.
+      batch_.clear();
+      batchBytes_ = 0;
+      return rc;
+    }
+    if (batch_.size() >= kBatchMessages || batchBytes_ >= kBatchBytes) return MOSQ_ERR_SUCCESS;
+    pollfd more{mosquitto_socket(mosq_), POLLIN, 0};
+    if (more.fd < 0 || ::poll(&more, 1, 0) <= 0 || !(more.revents & POLLIN)) return MOSQ_ERR_SUCCESS;
   }
 }
 
@@ -195,6 +279,7 @@ std::optional<std::string> Session::publish(const std::string& topic, const std:
   if (rc == MOSQ_ERR_NO_CONN)
     return where() + ": not connected to its MQTT server right now; nothing was sent, try again later";
   if (rc != MOSQ_ERR_SUCCESS) return where() + ": publishing on '" + topic + "' failed: " + mosqError(rc);
+  wake();  // the session thread writes it
   return std::nullopt;
 }
 
@@ -237,7 +322,8 @@ void Session::onMessage(struct mosquitto*, void* selfp, const struct mosquitto_m
     return;
   }
   h.payload.assign(static_cast<const char*>(msg->payload), len);
-  self->out_.push(std::move(h));
+  self->batchBytes_ += h.topic.size() + len;
+  self->batch_.push_back(std::move(h));
 }
 
 }  // namespace pine::mqtt

@@ -1,9 +1,17 @@
 // One MQTT session for one source, on a thread of its own: connects (TLS with the server's
 // certificate and name verified when the address is mqtts://), logs in with the job's
 // username and password, subscribes on every connect, and when the server goes away or
-// refuses the login tries again after a wait that doubles up to a cap, with jitter. What
-// it hears and every change of state go to the Handoff; publish() may be called from the
-// event loop's thread at any time.
+// refuses the login tries again after a wait that doubles up to a cap, with jitter. Every
+// change of state goes to the Handoff; messages go there in batches, and a batch is
+// acknowledged to the server (QoS 1 and 2) only once the broker says it is committed.
+// publish() may be called from the event loop's thread at any time.
+//
+// How the acknowledgement waits: libmosquitto queues a PUBACK before it calls on_message and
+// writes its queue only in the write half of its loop. This thread runs the halves itself
+// (mosquitto_loop_read, then the hand-off and its wait, then mosquitto_loop_write), so the
+// PUBACKs of a batch leave after its commit. When the commit fails or the process stops first,
+// the connection is dropped with them unsent, and the server (the session is persistent: a
+// stable client id, clean session off) sends those messages again.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -11,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "mqtt/handoff.h"
 #include "mqtt/job/mqtt_job.h"
@@ -22,6 +31,8 @@ struct ssl_ctx_st;
 namespace pine::mqtt {
 
 inline constexpr size_t kMaxPayloadBytes = 256 * 1024;
+// One batch (one read of the socket) at most: a capnp message well under the link's limit.
+inline constexpr size_t kBatchMessages = 1000, kBatchBytes = 512 * 1024;
 
 // The wait before reconnect attempt `failures` (0 for the first): min doubled per failure up
 // to max, then a random part of it taken off (half the wait at most), so that many sessions
@@ -45,6 +56,11 @@ class Session {
 
  private:
   void run();
+  // Serves one connection until it ends or the process stops: MOSQ_ERR_SUCCESS when stopping.
+  int serve();
+  // Reads what the socket holds, up to one batch; messages land in batch_.
+  int readBatch();
+  void wake();
   bool waitOrStop(unsigned ms);
   void status(bool connected, bool refused, std::string text);
   std::string where() const;
@@ -59,7 +75,13 @@ class Session {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> connected_{false};
+  static constexpr int kNotCommitted = -100;  // serve(): the broker did not commit a batch
   bool refusedLast_ = false;  // session thread only
+  bool everConnected_ = false;
+  bool unacknowledged_ = false;  // a batch was not committed: never write its PUBACKs
+  std::vector<Heard> batch_;     // session thread only
+  size_t batchBytes_ = 0;
+  int wakeRead_ = -1, wakeWrite_ = -1;  // publish() and the destructor wake the thread's poll
   std::mutex mu_;
   std::condition_variable wake_;
 };

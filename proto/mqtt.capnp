@@ -36,11 +36,24 @@ interface MqttSession {
   # the MQTT server. payload at most 256 KiB.
 }
 
+const maxLinkMessageBytes :UInt32 = 2097152;
+# The largest Cap'n Proto message either side reads on this link: a batch is at most 1000
+# messages or 512 KiB of them plus the one that passed the mark (256 KiB of payload at most).
+
+struct Message {
+  topic @0 :Text;
+  payload @1 :Data;            # at most 256 KiB (larger ones are reported, not sent)
+}
+
 interface MqttEvents {
   # Served by the broker to pine-mqtt.
-  message @0 (topic :Text, payload :Data) -> stream;
-  # One message heard on a subscribed topic, as received: the broker checks the topic and turns
-  # the payload into an event. payload at most 256 KiB (larger ones are reported, not sent).
+  messages @0 (messages :List(Message)) -> ();
+  # What one read of the session's socket brought, in order, as received: the broker checks each
+  # topic and turns each payload into an event. Returns once every one is committed to the store
+  # (or dropped by the broker's rules), and only then does pine-mqtt acknowledge them to the MQTT
+  # server: a message is never acknowledged before it is durable. An exception means some were not
+  # committed: pine-mqtt drops the connection without acknowledging, so the server sends them again.
+  # pine-mqtt sends the next batch only once this one returned: a slow store slows the session.
   status @1 (connected :Bool, refused :Bool, text :Text) -> ();
   # The session's state changed: connected, lost (reconnecting with backoff), or refused by the
   # server (a wrong password, say: refused is true; retried with backoff). text says which, for

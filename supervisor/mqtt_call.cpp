@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include "common/cloexec.h"
 #include "common/fd.h"
 #include "common/log.h"
+#include "common/sha256_hex.h"
 #include "supervisor/connector_spawn.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/socket_carrier.h"
@@ -53,6 +55,16 @@ std::optional<std::string> mqttJobFor(const config::Source& s, const secrets::Se
                                       const std::string& pineHome, mqtt::JobSpec& job) {
   job.source = s.name;
   if (auto why = mqtt::parseMqttUrl(s.url, job.address)) return "source '" + s.name + "': " + *why;
+  // The same id on every start of this source with these topics, one per home: the server keeps
+  // the session (what was not acknowledged, what came while pine was away) for the next
+  // pine-mqtt. Other topics make another session, so that a topic taken out of the list is not
+  // still delivered by the old session's subscription. 21 characters of [0-9a-z-], which every
+  // MQTT 3.1.1 server must accept.
+  std::vector<std::string> topics = s.topics;
+  std::sort(topics.begin(), topics.end());
+  std::string identity = pineHome + "\n" + s.name;
+  for (const auto& t : topics) identity += "\n" + t;
+  job.clientId = "pine-" + sha256Hex(identity).substr(0, 16);
   job.topics = s.topics;
   job.publish = s.publish;
   if (auto why = secretValue(s, store, "usernameSecret", s.usernameSecret, job.username)) return why;

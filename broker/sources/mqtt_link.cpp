@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -27,13 +28,17 @@ class Events final : public proto::mqtt::MqttEvents::Server {
   explicit Events(MqttLink& link) : link_(link) {}
 
  protected:
-  kj::Promise<void> message(MessageContext context) override {
-    auto p = context.getParams();
-    auto payload = p.getPayload();
-    // A stream call that ends once the source has room (MqttLink::heard): a flood waits on the
-    // store here, the connector's window fills, and what the connector cannot queue (16 MiB) it
-    // drops and reports.
-    return link_.heard(text(p.getTopic()), std::string(reinterpret_cast<const char*>(payload.begin()), payload.size()));
+  kj::Promise<void> messages(MessagesContext context) override {
+    // Ends once every message of the batch is committed (or dropped by rule): the connector
+    // acknowledges them to the MQTT server only then, and sends no next batch before.
+    auto list = context.getParams().getMessages();
+    auto committed = kj::heapArrayBuilder<kj::Promise<void>>(list.size());
+    for (auto m : list) {
+      auto payload = m.getPayload();
+      committed.add(
+          link_.heard(text(m.getTopic()), std::string(reinterpret_cast<const char*>(payload.begin()), payload.size())));
+    }
+    return kj::joinPromises(committed.finish());
   }
   kj::Promise<void> status(StatusContext context) override {
     auto p = context.getParams();
@@ -67,9 +72,9 @@ kj::Promise<void> MqttLink::start() {
   return kj::evalNow([this]() { return open_(source_); })
       .then(
           [this, began](kj::Own<kj::AsyncCapabilityStream> stream) -> kj::Promise<void> {
-            // The broker is the more privileged end; messages carry at most 256 KiB of payload.
+            // The broker is the more privileged end; a batch of messages is at most 2 MiB.
             auto link = kj::heap<RpcLink>(kj::mv(stream), capnp::rpc::twoparty::Side::SERVER, kj::heap<Events>(*this),
-                                          LinkLimits{0, (1u << 20) / sizeof(capnp::word)});
+                                          LinkLimits{0, proto::mqtt::MAX_LINK_MESSAGE_BYTES / sizeof(capnp::word)});
             session_ = link->peer().castAs<proto::mqtt::MqttSession>();
             auto ended = link->onDisconnect();
             link_ = kj::mv(link);
@@ -146,6 +151,13 @@ kj::Promise<void> MqttLink::heard(std::string topic, std::string payload) {
     dropped("on " + printable(topic) + ": " + *why);
     return kj::READY_NOW;
   }
+  // Only what the source subscribes to: a server may still hold another subscription of this
+  // client id (an older pine's, say).
+  if (std::none_of(source_.topics.begin(), source_.topics.end(),
+                   [&](const std::string& p) { return policy::topicMatches(p, topic); })) {
+    dropped("on " + printable(topic) + ": not one of the source's topics");
+    return kj::READY_NOW;
+  }
   if (policy::isReservedTopic(topic)) {
     dropped("on " + printable(topic) + ": that is pine's own topic space (agent/, approval/, pine/, state/, timer/)");
     return kj::READY_NOW;
@@ -156,38 +168,27 @@ kj::Promise<void> MqttLink::heard(std::string topic, std::string payload) {
                         kMaxPayloadBytes));
     return kj::READY_NOW;
   }
-  // The message holds its place in the window until its commit callback is gone: called once
-  // committed, or dropped when the commit failed.
-  struct Place {
-    Place(std::shared_ptr<Window> w, size_t b) : window(std::move(w)), bytes(b) {}  // clang 14: no aggregate ()
-    std::shared_ptr<Window> window;
-    size_t bytes;
-    ~Place() {
-      window->messages--;
-      window->bytes -= bytes;
-      if (window->messages < kWindowMessages && window->bytes < kWindowBytes)
-        for (auto& w : std::exchange(window->waiting, {})) w->fulfill();
+  // Kept by the Draft's callback: fulfilled once committed; a callback dropped uncalled (the
+  // commit failed) rejects, so the connector does not acknowledge the batch.
+  struct Commit {
+    explicit Commit(kj::Own<kj::PromiseFulfiller<void>> f) : fulfiller(kj::mv(f)) {}
+    kj::Own<kj::PromiseFulfiller<void>> fulfiller;
+    ~Commit() {
+      if (fulfiller->isWaiting()) fulfiller->reject(KJ_EXCEPTION(FAILED, "the event was not committed"));
     }
   };
-  auto place = std::make_shared<Place>(window_, json->size());
-  window_->messages++;
-  window_->bytes += json->size();
-  Draft d{source_.name, std::move(topic), config::enumName(source_.trust), std::move(*json), [place]() {}};
-  const std::string where = "source '" + source_.name + "'";
+  auto paf = kj::newPromiseAndFulfiller<void>();
+  auto commit = std::make_shared<Commit>(kj::mv(paf.fulfiller));
+  Draft d{source_.name, std::move(topic), config::enumName(source_.trust), std::move(*json),
+          [commit]() { commit->fulfiller->fulfill(); }};
+  commit = nullptr;  // the Draft's callback holds it now
   try {
     sink_(std::move(d));
   } catch (const std::exception& e) {
-    spdlog::error("{}: the broker did not take a message: {}", where, e.what());
-    return kj::READY_NOW;
+    spdlog::error("source '{}': the broker did not take a message: {}", source_.name, e.what());
   } catch (const kj::Exception& e) {
-    spdlog::error("{}: the broker did not take a message: {}", where, e.getDescription().cStr());
-    return kj::READY_NOW;
+    spdlog::error("source '{}': the broker did not take a message: {}", source_.name, e.getDescription().cStr());
   }
-  place = nullptr;  // the Draft's callback holds it now
-  // An event that was not committed is logged where it failed; the stream goes on.
-  if (window_->messages < kWindowMessages && window_->bytes < kWindowBytes) return kj::READY_NOW;
-  auto paf = kj::newPromiseAndFulfiller<void>();
-  window_->waiting.push_back(kj::mv(paf.fulfiller));
   return kj::mv(paf.promise);
 }
 

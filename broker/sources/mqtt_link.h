@@ -50,13 +50,9 @@ class MqttLink {
   // connector handed it to the MQTT server.
   kj::Promise<std::optional<std::string>> publish(const std::string& topic, const std::string& payload);
 
-  // From the connector (MqttEvents). Resolves once the message is handed to the store, or, when
-  // this source already has kWindowMessages or kWindowBytes waiting for their commit, once one of
-  // them is committed (or failed): the connector sends the next then, so the messages of a busy
-  // source share commits and a flood still waits on the store, bounded.
+  // From the connector (MqttEvents.messages, one batch at a time). Resolves once the message is
+  // committed, or at once when a rule drops it (said in the log); rejects when its commit failed.
   kj::Promise<void> heard(std::string topic, std::string payload);
-  static constexpr size_t kWindowMessages = 500, kWindowBytes = 4u << 20;
-  size_t uncommitted() const { return window_->messages; }
   void status(bool connected, bool refused, std::string text);
 
  private:
@@ -76,13 +72,6 @@ class MqttLink {
   bool everConnected_ = false;
   uint64_t droppedUnlogged_ = 0;
   int64_t droppedLoggedMs_ = 0;
-  // What this source has handed to the store and not yet seen committed; shared with each
-  // message's commit callback, which may outlive the link.
-  struct Window {
-    size_t messages = 0, bytes = 0;
-    std::vector<kj::Own<kj::PromiseFulfiller<void>>> waiting;  // calls that end once there is room
-  };
-  std::shared_ptr<Window> window_ = std::make_shared<Window>();
   kj::Maybe<kj::Own<RpcLink>> link_;
   kj::Maybe<proto::mqtt::MqttSession::Client> session_;
   kj::Promise<void> running_ = nullptr;

@@ -32,7 +32,7 @@ bool has(const std::string& s, const std::string& part) { return s.find(part) !=
 struct Reports final : public pine::proto::mqtt::MqttEvents::Server {
   std::vector<std::string>* statuses;
   explicit Reports(std::vector<std::string>& s) : statuses(&s) {}
-  kj::Promise<void> message(MessageContext) override { return kj::READY_NOW; }
+  kj::Promise<void> messages(MessagesContext) override { return kj::READY_NOW; }
   kj::Promise<void> status(StatusContext c) override {
     statuses->push_back(std::string(c.getParams().getConnected() ? "connected: " : "not: ") +
                         c.getParams().getText().cStr());
