@@ -3,7 +3,7 @@
 // username and password, subscribes on every connect, and when the server goes away or
 // refuses the login tries again after a wait that doubles up to a cap, with jitter. Every
 // change of state goes to the Handoff; messages go there in batches, and a batch is
-// acknowledged to the server (QoS 1 and 2) only once the broker says it is committed.
+// acknowledged to the server (QoS 1) only once the broker says it is committed.
 // publish() may be called from the event loop's thread at any time.
 //
 // How the acknowledgement waits: libmosquitto queues a PUBACK before it calls on_message and
