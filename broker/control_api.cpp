@@ -370,14 +370,20 @@ kj::Promise<void> ControlApi::serve(kj::Own<kj::AsyncIoStream> connection, ApiLi
 }
 
 kj::Promise<void> ControlApi::sendJson(Response& response, unsigned status, const json& body, int retryAfterSec) {
+  return sendText(response, status, body.dump() + "\n", retryAfterSec);
+}
+
+kj::Promise<void> ControlApi::sendText(Response& response, unsigned status, std::string text, int retryAfterSec) {
   kj::HttpHeaders headers(*table_);
   headers.set(hContentType_, "application/json");
-  auto retryAfter = kj::str(retryAfterSec);
-  if (retryAfterSec > 0) headers.set(hRetryAfter_, retryAfter);
-  std::string text = body.dump() + "\n";
+  kj::String retryAfter;
+  if (retryAfterSec > 0) {
+    retryAfter = kj::str(retryAfterSec);
+    headers.set(hRetryAfter_, retryAfter);
+  }
   auto stream = response.send(status, statusText(status), headers, text.size());
-  auto owned = kj::heapString(text.data(), text.size());
-  auto promise = stream->write(owned.begin(), owned.size());
+  auto owned = kj::heap<std::string>(kj::mv(text));
+  auto promise = stream->write(owned->data(), owned->size());
   return promise.attach(kj::mv(stream), kj::mv(owned));
 }
 
@@ -387,6 +393,7 @@ kj::Promise<void> ControlApi::sendError(Response& response, unsigned status, con
 
 kj::Promise<void> ControlApi::sendReply(Response& response, ApiReply reply) {
   if (reply.status < 100 || reply.status > 599) reply.status = 500;
+  if (!reply.text.empty()) return sendText(response, (unsigned)reply.status, kj::mv(reply.text) + "\n", reply.retryAfterSec);
   return sendJson(response, (unsigned)reply.status, reply.body, reply.retryAfterSec);
 }
 
@@ -452,7 +459,7 @@ kj::Promise<void> ControlApi::hookRequest(kj::HttpMethod method, const std::stri
     for (auto& c : key) c = (char)std::tolower((unsigned char)c);
     d.headers[key] = v.cStr();
   });
-  return readBody(body, limit).then(
+  return readBody(body, limit, declared).then(
       [this, &response, name, d = kj::mv(d)](BodyResult b) mutable -> kj::Promise<void> {
         if (b.refusal) return sendError(response, b.refusal->status, b.refusal->message);
         d.body = kj::mv(b.text);
@@ -460,30 +467,39 @@ kj::Promise<void> ControlApi::hookRequest(kj::HttpMethod method, const std::stri
       });
 }
 
-kj::Promise<ControlApi::BodyResult> ControlApi::readBody(kj::AsyncInputStream& body, uint64_t limit) {
+kj::Promise<ControlApi::BodyResult> ControlApi::readBody(kj::AsyncInputStream& body, uint64_t limit,
+                                                         std::optional<uint64_t> declared) {
   struct Reader {
-    Reader(kj::AsyncInputStream& in, uint64_t limit) : in(in), limit(limit) {}
+    Reader(kj::AsyncInputStream& in, uint64_t limit, std::optional<uint64_t> declared)
+        : in(in), limit(limit), declared(declared) {}
     kj::AsyncInputStream& in;
     uint64_t limit;
+    std::optional<uint64_t> declared;  // Content-Length, already checked against the limit
     std::string text;
-    // Not zeroed, and under glibc's 64 KiB free-consolidation threshold: a request's body
-    // buffer once cost a 64 KiB memset and a heap consolidation (bench-events, single events).
-    kj::byte buf[16384];
   };
-  auto reader = kj::heap<Reader>(body, limit);
+  auto reader = kj::heap<Reader>(body, limit, declared);
   auto& r = *reader;
-  // A loop of reads, so that a chunked body is cut off at the limit instead of buffered whole.
+  // Read straight into the body's string, no buffer beside it (a 16 KiB one made glibc consolidate
+  // its heap on every request, bench-events): up to what the Content-Length says is left, so a
+  // small body is one read of its exact size; at most 64 KiB a read, so that memory grows with
+  // what arrives, not with what a client declares, and a chunked body is cut off at the limit.
   struct Loop {
     static kj::Promise<BodyResult> step(Reader& r) {
-      return r.in.tryRead(r.buf, 1, sizeof r.buf).then([&r](size_t n) -> kj::Promise<BodyResult> {
-        if (n == 0) return BodyResult{std::nullopt, kj::mv(r.text)};
-        r.text.append((const char*)r.buf, n);
-        if (r.text.size() > r.limit) {
-          std::string mb = r.limit >= (1u << 20) ? std::to_string(r.limit >> 20) + " MB" : std::to_string(r.limit) + " bytes";
-          return BodyResult{ApiRefusal{413, "the body is larger than " + mb}, {}};
-        }
-        return step(r);
-      });
+      constexpr size_t kMaxRead = 64 * 1024;
+      size_t have = r.text.size();
+      size_t room = r.declared ? std::min<uint64_t>(*r.declared - have, kMaxRead) : kMaxRead;
+      if (room == 0) return BodyResult{std::nullopt, kj::mv(r.text)};
+      r.text.resize(have + room);
+      return r.in.tryRead(r.text.data() + have, 1, room)
+          .then([&r, have](size_t n) -> kj::Promise<BodyResult> {
+            r.text.resize(have + n);
+            if (n == 0) return BodyResult{std::nullopt, kj::mv(r.text)};
+            if (r.text.size() > r.limit) {
+              std::string mb = r.limit >= (1u << 20) ? std::to_string(r.limit >> 20) + " MB" : std::to_string(r.limit) + " bytes";
+              return BodyResult{ApiRefusal{413, "the body is larger than " + mb}, {}};
+            }
+            return step(r);
+          });
     }
   };
   auto reading = Loop::step(r).catch_([](kj::Exception&& e) -> BodyResult {
@@ -503,7 +519,7 @@ kj::Promise<void> ControlApi::withJsonBody(const kj::HttpHeaders& headers, kj::A
     return sendError(response, r->status, r->message);
   if (auto r = checkContentType(header(headers, hContentType_), !declared || *declared > 0))
     return sendError(response, r->status, r->message);
-  return readBody(body, limit).then(
+  return readBody(body, limit, declared).then(
       [this, &response, emptyIsObject, then = kj::mv(then)](BodyResult b) mutable -> kj::Promise<void> {
         if (b.refusal) return sendError(response, b.refusal->status, b.refusal->message);
         if (b.text.empty() && emptyIsObject) return then(json::object());
@@ -863,8 +879,16 @@ kj::Promise<void> ControlApi::eventStream(const ApiQuery& query, const kj::HttpH
   // below drops what the replay already sent. No gap, no duplicate.
   es->sub = backend_.feed().subscribe(
       [topic](const json& item) {
-        if (!item.is_object() || item.value("kind", "") != "event" || !item.contains("event")) return false;
-        return topic.empty() || topicMatches(topic, item["event"].value("topic", ""));
+        // Looked up, not copied out: this runs for every committed event.
+        static const std::string kEvent = "event", kNone;
+        auto text = [](const json& j, const char* key) -> const std::string& {
+          auto it = j.find(key);
+          return it != j.end() && it->is_string() ? it->get_ref<const std::string&>() : kNone;
+        };
+        if (!item.is_object() || text(item, "kind") != kEvent) return false;
+        auto event = item.find("event");
+        if (event == item.end() || !event->is_object()) return false;
+        return topic.empty() || topicMatches(topic, text(*event, "topic"));
       },
       limits_.sseQueue);
   std::string replay;

@@ -34,7 +34,11 @@ EventRouter::EventRouter(store::Store& store, const std::shared_ptr<const config
 EventRouter::~EventRouter() = default;
 
 void EventRouter::deliver(const store::Event& e) {
-  feed_.publish({{"kind", "event"}, {"event", eventJson(e)}});
+  if (feed_.subscribers() > 0) {  // built only for someone listening, and moved, not copied, in
+    nlohmann::json item = {{"kind", "event"}};
+    item["event"] = eventJson(e);
+    feed_.publish(item);
+  }
   countEvent(e);
   auto cfg = config_;
   config::Trust trust = e.trust == "owner" ? config::Trust::Owner : config::Trust::Untrusted;

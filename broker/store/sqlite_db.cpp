@@ -87,9 +87,17 @@ long long Db::pragmaInt(const char* name) {
   return v;
 }
 
-Stmt::~Stmt() {
+Stmt::~Stmt() { reset(); }
+
+void Stmt::reset() {
   sqlite3_reset(s_);
   sqlite3_clear_bindings(s_);
+}
+
+Stmt& Stmt::bindKept(int i, const std::string& v) {
+  int rc = sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_STATIC);
+  if (rc != SQLITE_OK) db_.fail(rc, what_);
+  return *this;
 }
 
 Stmt& Stmt::bind(int i, const std::string& v) {

@@ -297,7 +297,13 @@ TEST_CASE("state: written by a run and by the owner, read back, published as sta
   CHECK(ev["events"].size() == 2);
   // The owner cannot publish on pine's own topics either.
   CHECK(pined.api("POST", "/v1/events", "{\"topic\": \"state/x\"}").status == 403);
-  CHECK(pined.api("POST", "/v1/events", "{\"topic\": \"notes/x\", \"payload\": 1}").status == 200);
+  auto posted = pined.api("POST", "/v1/events", "{\"topic\": \"notes/x\", \"payload\": {\"b\": 1, \"a\": \"q\\\"\"}}");
+  CHECK(posted.status == 200);
+  // The answer (written as text for speed) is the event as the listing gives it.
+  auto listed = pined.api("GET", "/v1/events?topic=notes/x").json();
+  REQUIRE(listed["events"].size() == 1);
+  CHECK(posted.json()["event"] == listed["events"][0]);
+  CHECK(posted.json()["event"]["payload"]["a"] == "q\"");
 }
 
 TEST_CASE("kill -9 of the broker under publish load: no acknowledged event is lost, approvals stay pending") {
