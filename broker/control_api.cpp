@@ -112,6 +112,13 @@ std::optional<long long> parseSeq(const std::string& s) {
   return std::stoll(s);
 }
 
+// A string field of a JSON object without copying it; empty when it is missing or not a string.
+const std::string& textField(const json& j, const char* key) {
+  static const std::string none;
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get_ref<const std::string&>() : none;
+}
+
 long long seqOf(const json& event) {
   if (event.is_object() && event.contains("seq") && event["seq"].is_number_integer()) return event["seq"].get<long long>();
   return -1;
@@ -879,16 +886,10 @@ kj::Promise<void> ControlApi::eventStream(const ApiQuery& query, const kj::HttpH
   // below drops what the replay already sent. No gap, no duplicate.
   es->sub = backend_.feed().subscribe(
       [topic](const json& item) {
-        // Looked up, not copied out: this runs for every committed event.
-        static const std::string kEvent = "event", kNone;
-        auto text = [](const json& j, const char* key) -> const std::string& {
-          auto it = j.find(key);
-          return it != j.end() && it->is_string() ? it->get_ref<const std::string&>() : kNone;
-        };
-        if (!item.is_object() || text(item, "kind") != kEvent) return false;
-        auto event = item.find("event");
-        if (event == item.end() || !event->is_object()) return false;
-        return topic.empty() || topicMatches(topic, text(*event, "topic"));
+        // Looked up, not copied out: this runs for every committed event (eventFeedItem).
+        static const std::string kEvent = "event";
+        if (!item.is_object() || textField(item, "kind") != kEvent || textField(item, "text").empty()) return false;
+        return topic.empty() || topicMatches(topic, textField(item, "topic"));
       },
       limits_.sseQueue);
   std::string replay;
@@ -924,11 +925,14 @@ kj::Promise<void> ControlApi::eventStream(const ApiQuery& query, const kj::HttpH
           // A reader this slow is dropped; it comes back with Last-Event-ID and loses nothing.
           return writeText(*s.out, text + sseFrame("overflow", {{"error", "this reader fell behind; reconnect with "
                                                                            "Last-Event-ID " + std::to_string(s.lastSeq)}}));
-        const json& e = (*item)["event"];
-        long long seq = seqOf(e);
+        long long seq = seqOf(*item);
         if (seq >= 0 && seq <= s.lastSeq) continue;  // already replayed
         if (seq >= 0) s.lastSeq = seq;
-        text += sseFrame("event", e, seq >= 0 ? std::optional<long long>(seq) : std::nullopt);
+        // The event's JSON as the feed carries it, written once for every stream (eventFeedItem).
+        if (seq >= 0) text += "id: " + std::to_string(seq) + "\n";
+        text += "event: event\ndata: ";
+        text += textField(*item, "text");
+        text += "\n\n";
         if (text.size() > 65536) break;
       }
       if (!text.empty())

@@ -71,7 +71,12 @@ std::string eventJsonText(const store::Event& e) {
   out += ",\"id\":";
   appendQuoted(out, e.id);
   out += ",\"payload\":";
+  // A newline can only be whitespace between JSON tokens: a space instead keeps the text one line
+  // (an SSE data line) and the same JSON.
+  size_t at = out.size();
   out += e.payload;
+  for (size_t i = at; i < out.size(); ++i)
+    if (out[i] == '\n' || out[i] == '\r') out[i] = ' ';
   out += ",\"seq\":";
   out += std::to_string(e.seq);
   out += ",\"source\":";

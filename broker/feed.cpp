@@ -99,4 +99,8 @@ bool topicMatches(const std::string& filter, const std::string& topic) {
   }
 }
 
+nlohmann::json eventFeedItem(const std::string& topic, long long seq, std::string text) {
+  return {{"kind", "event"}, {"topic", topic}, {"seq", seq}, {"text", std::move(text)}};
+}
+
 }  // namespace pine

@@ -290,4 +290,10 @@ TEST_CASE("an event written as text is eventJson's dump byte for byte, and reads
   CHECK(nlohmann::json::parse(pine::eventJsonText(e)) == pine::eventJson(e));
   e.payload = "\"just a string\"";
   CHECK(pine::eventJsonText(e) == pine::eventJson(e).dump());
+  // Newlines between tokens (a pretty-printed payload) become spaces: the text stays one line,
+  // as an SSE data line must be, and the same JSON.
+  e.payload = "{\n  \"a\": [1,\r\n 2]\n}";
+  std::string text = pine::eventJsonText(e);
+  CHECK(text.find_first_of("\r\n") == std::string::npos);
+  CHECK(nlohmann::json::parse(text) == pine::eventJson(e));
 }
