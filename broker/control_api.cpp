@@ -97,8 +97,8 @@ std::string sseFrame(const std::string& event, const json& data, std::optional<l
 }
 
 kj::Promise<void> writeText(kj::AsyncOutputStream& out, std::string text) {
-  auto owned = kj::heapString(text.data(), text.size());
-  auto p = out.write(owned.begin(), owned.size());
+  auto owned = kj::heap<std::string>(kj::mv(text));  // kept, not copied, until written
+  auto p = out.write(owned->data(), owned->size());
   return p.attach(kj::mv(owned));
 }
 
@@ -921,7 +921,7 @@ kj::Promise<void> ControlApi::eventStream(const ApiQuery& query, const kj::HttpH
       // Write out what is queued; wait (without consuming anything) only when nothing is.
       std::string text;
       while (auto item = s.sub->tryNext()) {
-        if (item->value("kind", "") == "overflow")
+        if (textField(*item, "kind") == "overflow")
           // A reader this slow is dropped; it comes back with Last-Event-ID and loses nothing.
           return writeText(*s.out, text + sseFrame("overflow", {{"error", "this reader fell behind; reconnect with "
                                                                            "Last-Event-ID " + std::to_string(s.lastSeq)}}));
