@@ -482,31 +482,38 @@ kj::Promise<ControlApi::BodyResult> ControlApi::readBody(kj::AsyncInputStream& b
     kj::AsyncInputStream& in;
     uint64_t limit;
     std::optional<uint64_t> declared;  // Content-Length, already checked against the limit
-    std::string text;
+    std::string text;                  // its first `filled` bytes are the body so far
+    size_t filled = 0;
   };
   auto reader = kj::heap<Reader>(body, limit, declared);
   auto& r = *reader;
   // Read straight into the body's string, no buffer beside it (a 16 KiB one made glibc consolidate
-  // its heap on every request, bench-events): up to what the Content-Length says is left, so a
-  // small body is one read of its exact size; at most 64 KiB a read, so that memory grows with
-  // what arrives, not with what a client declares, and a chunked body is cut off at the limit.
+  // its heap on every request, bench-events). The string grows by doubling, from the declared
+  // length (a small body: one read of its exact size) or 64 KiB at most, or 4 KiB for a chunked
+  // body: memory and zeroing grow with what arrives, not with what a client declares or how
+  // finely it cuts its body, and a chunked body is cut off at the limit.
   struct Loop {
     static kj::Promise<BodyResult> step(Reader& r) {
-      constexpr size_t kMaxRead = 64 * 1024;
-      size_t have = r.text.size();
-      size_t room = r.declared ? std::min<uint64_t>(*r.declared - have, kMaxRead) : kMaxRead;
-      if (room == 0) return BodyResult{std::nullopt, kj::mv(r.text)};
-      r.text.resize(have + room);
-      return r.in.tryRead(r.text.data() + have, 1, room)
-          .then([&r, have](size_t n) -> kj::Promise<BodyResult> {
-            r.text.resize(have + n);
-            if (n == 0) return BodyResult{std::nullopt, kj::mv(r.text)};
-            if (r.text.size() > r.limit) {
+      uint64_t want = r.declared ? *r.declared : r.limit + 1;  // more than the limit: refused below
+      if (r.filled >= want) return done(r);
+      if (r.filled == r.text.size()) {
+        uint64_t first = r.declared ? std::min<uint64_t>(*r.declared, 64 * 1024) : 4096;
+        r.text.resize(std::min<uint64_t>(want, std::max<uint64_t>(first, 2 * (uint64_t)r.text.size())));
+      }
+      return r.in.tryRead(r.text.data() + r.filled, 1, r.text.size() - r.filled)
+          .then([&r](size_t n) -> kj::Promise<BodyResult> {
+            if (n == 0) return done(r);
+            r.filled += n;
+            if (r.filled > r.limit) {
               std::string mb = r.limit >= (1u << 20) ? std::to_string(r.limit >> 20) + " MB" : std::to_string(r.limit) + " bytes";
               return BodyResult{ApiRefusal{413, "the body is larger than " + mb}, {}};
             }
             return step(r);
           });
+    }
+    static BodyResult done(Reader& r) {
+      r.text.resize(r.filled);
+      return BodyResult{std::nullopt, kj::mv(r.text)};
     }
   };
   auto reading = Loop::step(r).catch_([](kj::Exception&& e) -> BodyResult {
