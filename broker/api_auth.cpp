@@ -111,7 +111,6 @@ std::optional<ApiRefusal> checkBodyFraming(const std::optional<std::string>& con
                                            const std::optional<std::string>& transferEncoding, uint64_t limit,
                                            std::optional<uint64_t>* declared) {
   *declared = std::nullopt;
-  std::string limitText = limit >= (1u << 20) ? std::to_string(limit >> 20) + " MB" : std::to_string(limit) + " bytes";
   if (contentLength && transferEncoding)
     // Request smuggling lives where two parsers disagree on which one wins: accept neither.
     return ApiRefusal{400, "Content-Length and Transfer-Encoding together: send one of them"};
@@ -129,7 +128,9 @@ std::optional<ApiRefusal> checkBodyFraming(const std::optional<std::string>& con
   if (cl.empty() || cl.size() > 19 || cl.find_first_not_of("0123456789") != std::string::npos)
     return ApiRefusal{400, "Content-Length must be one decimal number, sent once"};
   uint64_t n = std::stoull(cl);
-  if (n > limit) return ApiRefusal{413, "the body is larger than " + limitText};
+  if (n > limit)
+    return ApiRefusal{413, "the body is larger than " +
+                               (limit >= (1u << 20) ? std::to_string(limit >> 20) + " MB" : std::to_string(limit) + " bytes")};
   *declared = n;
   return std::nullopt;
 }

@@ -17,6 +17,7 @@ struct ApiReply {
   int status = 200;
   nlohmann::json body;
   int retryAfterSec = 0;  // > 0: sent as Retry-After (429)
+  std::string text = {};  // when not empty: the body, already JSON text, sent instead of `body`
 };
 
 // A POST to /hooks/<name> as it arrived: every header (names lowercased) and the raw body.

@@ -97,8 +97,8 @@ std::string sseFrame(const std::string& event, const json& data, std::optional<l
 }
 
 kj::Promise<void> writeText(kj::AsyncOutputStream& out, std::string text) {
-  auto owned = kj::heapString(text.data(), text.size());
-  auto p = out.write(owned.begin(), owned.size());
+  auto owned = kj::heap<std::string>(kj::mv(text));  // kept, not copied, until written
+  auto p = out.write(owned->data(), owned->size());
   return p.attach(kj::mv(owned));
 }
 
@@ -110,6 +110,13 @@ bool wantsStream(const kj::HttpHeaders& headers, kj::HttpHeaderId accept) {
 std::optional<long long> parseSeq(const std::string& s) {
   if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
   return std::stoll(s);
+}
+
+// A string field of a JSON object without copying it; empty when it is missing or not a string.
+const std::string& textField(const json& j, const char* key) {
+  static const std::string none;
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get_ref<const std::string&>() : none;
 }
 
 long long seqOf(const json& event) {
@@ -370,14 +377,20 @@ kj::Promise<void> ControlApi::serve(kj::Own<kj::AsyncIoStream> connection, ApiLi
 }
 
 kj::Promise<void> ControlApi::sendJson(Response& response, unsigned status, const json& body, int retryAfterSec) {
+  return sendText(response, status, body.dump() + "\n", retryAfterSec);
+}
+
+kj::Promise<void> ControlApi::sendText(Response& response, unsigned status, std::string text, int retryAfterSec) {
   kj::HttpHeaders headers(*table_);
   headers.set(hContentType_, "application/json");
-  auto retryAfter = kj::str(retryAfterSec);
-  if (retryAfterSec > 0) headers.set(hRetryAfter_, retryAfter);
-  std::string text = body.dump() + "\n";
+  kj::String retryAfter;
+  if (retryAfterSec > 0) {
+    retryAfter = kj::str(retryAfterSec);
+    headers.set(hRetryAfter_, retryAfter);
+  }
   auto stream = response.send(status, statusText(status), headers, text.size());
-  auto owned = kj::heapString(text.data(), text.size());
-  auto promise = stream->write(owned.begin(), owned.size());
+  auto owned = kj::heap<std::string>(kj::mv(text));
+  auto promise = stream->write(owned->data(), owned->size());
   return promise.attach(kj::mv(stream), kj::mv(owned));
 }
 
@@ -387,6 +400,7 @@ kj::Promise<void> ControlApi::sendError(Response& response, unsigned status, con
 
 kj::Promise<void> ControlApi::sendReply(Response& response, ApiReply reply) {
   if (reply.status < 100 || reply.status > 599) reply.status = 500;
+  if (!reply.text.empty()) return sendText(response, (unsigned)reply.status, kj::mv(reply.text) + "\n", reply.retryAfterSec);
   return sendJson(response, (unsigned)reply.status, reply.body, reply.retryAfterSec);
 }
 
@@ -452,7 +466,7 @@ kj::Promise<void> ControlApi::hookRequest(kj::HttpMethod method, const std::stri
     for (auto& c : key) c = (char)std::tolower((unsigned char)c);
     d.headers[key] = v.cStr();
   });
-  return readBody(body, limit).then(
+  return readBody(body, limit, declared).then(
       [this, &response, name, d = kj::mv(d)](BodyResult b) mutable -> kj::Promise<void> {
         if (b.refusal) return sendError(response, b.refusal->status, b.refusal->message);
         d.body = kj::mv(b.text);
@@ -460,30 +474,46 @@ kj::Promise<void> ControlApi::hookRequest(kj::HttpMethod method, const std::stri
       });
 }
 
-kj::Promise<ControlApi::BodyResult> ControlApi::readBody(kj::AsyncInputStream& body, uint64_t limit) {
+kj::Promise<ControlApi::BodyResult> ControlApi::readBody(kj::AsyncInputStream& body, uint64_t limit,
+                                                         std::optional<uint64_t> declared) {
   struct Reader {
-    Reader(kj::AsyncInputStream& in, uint64_t limit) : in(in), limit(limit) {}
+    Reader(kj::AsyncInputStream& in, uint64_t limit, std::optional<uint64_t> declared)
+        : in(in), limit(limit), declared(declared) {}
     kj::AsyncInputStream& in;
     uint64_t limit;
-    std::string text;
-    // Not zeroed, and under glibc's 64 KiB free-consolidation threshold: a request's body
-    // buffer once cost a 64 KiB memset and a heap consolidation (bench-events, single events).
-    kj::byte buf[16384];
+    std::optional<uint64_t> declared;  // Content-Length, already checked against the limit
+    std::string text;                  // its first `filled` bytes are the body so far
+    size_t filled = 0;
   };
-  auto reader = kj::heap<Reader>(body, limit);
+  auto reader = kj::heap<Reader>(body, limit, declared);
   auto& r = *reader;
-  // A loop of reads, so that a chunked body is cut off at the limit instead of buffered whole.
+  // Read straight into the body's string, no buffer beside it (a 16 KiB one made glibc consolidate
+  // its heap on every request, bench-events). The string grows by doubling, from the declared
+  // length (a small body: one read of its exact size) or 64 KiB at most, or 4 KiB for a chunked
+  // body: memory and zeroing grow with what arrives, not with what a client declares or how
+  // finely it cuts its body, and a chunked body is cut off at the limit.
   struct Loop {
     static kj::Promise<BodyResult> step(Reader& r) {
-      return r.in.tryRead(r.buf, 1, sizeof r.buf).then([&r](size_t n) -> kj::Promise<BodyResult> {
-        if (n == 0) return BodyResult{std::nullopt, kj::mv(r.text)};
-        r.text.append((const char*)r.buf, n);
-        if (r.text.size() > r.limit) {
-          std::string mb = r.limit >= (1u << 20) ? std::to_string(r.limit >> 20) + " MB" : std::to_string(r.limit) + " bytes";
-          return BodyResult{ApiRefusal{413, "the body is larger than " + mb}, {}};
-        }
-        return step(r);
-      });
+      uint64_t want = r.declared ? *r.declared : r.limit + 1;  // more than the limit: refused below
+      if (r.filled >= want) return done(r);
+      if (r.filled == r.text.size()) {
+        uint64_t first = r.declared ? std::min<uint64_t>(*r.declared, 64 * 1024) : 4096;
+        r.text.resize(std::min<uint64_t>(want, std::max<uint64_t>(first, 2 * (uint64_t)r.text.size())));
+      }
+      return r.in.tryRead(r.text.data() + r.filled, 1, r.text.size() - r.filled)
+          .then([&r](size_t n) -> kj::Promise<BodyResult> {
+            if (n == 0) return done(r);
+            r.filled += n;
+            if (r.filled > r.limit) {
+              std::string mb = r.limit >= (1u << 20) ? std::to_string(r.limit >> 20) + " MB" : std::to_string(r.limit) + " bytes";
+              return BodyResult{ApiRefusal{413, "the body is larger than " + mb}, {}};
+            }
+            return step(r);
+          });
+    }
+    static BodyResult done(Reader& r) {
+      r.text.resize(r.filled);
+      return BodyResult{std::nullopt, kj::mv(r.text)};
     }
   };
   auto reading = Loop::step(r).catch_([](kj::Exception&& e) -> BodyResult {
@@ -503,7 +533,7 @@ kj::Promise<void> ControlApi::withJsonBody(const kj::HttpHeaders& headers, kj::A
     return sendError(response, r->status, r->message);
   if (auto r = checkContentType(header(headers, hContentType_), !declared || *declared > 0))
     return sendError(response, r->status, r->message);
-  return readBody(body, limit).then(
+  return readBody(body, limit, declared).then(
       [this, &response, emptyIsObject, then = kj::mv(then)](BodyResult b) mutable -> kj::Promise<void> {
         if (b.refusal) return sendError(response, b.refusal->status, b.refusal->message);
         if (b.text.empty() && emptyIsObject) return then(json::object());
@@ -863,8 +893,10 @@ kj::Promise<void> ControlApi::eventStream(const ApiQuery& query, const kj::HttpH
   // below drops what the replay already sent. No gap, no duplicate.
   es->sub = backend_.feed().subscribe(
       [topic](const json& item) {
-        if (!item.is_object() || item.value("kind", "") != "event" || !item.contains("event")) return false;
-        return topic.empty() || topicMatches(topic, item["event"].value("topic", ""));
+        // Looked up, not copied out: this runs for every committed event (eventFeedItem).
+        static const std::string kEvent = "event";
+        if (!item.is_object() || textField(item, "kind") != kEvent || textField(item, "text").empty()) return false;
+        return topic.empty() || topicMatches(topic, textField(item, "topic"));
       },
       limits_.sseQueue);
   std::string replay;
@@ -896,15 +928,18 @@ kj::Promise<void> ControlApi::eventStream(const ApiQuery& query, const kj::HttpH
       // Write out what is queued; wait (without consuming anything) only when nothing is.
       std::string text;
       while (auto item = s.sub->tryNext()) {
-        if (item->value("kind", "") == "overflow")
+        if (textField(*item, "kind") == "overflow")
           // A reader this slow is dropped; it comes back with Last-Event-ID and loses nothing.
           return writeText(*s.out, text + sseFrame("overflow", {{"error", "this reader fell behind; reconnect with "
                                                                            "Last-Event-ID " + std::to_string(s.lastSeq)}}));
-        const json& e = (*item)["event"];
-        long long seq = seqOf(e);
+        long long seq = seqOf(*item);
         if (seq >= 0 && seq <= s.lastSeq) continue;  // already replayed
         if (seq >= 0) s.lastSeq = seq;
-        text += sseFrame("event", e, seq >= 0 ? std::optional<long long>(seq) : std::nullopt);
+        // The event's JSON as the feed carries it, written once for every stream (eventFeedItem).
+        if (seq >= 0) text += "id: " + std::to_string(seq) + "\n";
+        text += "event: event\ndata: ";
+        text += textField(*item, "text");
+        text += "\n\n";
         if (text.size() > 65536) break;
       }
       if (!text.empty())

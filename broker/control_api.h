@@ -72,13 +72,17 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
   using JsonHandler = kj::Function<kj::Promise<void>(nlohmann::json)>;
   kj::Promise<void> withJsonBody(const kj::HttpHeaders& headers, kj::AsyncInputStream& body, uint64_t limit,
                                  bool emptyIsObject, kj::HttpService::Response& response, JsonHandler then);
-  kj::Promise<BodyResult> readBody(kj::AsyncInputStream& body, uint64_t limit);
+  // `declared`: the Content-Length (nullopt for a chunked body).
+  kj::Promise<BodyResult> readBody(kj::AsyncInputStream& body, uint64_t limit, std::optional<uint64_t> declared);
   kj::Promise<void> postMessage(const std::string& agent, nlohmann::json body, const kj::HttpHeaders& headers,
                                 kj::HttpService::Response& response);
   kj::Promise<void> eventStream(const ApiQuery& query, const kj::HttpHeaders& headers,
                                 kj::HttpService::Response& response);
 
   kj::Promise<void> sendJson(kj::HttpService::Response& response, unsigned status, const nlohmann::json& body,
+                             int retryAfterSec = 0);
+  // The same for a body that is JSON text already.
+  kj::Promise<void> sendText(kj::HttpService::Response& response, unsigned status, std::string text,
                              int retryAfterSec = 0);
   // POST /hooks/<name>: no control token; the backend checks the hook's own secret.
   kj::Promise<void> hookRequest(kj::HttpMethod method, const std::string& name, const kj::HttpHeaders& headers,

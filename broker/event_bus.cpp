@@ -33,6 +33,64 @@ nlohmann::json eventJson(const store::Event& e) {
   return ev;
 }
 
+namespace {
+
+// A JSON string as nlohmann's dump() writes it (UTF-8 kept, control characters escaped).
+void appendQuoted(std::string& out, const std::string& s) {
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char esc[8];
+          snprintf(esc, sizeof esc, "\\u%04x", c);
+          out += esc;
+        } else {
+          out += (char)c;
+        }
+    }
+  }
+  out += '"';
+}
+
+}  // namespace
+
+std::string eventJsonText(const store::Event& e) {
+  // Keys in nlohmann's order (its objects are sorted maps), so both forms read the same.
+  std::string out;
+  out.reserve(160 + e.id.size() + e.topic.size() + e.source.size() + e.payload.size());
+  out += "{\"hops\":";
+  out += std::to_string(e.hops);
+  out += ",\"id\":";
+  appendQuoted(out, e.id);
+  out += ",\"payload\":";
+  // A newline can only be whitespace between JSON tokens: a space instead keeps the text one line
+  // (an SSE data line) and the same JSON.
+  size_t at = out.size();
+  out += e.payload;
+  for (size_t i = at; i < out.size(); ++i)
+    if (out[i] == '\n' || out[i] == '\r') out[i] = ' ';
+  out += ",\"seq\":";
+  out += std::to_string(e.seq);
+  out += ",\"source\":";
+  appendQuoted(out, e.source);
+  out += ",\"time\":";
+  appendQuoted(out, isoTime(e.timeMs));
+  out += ",\"topic\":";
+  appendQuoted(out, e.topic);
+  out += ",\"trust\":";
+  appendQuoted(out, e.trust);
+  out += '}';
+  return out;
+}
+
 EventBus::EventBus(store::Store& store, Delivery deliver, kj::Timer* timer, Limits limits)
     : store_(store), deliver_(std::move(deliver)), timer_(timer), limits_(limits), tasks_(*this) {
   if (limits_.maxBatch == 0) limits_.maxBatch = 1;
@@ -93,7 +151,7 @@ void EventBus::flush() {
   if (timer_) lastCommit_ = timer_->now();
   std::vector<store::Event> events;
   events.reserve(batch.size());
-  for (auto& p : batch) events.push_back(p.event);
+  for (auto& p : batch) events.push_back(std::move(p.event));
   try {
     store_.appendEvents(events);
   } catch (std::exception& e) {
@@ -106,12 +164,14 @@ void EventBus::flush() {
   stats_.events += batch.size();
   stats_.largestBatch = std::max(stats_.largestBatch, batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
-    batch[i].fulfiller->fulfill(store::Event(events[i]));
+    // Delivered, then handed to its publisher (whose continuation runs after this turn anyway),
+    // which can then take the event instead of a copy.
     try {
       deliver_(events[i]);
     } catch (std::exception& e) {
       spdlog::error("events: delivering {} failed: {}", events[i].id, e.what());
     }
+    batch[i].fulfiller->fulfill(std::move(events[i]));
   }
 }
 

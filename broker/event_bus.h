@@ -82,5 +82,11 @@ std::string newId(const char* prefix);
 
 // An event as the control API lists it and the feed tells it (payload parsed back to JSON).
 nlohmann::json eventJson(const store::Event& e);
+// The same object written straight as JSON text on one line, the payload spliced in as stored
+// (the store holds only valid JSON text; a newline in it, whitespace, becomes a space):
+// eventJson(e).dump() byte for byte when the payload is as nlohmann writes it (the control
+// API's are), without building the object or parsing the payload again; for the answer to each
+// single event POSTed and the feed's event items (bench-events).
+std::string eventJsonText(const store::Event& e);
 
 }  // namespace pine

@@ -34,7 +34,8 @@ EventRouter::EventRouter(store::Store& store, const std::shared_ptr<const config
 EventRouter::~EventRouter() = default;
 
 void EventRouter::deliver(const store::Event& e) {
-  feed_.publish({{"kind", "event"}, {"event", eventJson(e)}});
+  // Built only for someone listening, as text once (not an object each SSE stream writes out).
+  if (feed_.subscribers() > 0) feed_.publish(eventFeedItem(e.topic, e.seq, eventJsonText(e)));
   countEvent(e);
   auto cfg = config_;
   config::Trust trust = e.trust == "owner" ? config::Trust::Owner : config::Trust::Untrusted;

@@ -2,6 +2,8 @@
 
 #include <kj/debug.h>
 
+#include <string_view>
+
 namespace pine {
 
 Feed::~Feed() {
@@ -81,18 +83,24 @@ std::optional<nlohmann::json> Feed::Subscription::tryNext() {
 }
 
 bool topicMatches(const std::string& filter, const std::string& topic) {
-  size_t f = 0, t = 0;
+  // Level by level over views of both strings: every event an SSE stream filters comes here.
+  std::string_view f(filter), t(topic);
+  size_t fi = 0, ti = 0;
   for (;;) {
-    size_t fe = filter.find('/', f), te = topic.find('/', t);
-    std::string fl = filter.substr(f, fe == std::string::npos ? std::string::npos : fe - f);
-    if (fl == "#") return fe == std::string::npos;  // '#' only as the last level
-    if (t > topic.size()) return false;             // the topic ran out of levels first
-    std::string tl = topic.substr(t, te == std::string::npos ? std::string::npos : te - t);
+    size_t fe = f.find('/', fi), te = t.find('/', ti);
+    std::string_view fl = f.substr(fi, fe == std::string_view::npos ? std::string_view::npos : fe - fi);
+    if (fl == "#") return fe == std::string_view::npos;  // '#' only as the last level
+    if (ti > t.size()) return false;                     // the topic ran out of levels first
+    std::string_view tl = t.substr(ti, te == std::string_view::npos ? std::string_view::npos : te - ti);
     if (fl != "+" && fl != tl) return false;
-    if (fe == std::string::npos) return te == std::string::npos;
-    f = fe + 1;
-    t = te == std::string::npos ? topic.size() + 1 : te + 1;
+    if (fe == std::string_view::npos) return te == std::string_view::npos;
+    fi = fe + 1;
+    ti = te == std::string_view::npos ? t.size() + 1 : te + 1;
   }
+}
+
+nlohmann::json eventFeedItem(const std::string& topic, long long seq, std::string text) {
+  return {{"kind", "event"}, {"topic", topic}, {"seq", seq}, {"text", std::move(text)}};
 }
 
 }  // namespace pine

@@ -60,4 +60,9 @@ class Feed {
 // MQTT-style topic filter: '+' matches one level, '#' (last) the rest, including none.
 bool topicMatches(const std::string& filter, const std::string& topic);
 
+// A committed event as the feed carries it: {"kind": "event", "topic", "seq", "text"}, the text
+// being the event's JSON (no newline in it), written once whoever listens; GET /v1/events/stream
+// sends it as it is.
+nlohmann::json eventFeedItem(const std::string& topic, long long seq, std::string text);
+
 }  // namespace pine

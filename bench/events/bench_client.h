@@ -105,6 +105,11 @@ class Conn {
   }
 
   void shutdownRead() { ::shutdown(fd_, SHUT_RDWR); }
+  // A read that waits longer fails (a test's stream that never delivers ends instead of hanging).
+  void setReadTimeout(int ms) {
+    timeval tv{ms / 1000, (ms % 1000) * 1000};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
 
  private:
   bool send(const std::string& method, const std::string& path, const std::string& body, const std::string& extra) {

@@ -9,7 +9,8 @@
 // Also single events from 16 concurrent senders (each request one event, answered once committed),
 // against the same floor.
 //
-//   bench-events [EVENTS [RUNS]]     defaults: 40000 events, 25 runs of each kind
+//   bench-events [EVENTS [RUNS [singles]]]     defaults: 40000 events, 25 runs of each kind
+//   ("singles": only the floor and the single-event case, for profiling the broker on it)
 #include <openssl/rand.h>
 #include <sqlite3.h>
 #include <time.h>
@@ -29,6 +30,7 @@
 #include "bench/events/bench_client.h"
 #include "bench/events/bench_floor.h"
 #include "bench/events/bench_process.h"
+#include "bench/events/bench_senders.h"
 #include "tests/integration/harness.h"
 
 using pine::bench::Clock;
@@ -39,6 +41,9 @@ using pine::bench::percentile;
 using pine::bench::processCpu;
 using pine::bench::rawSqliteRate;
 using pine::bench::secs;
+using pine::bench::SendResult;
+using pine::bench::sendEach;
+using pine::bench::TrivialServer;
 using pine::bench::SseCounter;
 
 namespace {
@@ -86,6 +91,7 @@ int main(int argc, char** argv) try {
   setenv("PINE_SOURCE_DIR", PINE_SOURCE, 0);
   int total = argc > 1 ? atoi(argv[1]) : 40000;
   const int batch = 100, clients = 2, runs = argc > 2 ? atoi(argv[2]) : 25;
+  const bool onlySingles = argc > 3 && std::string(argv[3]) == "singles";
   TempDir dir;
   std::string home = dir.path() + "/home";
   writeMinimalConfig(home, {"main", "asker"});
@@ -110,38 +116,40 @@ int main(int argc, char** argv) try {
   double floorCpu = 0, floor = rawSqliteRate(dir.path(), total, batch, &floorCpu);
 
   // ---- publish -> store -> delivered ---------------------------------------------------
-  SseCounter sse(home, "/v1/events/stream?topic=bench/%23");
-  double brokerCpu0 = processCpu(broker), supervisorCpu0 = processCpu(pined.pid());
-  auto t0 = Clock::now();
-  std::vector<std::thread> pubs;
-  std::atomic<int> failures{0};
-  for (int c = 0; c < clients; ++c)
-    pubs.emplace_back([&, c] {
-      Conn cl(home);
-      for (int i = c * batch; i < total; i += batch * clients) {
-        nlohmann::json events = nlohmann::json::array();
-        for (int k = i; k < std::min(total, i + batch); ++k)
-          events.push_back({{"topic", "bench/t" + std::to_string(k % 8)}, {"payload", {{"n", k}}}});
-        if (cl.request("POST", "/v1/events", nlohmann::json{{"events", events}}.dump()) != 200) ++failures;
-      }
-    });
-  for (auto& p : pubs) p.join();
-  auto acked = Clock::now();
-  while (sse.count < total && !sse.overflowed && secs(acked, Clock::now()) < 30)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  auto delivered = Clock::time_point(Clock::duration(sse.lastNs.load()));
-  double brokerCpu = processCpu(broker) - brokerCpu0, supervisorCpu = processCpu(pined.pid()) - supervisorCpu0;
-  double ackRate = (total - failures * batch) / secs(t0, acked), rate = sse.count / secs(t0, delivered);
-  printf("events: %d in batches of %d over %d connections; %ld delivered to an SSE listener, %d failed posts%s\n",
-         total, batch, clients, sse.count.load(), failures.load(), sse.overflowed ? ", THE LISTENER OVERFLOWED" : "");
-  printf("  floor: raw SQLite inserts, batches of %d      %8.0f events/s   1\n", batch, floor);
-  printf("  pine: HTTP publish -> store (acknowledged)   %8.0f events/s   %.3f\n", ackRate, ackRate / floor);
-  printf("  pine: HTTP publish -> store -> delivered     %8.0f events/s   %.3f   (target >= 20000/s)\n", rate,
-         rate / floor);
-  // CPU per event does not depend on what else the machine runs, unlike the rates above.
-  printf("  CPU per event: floor %.1f us (the inserting thread); pine-broker %.1f us (%.2fx), pined %.1f us\n",
-         floorCpu / total * 1e6, brokerCpu / total * 1e6, brokerCpu / floorCpu, supervisorCpu / total * 1e6);
-  fflush(stdout);
+  if (!onlySingles) {
+    SseCounter sse(home, "/v1/events/stream?topic=bench/%23");
+    double brokerCpu0 = processCpu(broker), supervisorCpu0 = processCpu(pined.pid());
+    auto t0 = Clock::now();
+    std::vector<std::thread> pubs;
+    std::atomic<int> failures{0};
+    for (int c = 0; c < clients; ++c)
+      pubs.emplace_back([&, c] {
+        Conn cl(home);
+        for (int i = c * batch; i < total; i += batch * clients) {
+          nlohmann::json events = nlohmann::json::array();
+          for (int k = i; k < std::min(total, i + batch); ++k)
+            events.push_back({{"topic", "bench/t" + std::to_string(k % 8)}, {"payload", {{"n", k}}}});
+          if (cl.request("POST", "/v1/events", nlohmann::json{{"events", events}}.dump()) != 200) ++failures;
+        }
+      });
+    for (auto& p : pubs) p.join();
+    auto acked = Clock::now();
+    while (sse.count < total && !sse.overflowed && secs(acked, Clock::now()) < 30)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto delivered = Clock::time_point(Clock::duration(sse.lastNs.load()));
+    double brokerCpu = processCpu(broker) - brokerCpu0, supervisorCpu = processCpu(pined.pid()) - supervisorCpu0;
+    double ackRate = (total - failures * batch) / secs(t0, acked), rate = sse.count / secs(t0, delivered);
+    printf("events: %d in batches of %d over %d connections; %ld delivered to an SSE listener, %d failed posts%s\n",
+           total, batch, clients, sse.count.load(), failures.load(), sse.overflowed ? ", THE LISTENER OVERFLOWED" : "");
+    printf("  floor: raw SQLite inserts, batches of %d      %8.0f events/s   1\n", batch, floor);
+    printf("  pine: HTTP publish -> store (acknowledged)   %8.0f events/s   %.3f\n", ackRate, ackRate / floor);
+    printf("  pine: HTTP publish -> store -> delivered     %8.0f events/s   %.3f   (target >= 20000/s)\n", rate,
+           rate / floor);
+    // CPU per event does not depend on what else the machine runs, unlike the rates above.
+    printf("  CPU per event: floor %.1f us (the inserting thread); pine-broker %.1f us (%.2fx), pined %.1f us\n",
+           floorCpu / total * 1e6, brokerCpu / total * 1e6, brokerCpu / floorCpu, supervisorCpu / total * 1e6);
+    fflush(stdout);
+  }
 
   // ---- single events from many senders ---------------------------------------------------
   // A webhook or a device sends one event per request and waits for the answer: the broker must
@@ -149,34 +157,43 @@ int main(int argc, char** argv) try {
   {
     const int senders = 16, singles = std::max(senders, total / 2);
     SseCounter sse1(home, "/v1/events/stream?topic=single/%23");
-    double b0 = processCpu(broker);
-    std::atomic<int> bad{0};
+    if (onlySingles)
+      printf("floor: raw SQLite inserts, batches of %d   %8.0f events/s; %.1f us of CPU an event\n", batch, floor,
+             floorCpu / total * 1e6);
+    auto body = [](int k) {
+      return "{\"topic\":\"single/t" + std::to_string(k % 8) + "\",\"payload\":{\"n\":" + std::to_string(k) + "}}";
+    };
+    // The client alone: the same senders against a server that answers at once.
+    double trivialRate = 0;
+    {
+      TrivialServer trivial(dir.path() + "/trivial.sock");
+      auto t0 = Clock::now();
+      auto r = sendEach(dir.path() + "/trivial.sock", "x", "/v1/events", senders, singles, body);
+      trivialRate = (double)r.ok / secs(t0, Clock::now());
+      if (r.failed) throw std::runtime_error("the trivial server failed " + std::to_string(r.failed) + " requests");
+    }
+    double b0 = processCpu(broker), self0 = processCpu(getpid());
     auto s0 = Clock::now();
-    std::vector<std::thread> threads;
-    for (int c = 0; c < senders; ++c)
-      threads.emplace_back([&, c] {
-        Conn cl(home);
-        for (int k = c; k < singles; k += senders)
-          if (cl.request("POST", "/v1/events",
-                         "{\"topic\":\"single/t" + std::to_string(k % 8) + "\",\"payload\":{\"n\":" + std::to_string(k) +
-                             "}}") != 200)
-            ++bad;
-      });
-    for (auto& t : threads) t.join();
+    SendResult sent = sendEach(home + "/pine.sock", pine::bench::homeToken(home), "/v1/events", senders, singles, body);
     auto sAcked = Clock::now();
+    long bad = sent.failed;
     while (sse1.count < singles - bad && !sse1.overflowed && secs(sAcked, Clock::now()) < 30)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    double bCpu = processCpu(broker) - b0;
+    double bCpu = processCpu(broker) - b0, selfCpu = processCpu(getpid()) - self0;
     double singleRate = (singles - bad) / secs(s0, sAcked);
     printf("single events: %d over %d connections, one event a request, each waiting for its answer; "
-           "%ld delivered, %d failed%s\n",
-           singles, senders, sse1.count.load(), bad.load(), sse1.overflowed ? ", THE LISTENER OVERFLOWED" : "");
+           "%ld delivered, %ld failed%s\n",
+           singles, senders, sse1.count.load(), bad, sse1.overflowed ? ", THE LISTENER OVERFLOWED" : "");
     printf("  pine: HTTP publish -> store (acknowledged)   %8.0f events/s   %.3f   (target >= 0.4)\n", singleRate,
            singleRate / floor);
-    printf("  CPU per event: pine-broker %.1f us\n", bCpu / singles * 1e6);
+    printf("  the client alone, against a server that answers at once   %8.0f events/s   %.3f\n", trivialRate,
+           trivialRate / floor);
+    printf("  CPU per event: pine-broker %.1f us; this client (the senders' thread and the listener) %.1f us\n",
+           bCpu / singles * 1e6, selfCpu / singles * 1e6);
     fflush(stdout);
   }
 
+  if (onlySingles) return 0;
   // ---- approval overhead -----------------------------------------------------------------
   // Both agents run the same script (one `send`, then an answer); only `asker` has send on its approve
   // list. Runs alternate, after one warm-up of each; both are watched the same way (the streamed answer).

@@ -8,8 +8,10 @@ namespace pine::store::detail {
 
 using Json = nlohmann::ordered_json;  // ordered: a rewrite keeps the keys where they were
 
+bool isJson(const std::string& text) { return Json::accept(text); }
+
 void requireJson(const std::string& text, const std::string& what) {
-  if (!Json::accept(text))
+  if (!isJson(text))
     throw StoreError(what + " is not valid JSON text; pass JSON (for example \"{}\", \"null\" or a quoted string)");
 }
 

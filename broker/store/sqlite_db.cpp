@@ -1,5 +1,7 @@
 #include "broker/store/sqlite_db.h"
 
+#include "broker/store/wal_writes.h"
+
 namespace pine::store::detail {
 
 std::string hintFor(int rc) {
@@ -37,7 +39,8 @@ void Db::fail(int rc, const std::string& what) const {
 Db::Db(std::string path) : path_(std::move(path)) {
   // NOFOLLOW: a link put where pine.db belongs would send our writes elsewhere.
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX;
-  int rc = sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr);
+  // Through wal_writes.h: a commit's WAL frames are one write, not two for each page.
+  int rc = sqlite3_open_v2(path_.c_str(), &db_, flags, walWritesVfs());
   if (rc != SQLITE_OK) {
     std::string msg = "opening " + path_ + " failed: " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc)) + "; " +
                       hintFor(rc);
@@ -87,9 +90,17 @@ long long Db::pragmaInt(const char* name) {
   return v;
 }
 
-Stmt::~Stmt() {
+Stmt::~Stmt() { reset(); }
+
+void Stmt::reset() {
   sqlite3_reset(s_);
   sqlite3_clear_bindings(s_);
+}
+
+Stmt& Stmt::bindKept(int i, const std::string& v) {
+  int rc = sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_STATIC);
+  if (rc != SQLITE_OK) db_.fail(rc, what_);
+  return *this;
 }
 
 Stmt& Stmt::bind(int i, const std::string& v) {

@@ -28,6 +28,10 @@ class Stmt {
   Stmt& bind(int i, double v);
   Stmt& bind(int i, bool v);
   Stmt& bindBlob(int i, const std::string& bytes);
+  // Binds without a copy: `v` must stay unchanged until the next reset() or the Stmt's end.
+  Stmt& bindKept(int i, const std::string& v);
+  // Clears the last use (result and bindings), for the next in a loop of many.
+  void reset();
 
   bool step();     // true: a row is ready; false: done. Throws on any error.
   int stepCode();  // the raw result code, for callers that explain a constraint themselves

@@ -111,6 +111,27 @@ TEST_CASE("a body over 1 MB by Content-Length is refused with 413 before a byte 
   CHECK(called(s, "publishEvent"));
 }
 
+TEST_CASE("a body cut into many small pieces arrives whole, chunked or by Content-Length") {
+  ApiServer s;
+  // 3,000 chunks of one byte each (the body is read into a string that grows by doubling, not
+  // by a buffer's worth each read), and a 200 KiB body in 1,000-byte writes.
+  std::string payload(3000 - 30, 'p');
+  std::string body = R"({"topic":"tiny","payload":")" + payload + "\"}";
+  std::string chunked;
+  for (char ch : body) chunked += std::string("1\r\n") + ch + "\r\n";
+  auto ok = call(s, "POST", "/v1/events", chunked + "0\r\n\r\n", {"Transfer-Encoding: chunked"});
+  CHECK(ok.status == 200);
+  CHECK(ok.j["event"]["payload"] == payload);
+  std::string big(200 * 1024, 'q');
+  std::string bigBody = R"({"topic":"dribbled","payload":")" + big + "\"}";
+  auto c = RawConn::tcp(s.port());
+  std::string req = request(s, "POST", "/v1/events", bigBody);
+  for (size_t off = 0; off < req.size(); off += 1000) REQUIRE(c.send(req.substr(off, 1000)));
+  auto r = parse(c.readResponse(5000ms));
+  CHECK(r.status == 200);
+  CHECK(r.j["event"]["payload"] == big);
+}
+
 TEST_CASE("a message may be up to 64 MB only when it carries files") {
   ApiServer s;
   std::string blob(2 << 20, 'x');

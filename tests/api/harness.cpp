@@ -76,7 +76,7 @@ ApiReply FakeBackend::listEvents(const ApiQuery& query) {
 json FakeBackend::addEvent(const std::string& topic, const json& payload) {
   json e = {{"seq", (long long)events.size() + 1}, {"topic", topic}, {"payload", payload}, {"trust", "owner"}};
   events.push_back(e);
-  feedObj.publish({{"kind", "event"}, {"event", e}});
+  feedObj.publish(pine::eventFeedItem(topic, e["seq"].get<long long>(), e.dump()));  // as the broker does
   return e;
 }
 

@@ -79,7 +79,8 @@ TEST_CASE("an event told twice, or committed while the replay is written, is sen
   // Publish as soon as the stream subscribes, racing the replay.
   waitForSubscribers(s, 1);
   s.run([](FakeBackend& b) {
-    b.feedObj.publish({{"kind", "event"}, {"event", b.events[4]}});  // seq 5 again: committed before, told late
+    // seq 5 again: committed before, told late
+    b.feedObj.publish(pine::eventFeedItem("t", 5, b.events[4].dump()));
     b.addEvent("t", 6);
   });
   c.readUntil("id: 6\n");

@@ -270,3 +270,30 @@ TEST_CASE("event bus: a commit that fails acknowledges none of its events; the n
   CHECK(b.committedSeq(fine.id) == fine.seq);
   CHECK(b.bus->stats().commits == 1);
 }
+
+TEST_CASE("an event written as text is eventJson's dump byte for byte, and reads back the same for any payload") {
+  pine::store::Event e;
+  e.seq = 42;
+  e.id = "e19a-abc-1";
+  e.timeMs = 1764763200123;
+  e.source = "owner";
+  e.trust = "owner";
+  e.hops = 2;
+  e.payload = nlohmann::json::parse(R"({"b":[1,2.5,"x"],"a":{"q":"say \"hi\"\n"},"n":null})").dump();
+  for (std::string topic : {"house/lamp", "quo\"te/back\\slash", "été/日本", "tab\there"}) {
+    e.topic = topic;
+    CHECK(pine::eventJsonText(e) == pine::eventJson(e).dump());
+  }
+  // A payload stored in another form (spaces, its own key order), as a source may send it: the
+  // text is still the same JSON once read.
+  e.payload = R"({ "z": 1, "a": [ true, false ] })";
+  CHECK(nlohmann::json::parse(pine::eventJsonText(e)) == pine::eventJson(e));
+  e.payload = "\"just a string\"";
+  CHECK(pine::eventJsonText(e) == pine::eventJson(e).dump());
+  // Newlines between tokens (a pretty-printed payload) become spaces: the text stays one line,
+  // as an SSE data line must be, and the same JSON.
+  e.payload = "{\n  \"a\": [1,\r\n 2]\n}";
+  std::string text = pine::eventJsonText(e);
+  CHECK(text.find_first_of("\r\n") == std::string::npos);
+  CHECK(nlohmann::json::parse(text) == pine::eventJson(e));
+}

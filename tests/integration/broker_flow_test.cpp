@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "bench/events/bench_client.h"
 #include "tests/integration/harness.h"
 
 using namespace pine::test;
@@ -297,7 +298,37 @@ TEST_CASE("state: written by a run and by the owner, read back, published as sta
   CHECK(ev["events"].size() == 2);
   // The owner cannot publish on pine's own topics either.
   CHECK(pined.api("POST", "/v1/events", "{\"topic\": \"state/x\"}").status == 403);
-  CHECK(pined.api("POST", "/v1/events", "{\"topic\": \"notes/x\", \"payload\": 1}").status == 200);
+  auto posted = pined.api("POST", "/v1/events", "{\"topic\": \"notes/x\", \"payload\": {\"b\": 1, \"a\": \"q\\\"\"}}");
+  CHECK(posted.status == 200);
+  // The answer (written as text for speed) is the event as the listing gives it.
+  auto listed = pined.api("GET", "/v1/events?topic=notes/x").json();
+  REQUIRE(listed["events"].size() == 1);
+  CHECK(posted.json()["event"] == listed["events"][0]);
+  CHECK(posted.json()["event"]["payload"]["a"] == "q\"");
+}
+
+TEST_CASE("events stream: each committed event reaches a listener once, as the listing gives it, filtered by topic") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeConfig(home);
+  Pined pined(home, {}, {});
+  pine::bench::Conn stream(home);
+  stream.setReadTimeout(20000);
+  REQUIRE(stream.openStream("GET", "/v1/events/stream?topic=house/%2B"));
+  CHECK(pined.api("POST", "/v1/events", R"({"topic": "house/door", "payload": {"open": true, "who": "a \"b\""}})").status == 200);
+  CHECK(pined.api("POST", "/v1/events", R"({"topic": "garden/door", "payload": 1})").status == 200);
+  CHECK(pined.api("POST", "/v1/events", R"({"events": [{"topic": "house/lamp", "payload": "on"}, {"topic": "house/a/b"}]})")
+            .status == 200);
+  CHECK(pined.api("POST", "/v1/events", R"({"topic": "house/end"})").status == 200);
+  std::vector<nlohmann::json> got;
+  pine::bench::Conn::Event ev;
+  while (got.size() < 3 && stream.nextEvent(&ev))
+    if (ev.name == "event") got.push_back(nlohmann::json::parse(ev.data));
+  auto listed = pined.api("GET", "/v1/events?topic=house/%2B").json()["events"];
+  REQUIRE(listed.size() == 3);
+  REQUIRE(got.size() == 3);
+  for (size_t i = 0; i < 3; ++i) CHECK(got[i] == listed[i]);
+  CHECK(got[0]["payload"]["who"] == "a \"b\"");
 }
 
 TEST_CASE("kill -9 of the broker under publish load: no acknowledged event is lost, approvals stay pending") {
