@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "tests/integration/harness.h"
 
@@ -255,8 +256,10 @@ TEST_CASE("pinectl chat: Ctrl-C while waiting cancels the task; EOF ends cleanly
     // Ctrl-D at an empty prompt. A Ctrl-D that reaches the terminal in the moment before libedit
     // puts it in raw mode becomes the line discipline's EOF mark, which libedit never sees: type it
     // again, as a person would.
+    // A person also does not type within microseconds of the prompt: give libedit its moment.
     bool ended = false;
     for (int i = 0; i < 5 && !ended; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
       t.type("\x04");
       ended = t.waitFor("bye", std::chrono::seconds(3));
     }
