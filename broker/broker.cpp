@@ -128,7 +128,9 @@ Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId, std::strin
   stopped_ = kj::mv(paf.promise);
 }
 
-Broker::~Broker() noexcept(false) {}
+Broker::~Broker() noexcept(false) {
+  if (bus_) bus_->countReturning(nullptr);  // the control API it asks goes first
+}
 
 void Broker::taskFailed(kj::Exception&& e) { spdlog::warn("broker: {}", describeRemote(e)); }
 
@@ -160,6 +162,7 @@ kj::Promise<void> Broker::run() {
   recoverTasks(*store_, *approvals_, *queue_, *config_, pinedRestarted);
 
   api_ = kj::heap<ControlApi>(io_, *ownerApi_);
+  bus_->countReturning([this]() { return api_->returningSenders(); });
   api_->serveHandedOver(home_.socket());  // pined listens on pine.sock and hands over checked peers
   int port = -1;
   std::vector<std::string> problems;  // said by pined on stderr at the start, and by `pinectl status`

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "broker/feed.h"
+#include "broker/ready_reads.h"
 #include "broker/turn_writes.h"
 #include "common/log.h"
 #include "common/names.h"
@@ -127,16 +128,9 @@ long long seqOf(const json& event) {
 }  // namespace
 
 // One listener's HTTP server: knows which socket its requests came in on.
-class ControlApi::Endpoint final : public kj::HttpService {
+class ControlApi::Endpoint final {
  public:
-  Endpoint(ControlApi& api, ApiListener kind, int port, kj::HttpServerSettings settings)
-      : api_(api), kind(kind), port(port),
-        server(api.io_.provider->getTimer(), *api.table_, *this, settings) {}
-
-  kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url, const kj::HttpHeaders& headers,
-                            kj::AsyncInputStream& body, Response& response) override {
-    return api_.handle(*this, method, url, headers, body, response);
-  }
+  Endpoint(ControlApi& api, ApiListener kind, int port, kj::HttpServerSettings settings);
 
   ControlApi& api_;
   ApiListener kind;
@@ -151,12 +145,13 @@ class ControlApi::Endpoint final : public kj::HttpService {
 // chunk size fails the body's read (the route answers 400). Nothing after a refusal is passed on.
 class ControlApi::LimitedConnection final : public kj::AsyncIoStream {
  public:
-  LimitedConnection(kj::Own<kj::AsyncIoStream> inner, const HttpHeadLimits& limits)
-      : inner_(kj::mv(inner)), framing_(limits) {}
+  LimitedConnection(kj::Own<kj::AsyncIoStream> inner, const HttpHeadLimits& limits, ReturningSenders& returning)
+      : inner_(kj::mv(inner)), framing_(limits), returning_(returning), sender(returning) {}
 
   kj::Promise<size_t> tryRead(void* buffer, size_t minBytes, size_t maxBytes) override {
     if (framing_.refusal()) return refused();
     return inner_->tryRead(buffer, minBytes, maxBytes).then([this, buffer](size_t n) -> kj::Promise<size_t> {
+      if (n > 0) returning_.cameBack(sender);  // it sent again (or sends more of a body)
       // kj-http reads with minBytes 1: the bytes before a refusal are a read of their own, and the
       // refusal is acted on when it asks for more (by then any earlier response has gone out).
       size_t passed = framing_.scan(static_cast<const char*>(buffer), n);
@@ -171,6 +166,15 @@ class ControlApi::LimitedConnection final : public kj::AsyncIoStream {
   }
   kj::Promise<void> whenWriteDisconnected() override { return inner_->whenWriteDisconnected(); }
   void shutdownWrite() override { inner_->shutdownWrite(); }
+
+ private:
+  kj::Own<kj::AsyncIoStream> inner_;
+  RequestFraming framing_;
+  ReturningSenders& returning_;
+  bool answered_ = false;
+
+ public:
+  ReturningSenders::Sender sender;  // this connection, while its answered event's sender may come back
 
  private:
   kj::Promise<size_t> refused() {
@@ -192,10 +196,33 @@ class ControlApi::LimitedConnection final : public kj::AsyncIoStream {
     });
   }
 
-  kj::Own<kj::AsyncIoStream> inner_;
-  RequestFraming framing_;
-  bool answered_ = false;
 };
+
+// Serves one connection's requests: knows the connection, to tell when its sender was answered.
+class ControlApi::ConnectionService final : public kj::HttpService {
+ public:
+  ConnectionService(Endpoint& endpoint, kj::AsyncIoStream& connection) : endpoint_(endpoint) {
+    // serve() hands kj-http a LimitedConnection; anything else simply is not counted.
+    if (auto* limited = dynamic_cast<LimitedConnection*>(&connection)) sender_ = &limited->sender;
+  }
+  kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url, const kj::HttpHeaders& headers,
+                            kj::AsyncInputStream& body, Response& response) override {
+    return endpoint_.api_.handle(endpoint_, sender_, method, url, headers, body, response);
+  }
+
+ private:
+  Endpoint& endpoint_;
+  ReturningSenders::Sender* sender_ = nullptr;
+};
+
+// A service per connection (kj-http asks for one as each connection starts).
+ControlApi::Endpoint::Endpoint(ControlApi& api, ApiListener kind, int port, kj::HttpServerSettings settings)
+    : api_(api), kind(kind), port(port),
+      server(api.io_.provider->getTimer(), *api.table_,
+             [this](kj::AsyncIoStream& connection) -> kj::Own<kj::HttpService> {
+               return kj::heap<ConnectionService>(*this, connection);
+             },
+             settings) {}
 
 struct ControlApi::BodyResult {
   std::optional<ApiRefusal> refusal;
@@ -203,7 +230,7 @@ struct ControlApi::BodyResult {
 };
 
 ControlApi::ControlApi(kj::AsyncIoContext& io, ApiBackend& backend, ControlApiLimits limits)
-    : io_(io), backend_(backend), limits_(limits), tasks_(*this) {
+    : io_(io), backend_(backend), limits_(limits), returning_(io.provider->getTimer(), limits.senderReturn), tasks_(*this) {
   kj::HttpHeaderTable::Builder builder;
   hAuthorization_ = builder.add("Authorization");
   hOrigin_ = builder.add("Origin");
@@ -371,9 +398,11 @@ kj::Promise<void> ControlApi::refuseBusy(kj::Own<kj::AsyncIoStream> connection) 
 kj::Promise<void> ControlApi::serve(kj::Own<kj::AsyncIoStream> connection, ApiListener listener) {
   Endpoint* endpoint = listener == ApiListener::Unix ? unixEndpoint_.get() : tcpEndpoint_.get();
   KJ_REQUIRE(endpoint != nullptr, "serve() on a listener that is not listening");
+  // A socket is read only once it has something (ready_reads.h): no failed read per request.
+  if (connection->getFd() != nullptr) connection = kj::heap<ReadyReads>(kj::mv(connection), io_.unixEventPort);
   // One write per turn (turn_writes.h): an answer's head and body wake the client once.
   auto gathered = kj::heap<TurnWrites>(kj::mv(connection), io_.provider->getTimer());
-  return endpoint->server.listenHttp(kj::heap<LimitedConnection>(kj::mv(gathered), limits_.head));
+  return endpoint->server.listenHttp(kj::heap<LimitedConnection>(kj::mv(gathered), limits_.head, returning_));
 }
 
 kj::Promise<void> ControlApi::sendJson(Response& response, unsigned status, const json& body, int retryAfterSec) {
@@ -411,7 +440,7 @@ kj::Own<kj::AsyncOutputStream> ControlApi::startSse(Response& response) {
   return response.send(200, "OK", headers);  // no length: chunked, for as long as the stream lasts
 }
 
-kj::Promise<void> ControlApi::handle(Endpoint& endpoint, kj::HttpMethod method, kj::StringPtr url,
+kj::Promise<void> ControlApi::handle(Endpoint& endpoint, ReturningSenders::Sender* sender, kj::HttpMethod method, kj::StringPtr url,
                                      const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
                                      Response& response) {
   std::string target = url.cStr();
@@ -431,13 +460,22 @@ kj::Promise<void> ControlApi::handle(Endpoint& endpoint, kj::HttpMethod method, 
   if (facts.hasOrigin || facts.hasSecFetchSite) return refuse(*checkApiRequest(facts, ""));
   if (auto r = checkHost(header(headers, kj::HttpHeaderId::HOST), endpoint.kind, endpoint.port)) return refuse(*r);
   // Webhooks carry their own secret, never the control token (hook_intake.h).
-  if (facts.path.rfind("/hooks/", 0) == 0) return hookRequest(method, facts.path.substr(7), headers, body, response);
+  // A sender of single events (a webhook, a device, a script) is answered once its event is
+  // committed and then usually sends the next: the event bus waits for it (returning_senders.h).
+  auto comesBack = [this, sender](kj::Promise<void> answered) {
+    if (sender == nullptr) return answered;
+    return answered.then([this, sender]() { returning_.answered(*sender); });
+  };
+  if (facts.path.rfind("/hooks/", 0) == 0)
+    return comesBack(hookRequest(method, facts.path.substr(7), headers, body, response));
   if (auto r = checkApiRequest(facts, backend_.token())) return refuse(*r);
   if (auto r = checkPath(facts.path)) return refuse(*r);
   auto query = parseQuery(facts.query);
   if (!query) return refuse(ApiRefusal{400, "malformed query string: broken %-escape"});
   auto seg = segments(facts.path);
-  return route(method, seg, *query, headers, body, response)
+  auto routed = route(method, seg, *query, headers, body, response);
+  if (method == M::POST && facts.path == "/v1/events") routed = comesBack(kj::mv(routed));
+  return kj::mv(routed)
       .catch_([this, &response](kj::Exception&& e) -> kj::Promise<void> {
         // The backend failed (pined unreachable, a bug): tell the client instead of dropping it.
         if (e.getType() == kj::Exception::Type::DISCONNECTED) return kj::mv(e);

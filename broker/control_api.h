@@ -14,6 +14,7 @@
 
 #include "broker/api_auth.h"
 #include "broker/api_backend.h"
+#include "broker/returning_senders.h"
 
 namespace pine {
 
@@ -27,6 +28,7 @@ struct ControlApiLimits {
   size_t sseQueue = 1024;                          // notifications a slow SSE reader may fall behind
   size_t maxConnections = 256;                     // open at once, both listeners: 503 with Retry-After above
   HttpHeadLimits head;                             // request line, header lines, whole head (431, 414)
+  kj::Duration senderReturn = kj::MILLISECONDS;    // how long an answered event's sender counts as coming back
 };
 
 class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServerErrorHandler {
@@ -55,14 +57,19 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
   // listening), after the peer checks: what acceptLoop does, and the fuzz target's way in.
   kj::Promise<void> serve(kj::Own<kj::AsyncIoStream> connection, ApiListener listener);
 
+  // Connections whose event (POST /v1/events, a webhook) was answered moments ago and that have
+  // not sent again: the event bus waits for them (returning_senders.h).
+  size_t returningSenders() { return returning_.count(); }
+
  private:
   class Endpoint;
+  class ConnectionService;
   class LimitedConnection;
   struct BodyResult;
 
   kj::Promise<void> acceptLoop(kj::ConnectionReceiver& receiver, Endpoint& endpoint);
   kj::Promise<void> refuseBusy(kj::Own<kj::AsyncIoStream> connection);
-  kj::Promise<void> handle(Endpoint& endpoint, kj::HttpMethod method, kj::StringPtr url,
+  kj::Promise<void> handle(Endpoint& endpoint, ReturningSenders::Sender* sender, kj::HttpMethod method, kj::StringPtr url,
                            const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
                            kj::HttpService::Response& response);
   kj::Promise<void> route(kj::HttpMethod method, const std::vector<std::string>& seg, const ApiQuery& query,
@@ -108,6 +115,7 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
   size_t connections_ = 0;  // being served now (maxConnections)
   bool busyWarned_ = false;
   std::string tcpProblem_;
+  ReturningSenders returning_;  // before the connections, which leave it when they end
   // One HttpServer per listener, so a request knows which socket it came in on.
   kj::Own<Endpoint> unixEndpoint_, tcpEndpoint_;
   kj::Own<kj::ConnectionReceiver> unixReceiver_, tcpReceiver_;

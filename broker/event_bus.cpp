@@ -110,6 +110,9 @@ kj::Promise<store::Event> EventBus::publish(store::Event draft) {
   if (queue_.empty() && timer_) groupStart_ = timer_->now();
   queue_.push_back(Pending{std::move(draft), kj::mv(paf.fulfiller)});
   ++published_;
+  KJ_IF_MAYBE(a, arrival_) {  // a gathering that sleeps until a sender is back
+    if ((*a)->isWaiting()) (*a)->fulfill();
+  }
   if (queue_.size() >= limits_.maxBatch) {
     flush();  // the bound: never more than maxBatch waiting, whatever a flood sends
   } else if (!gathering_) {
@@ -127,7 +130,13 @@ bool EventBus::keepGathering(unsigned polls, unsigned long long seen) const {
   // Look once more after the first look, and again while looking brings more: senders are arriving.
   if (polls == 0 || published_ > seen) return true;
   // The last group's senders, answered just before this group began, are coming back.
-  return queue_.size() < lastBatch_ && groupStart_ - lastCommit_ <= limits_.maxWait;
+  if (queue_.size() < lastBatch_ && groupStart_ - lastCommit_ <= limits_.maxWait) return true;
+  return awaitingReturns();
+}
+
+bool EventBus::awaitingReturns() const {
+  // Senders answered moments ago (by the last commit or the one before) are sending again.
+  return returning_ && returning_() > 0;
 }
 
 kj::Promise<void> EventBus::gather(unsigned polls, unsigned long long seen) {
@@ -136,11 +145,22 @@ kj::Promise<void> EventBus::gather(unsigned polls, unsigned long long seen) {
     flush();
     return kj::READY_NOW;
   }
+  auto again = [this, polls, now = published_]() {
+    return kj::evalLast([this, polls, now]() { return gather(polls + 1, now); });
+  };
+  if (polls > 0 && published_ == seen && !(queue_.size() < lastBatch_) && awaitingReturns()) {
+    // Only waiting for senders that were answered to send again: sleep until one publishes or the
+    // group's time is up, rather than poll; polling would take the CPU they need to come back.
+    auto paf = kj::newPromiseAndFulfiller<void>();
+    arrival_ = kj::mv(paf.fulfiller);
+    return paf.promise.exclusiveJoin(timer_->atTime(groupStart_ + limits_.maxWait)).then([this, again]() {
+      arrival_ = nullptr;
+      return again();
+    });
+  }
   // A delay of zero: the loop polls for I/O without sleeping and runs what that brought (requests
   // that publish); once it is about to wait again, this looks once more.
-  return timer_->afterDelay(0 * kj::NANOSECONDS).then([this, polls, now = published_]() {
-    return kj::evalLast([this, polls, now]() { return gather(polls + 1, now); });
-  });
+  return timer_->afterDelay(0 * kj::NANOSECONDS).then(kj::mv(again));
 }
 
 void EventBus::flush() {

@@ -7,7 +7,9 @@
 // I/O, and then whatever each further poll of the loop (without sleeping) brings,
 // for as long as polls bring more, and until as many are pending as the last
 // group held when that one was recent (its senders, each waiting for its answer
-// as webhooks and devices do, are coming back); within a bounded wait (Limits).
+// as webhooks and devices do, are coming back), and while senders answered moments
+// ago have not sent again (countReturning: the control API tells, so that senders
+// answered by two commits rejoin one); within a bounded wait (Limits).
 // Single events from concurrent senders then share a commit instead of each
 // paying for one; a lone sender costs one empty poll. At most maxBatch events are
 // pending: reaching it commits at once, so memory stays bounded whatever a flood
@@ -52,6 +54,8 @@ class EventBus final : private kj::TaskSet::ErrorHandler {
   // Fills in id and time when empty; resolves with the committed event (seq set).
   kj::Promise<store::Event> publish(store::Event draft);
   size_t pending() const { return queue_.size(); }
+  // How many senders were answered moments ago and have not sent again (ControlApi::returningSenders).
+  void countReturning(std::function<size_t()> returning) { returning_ = std::move(returning); }
   const Stats& stats() const { return stats_; }
 
  private:
@@ -62,6 +66,7 @@ class EventBus final : private kj::TaskSet::ErrorHandler {
   // Runs when the loop is about to wait: commits now, or lets it poll once more for senders.
   kj::Promise<void> gather(unsigned polls, unsigned long long seen);
   bool keepGathering(unsigned polls, unsigned long long seen) const;
+  bool awaitingReturns() const;
   void flush();
   void taskFailed(kj::Exception&& e) override;
 
@@ -69,11 +74,13 @@ class EventBus final : private kj::TaskSet::ErrorHandler {
   Delivery deliver_;
   kj::Timer* timer_;
   Limits limits_;
+  std::function<size_t()> returning_;
   std::vector<Pending> queue_;
   unsigned long long published_ = 0;
   size_t lastBatch_ = 0;  // the size of the last group: how many senders may be coming back
   kj::TimePoint lastCommit_ = kj::origin<kj::TimePoint>(), groupStart_ = kj::origin<kj::TimePoint>();
   bool gathering_ = false;
+  kj::Maybe<kj::Own<kj::PromiseFulfiller<void>>> arrival_;  // set while a gathering sleeps
   Stats stats_;
   kj::TaskSet tasks_;  // the gathering; last, so that it is cancelled first
 };

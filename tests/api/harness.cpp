@@ -226,6 +226,7 @@ void ApiServer::loop(ControlApiLimits limits) {
     std::lock_guard<std::mutex> g(mu_);
     port_ = port;
     backend_ = &backend;
+    api_ = &api;
     stop_ = kj::mv(paf.fulfiller);
     executor_ = &kj::getCurrentThreadExecutor();
     cv_.notify_all();
@@ -234,6 +235,7 @@ void ApiServer::loop(ControlApiLimits limits) {
   std::lock_guard<std::mutex> g(mu_);
   executor_ = nullptr;
   backend_ = nullptr;
+  api_ = nullptr;
 }
 
 ApiServer::~ApiServer() {
@@ -246,6 +248,12 @@ ApiServer::~ApiServer() {
 
 void ApiServer::run(const std::function<void(FakeBackend&)>& fn) {
   executor_->executeSync([&] { fn(*backend_); });
+}
+
+size_t ApiServer::returningSenders() {
+  size_t n = 0;
+  executor_->executeSync([&] { n = api_->returningSenders(); });
+  return n;
 }
 
 std::vector<std::string> ApiServer::calls() {

@@ -80,6 +80,8 @@ class ApiServer {
   // Runs fn on the event loop's thread and waits for it.
   void run(const std::function<void(FakeBackend&)>& fn);
   std::vector<std::string> calls();
+  // ControlApi::returningSenders(), asked on the event loop's thread.
+  size_t returningSenders();
 
  private:
   void loop(ControlApiLimits limits);
@@ -89,6 +91,7 @@ class ApiServer {
   const kj::Executor* executor_ = nullptr;
   kj::Own<kj::PromiseFulfiller<void>> stop_;
   FakeBackend* backend_ = nullptr;
+  ControlApi* api_ = nullptr;
   int port_ = 0;
   std::string home_, token_;
   std::string startError_;

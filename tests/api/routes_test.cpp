@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "tests/api/harness.h"
 
@@ -43,6 +45,60 @@ TEST_CASE("publishing an event, and the backend's refusal passed on") {
   CHECK(call(s, "POST", "/v1/events", R"({"payload":1})").status == 400);  // the fake wants a topic
   auto list = call(s, "GET", "/v1/events");
   CHECK(list.j["events"].size() == 1);
+}
+
+// The event bus holds a group open for senders answered moments ago (returning_senders.h).
+TEST_CASE("a sender answered for its event counts as coming back until it sends again, closes, or its time passes") {
+  auto limits = ApiServer::testLimits();
+  limits.senderReturn = 60 * kj::SECONDS;  // no expiry in this part
+  ApiServer s(limits);
+  auto countBecomes = [&](size_t n) {
+    for (int i = 0; i < 200; ++i) {  // the count changes just after the answer is written
+      if (s.returningSenders() == n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  CHECK(s.returningSenders() == 0);
+  auto c = RawConn::tcp(s.port());
+  REQUIRE(c.send(request(s, "POST", "/v1/events", R"({"topic":"home/door","payload":1})")));
+  CHECK(parse(c.readResponse()).status == 200);
+  CHECK(countBecomes(1));
+  // Other requests, on other connections, are not senders of events.
+  CHECK(call(s, "GET", "/v1/status").status == 200);
+  CHECK(call(s, "POST", "/v1/reload").status == 200);
+  CHECK(s.returningSenders() == 1);
+  // The sender sends again (anything): it is back.
+  REQUIRE(c.send(request(s, "GET", "/v1/events")));
+  CHECK(parse(c.readResponse()).status == 200);
+  CHECK(countBecomes(0));
+  // A connection that closes leaves the count.
+  {
+    auto d = RawConn::tcp(s.port());
+    REQUIRE(d.send(request(s, "POST", "/v1/events", R"({"topic":"home/window","payload":2})")));
+    CHECK(parse(d.readResponse()).status == 200);
+    CHECK(countBecomes(1));
+  }
+  CHECK(countBecomes(0));
+  // A webhook's sender counts too.
+  auto h = RawConn::tcp(s.port());
+  REQUIRE(h.send("POST /hooks/gh HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port()) +
+                 "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"));
+  CHECK(parse(h.readResponse()).status == 202);
+  CHECK(countBecomes(1));
+}
+
+TEST_CASE("a sender that does not come back stops counting once its time has passed") {
+  auto limits = ApiServer::testLimits();
+  limits.senderReturn = 100 * kj::MILLISECONDS;
+  ApiServer s(limits);
+  auto c = RawConn::tcp(s.port());
+  REQUIRE(c.send(request(s, "POST", "/v1/events", R"({"topic":"home/door","payload":1})")));
+  CHECK(parse(c.readResponse()).status == 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  CHECK(s.returningSenders() == 0);  // the connection is still open: only the time ended it
+  REQUIRE(c.send(request(s, "GET", "/v1/events")));
+  CHECK(parse(c.readResponse()).status == 200);
 }
 
 TEST_CASE("agents: reset (with or without a session) and mode") {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -200,6 +201,92 @@ TEST_CASE("event bus: a lone sender is never held back, even after a busy spell"
   CHECK(b.bus->stats().commits == before + 1);
   CHECK(polled <= 5 + 1);
   CHECK(unacked == 0);
+}
+
+namespace {
+
+// Two cohorts of senders: A (6) committed and answered, then B (10), read while A committed, is
+// published in one turn, and A's senders come back one at a time, two polls apart. `returning`
+// plays the control API (ControlApi::returningSenders): A's senders count until each sends again.
+struct Cohorts {
+  unsigned long long commits = 0;
+  size_t largest = 0;
+  int unacked = 0;
+};
+Cohorts runCohorts(BusBench& b, bool told) {
+  size_t returning = 0;
+  b.bus->countReturning([&returning]() { return returning; });
+  Cohorts c;
+  std::vector<kj::Promise<void>> acks;
+  auto ack = [&b, &c](kj::Promise<pine::store::Event> p) {
+    return p.then([&b, &c](pine::store::Event e) {
+      if (b.committedSeq(e.id) != e.seq) ++c.unacked;
+    });
+  };
+  for (int i = 0; i < 6; ++i) acks.push_back(ack(b.bus->publish(b.draft("a/" + std::to_string(i), 1))));
+  for (auto& p : acks) p.wait(b.io.waitScope);
+  acks.clear();
+  REQUIRE(b.bus->stats().commits == 1);
+  if (told) returning = 6;  // A's six were answered and have not sent again
+  for (int i = 0; i < 10; ++i) acks.push_back(ack(b.bus->publish(b.draft("b/" + std::to_string(i), 1))));
+  struct Back {
+    static kj::Promise<void> step(BusBench& b, size_t* returning, int left, std::vector<kj::Promise<void>>* acks,
+                                  std::function<kj::Promise<void>(kj::Promise<pine::store::Event>)> ack) {
+      if (left == 0) return kj::READY_NOW;
+      return b.polls(2).then([&b, returning, left, acks, ack]() {
+        if (*returning > 0) --*returning;  // its bytes arrived
+        acks->push_back(ack(b.bus->publish(b.draft("a/back", left))));
+        return step(b, returning, left - 1, acks, ack);
+      });
+    }
+  };
+  Back::step(b, &returning, 6, &acks, ack).wait(b.io.waitScope);
+  for (auto& p : acks) p.wait(b.io.waitScope);
+  b.bus->countReturning(nullptr);
+  c.commits = b.bus->stats().commits - 1;
+  c.largest = b.bus->stats().largestBatch;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("event bus: senders answered by the last commit are waited for, so two cohorts become one commit") {
+  Cohorts merged, split;
+  {
+    BusBench b(true);
+    merged = runCohorts(b, true);
+  }
+  CHECK(merged.unacked == 0);
+  CHECK(merged.commits == 1);  // B and A's six, once all are back
+  CHECK(merged.largest == 16);
+  // The twin without being told: B (10, more than the last group's 6) commits alone, and A's
+  // senders, coming back, form groups of their own. This split is what held under load.
+  {
+    BusBench b(true);
+    split = runCohorts(b, false);
+  }
+  CHECK(split.unacked == 0);
+  CHECK(split.commits >= 2);
+  CHECK(split.largest == 10);
+}
+
+TEST_CASE("event bus: a sender that never comes back holds a group for maxWait at most") {
+  pine::EventBus::Limits l = BusBench::patient();
+  l.maxWait = 20 * kj::MILLISECONDS;
+  BusBench b(true, l);
+  b.bus->countReturning([]() { return size_t{1}; });  // always one sender said to be coming back
+  bool acked = false;
+  auto one = b.bus->publish(b.draft("single/t", 1)).then([&](pine::store::Event e) {
+    acked = b.committedSeq(e.id) == e.seq;
+  });
+  // The bound, not a speed: without it the group would wait forever.
+  bool timedOut = false;
+  one.exclusiveJoin(b.io.provider->getTimer().afterDelay(30 * kj::SECONDS).then([&]() { timedOut = true; }))
+      .wait(b.io.waitScope);
+  CHECK_FALSE(timedOut);
+  CHECK(acked);
+  CHECK(b.bus->stats().commits == 1);
+  b.bus->countReturning(nullptr);
 }
 
 TEST_CASE("event bus: at most maxBatch events wait; reaching it commits at once") {

@@ -1,0 +1,41 @@
+// A connection of the control API that reads its socket itself, and reads again only once the
+// socket has something. kj's stream reads at once when asked; after an answer, the next request
+// has not arrived yet, so every request cost one read that failed (EAGAIN) before the wait for it.
+// Here a read that returns less than it asked for (the socket is empty, FdObserver's documented
+// rule) starts the wait for the next bytes in the same call, so the next read waits first. Writes
+// and everything else go to the stream it wraps.
+#pragma once
+#include <kj/async-io.h>
+#include <kj/async-unix.h>
+#include <kj/io.h>
+
+#include <cstddef>
+
+namespace pine {
+
+class ReadyReads final : public kj::AsyncIoStream {
+ public:
+  // `inner` must have a socket (getFd()); its reads are no longer used.
+  ReadyReads(kj::Own<kj::AsyncIoStream> inner, kj::UnixEventPort& port);
+
+  kj::Promise<size_t> tryRead(void* buffer, size_t minBytes, size_t maxBytes) override;
+  kj::Maybe<uint64_t> tryGetLength() override { return nullptr; }
+  kj::Promise<void> write(const void* buffer, size_t size) override { return inner_->write(buffer, size); }
+  kj::Promise<void> write(kj::ArrayPtr<const kj::ArrayPtr<const kj::byte>> pieces) override {
+    return inner_->write(pieces);
+  }
+  kj::Promise<void> whenWriteDisconnected() override { return inner_->whenWriteDisconnected(); }
+  void shutdownWrite() override { inner_->shutdownWrite(); }
+  kj::Maybe<int> getFd() const override { return inner_->getFd(); }
+
+ private:
+  kj::Promise<size_t> readSome(kj::byte* buffer, size_t minBytes, size_t maxBytes, size_t got);
+
+  kj::Own<kj::AsyncIoStream> inner_;
+  int fd_;
+  kj::AutoCloseFd watched_;  // a second descriptor of the socket: kj's stream watches the first
+  kj::UnixEventPort::FdObserver observer_;
+  kj::Maybe<kj::Promise<void>> ready_;  // armed when the socket was found empty
+};
+
+}  // namespace pine
