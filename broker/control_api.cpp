@@ -207,6 +207,8 @@ class ControlApi::ConnectionService final : public kj::HttpService {
   }
   kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url, const kj::HttpHeaders& headers,
                             kj::AsyncInputStream& body, Response& response) override {
+    // Its next request, which may have come with the last one (pipelined): it is back.
+    if (sender_ != nullptr) endpoint_.api_.returning_.cameBack(*sender_);
     return endpoint_.api_.handle(endpoint_, sender_, method, url, headers, body, response);
   }
 
