@@ -3,6 +3,7 @@
 // or waited for when the socket still holds bytes.
 #include <doctest/doctest.h>
 #include <kj/async-io.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,7 +19,11 @@ struct SocketPair {
   kj::Own<pine::ReadyReads> stream;
   SocketPair() {
     int fds[2];
-    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);  // portable: flags set below, as on macOS
+    for (int fd : fds) {
+      REQUIRE(fcntl(fd, F_SETFD, FD_CLOEXEC) == 0);
+      REQUIRE(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0);
+    }
     peer = fds[1];
     auto inner = io.lowLevelProvider->wrapSocketFd(fds[0], kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP |
                                                                kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC |
