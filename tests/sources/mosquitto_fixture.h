@@ -44,6 +44,7 @@ class Mosquitto {
   void start();  // again, on the same ports
   int port() const { return port_; }
   int tlsPort() const { return tlsPort_; }
+  pid_t pid() const { return pid_; }  // -1 while stopped
   std::string url() const { return "mqtt://127.0.0.1:" + std::to_string(port_); }
   std::string tlsUrl(const std::string& host = "127.0.0.1") const {
     return "mqtts://" + host + ":" + std::to_string(tlsPort_);
