@@ -124,23 +124,21 @@ kj::Promise<store::Event> EventBus::publish(store::Event draft) {
   return kj::mv(paf.promise);
 }
 
-bool EventBus::keepGathering(unsigned polls, unsigned long long seen) const {
-  if (!timer_ || queue_.empty()) return false;
-  if (polls >= limits_.maxPolls || timer_->now() - groupStart_ >= limits_.maxWait) return false;
+EventBus::Gather EventBus::nextStep(unsigned polls, unsigned long long seen) const {
+  if (!timer_ || queue_.empty()) return Gather::Commit;
+  if (polls >= limits_.maxPolls || timer_->now() - groupStart_ >= limits_.maxWait) return Gather::Commit;
   // Look once more after the first look, and again while looking brings more: senders are arriving.
-  if (polls == 0 || published_ > seen) return true;
+  if (polls == 0 || published_ > seen) return Gather::Poll;
   // The last group's senders, answered just before this group began, are coming back.
-  if (queue_.size() < lastBatch_ && groupStart_ - lastCommit_ <= limits_.maxWait) return true;
-  return awaitingReturns();
-}
-
-bool EventBus::awaitingReturns() const {
+  if (queue_.size() < lastBatch_ && groupStart_ - lastCommit_ <= limits_.maxWait) return Gather::Poll;
   // Senders answered moments ago (by the last commit or the one before) are sending again.
-  return returning_ && returning_() > 0;
+  if (returning_ && returning_() > 0) return Gather::AwaitReturns;
+  return Gather::Commit;
 }
 
 kj::Promise<void> EventBus::gather(unsigned polls, unsigned long long seen) {
-  if (!keepGathering(polls, seen)) {
+  auto step = nextStep(polls, seen);
+  if (step == Gather::Commit) {
     gathering_ = false;
     flush();
     return kj::READY_NOW;
@@ -148,7 +146,7 @@ kj::Promise<void> EventBus::gather(unsigned polls, unsigned long long seen) {
   auto again = [this, polls, now = published_]() {
     return kj::evalLast([this, polls, now]() { return gather(polls + 1, now); });
   };
-  if (polls > 0 && published_ == seen && !(queue_.size() < lastBatch_) && awaitingReturns()) {
+  if (step == Gather::AwaitReturns) {
     // Only waiting for senders that were answered to send again: sleep until one publishes or the
     // group's time is up, rather than poll; polling would take the CPU they need to come back.
     auto paf = kj::newPromiseAndFulfiller<void>();

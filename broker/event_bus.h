@@ -65,8 +65,9 @@ class EventBus final : private kj::TaskSet::ErrorHandler {
   };
   // Runs when the loop is about to wait: commits now, or lets it poll once more for senders.
   kj::Promise<void> gather(unsigned polls, unsigned long long seen);
-  bool keepGathering(unsigned polls, unsigned long long seen) const;
-  bool awaitingReturns() const;
+  // Whether the group waits on, and for what: arrivals (polled) or only answered senders (slept on).
+  enum class Gather { Commit, Poll, AwaitReturns };
+  Gather nextStep(unsigned polls, unsigned long long seen) const;
   void flush();
   void taskFailed(kj::Exception&& e) override;
 

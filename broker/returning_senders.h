@@ -8,11 +8,11 @@
 // it closes, or `within` has passed (a sender that keeps its connection open and sends a minute
 // later delays nobody for longer than that).
 #pragma once
+#include <kj/list.h>
 #include <kj/time.h>
 #include <kj/timer.h>
 
 #include <cstddef>
-#include <list>
 
 namespace pine {
 
@@ -30,8 +30,7 @@ class ReturningSenders {
     friend class ReturningSenders;
     ReturningSenders& all_;
     kj::TimePoint answeredAt_ = kj::origin<kj::TimePoint>();
-    bool listed_ = false;
-    std::list<Sender*>::iterator at_;
+    kj::ListLink<Sender> link_;  // in the list itself: an answer allocates nothing
   };
 
   ReturningSenders(const kj::Timer& timer, kj::Duration within) : timer_(timer), within_(within) {}
@@ -48,7 +47,7 @@ class ReturningSenders {
  private:
   const kj::Timer& timer_;
   kj::Duration within_;
-  std::list<Sender*> waiting_;  // in the order they were answered: the oldest first
+  kj::List<Sender, &Sender::link_> waiting_;  // in the order they were answered: the oldest first
 };
 
 }  // namespace pine
