@@ -172,6 +172,9 @@ int main(int argc, char** argv) try {
       trivialRate = (double)r.ok / secs(t0, Clock::now());
       if (r.failed) throw std::runtime_error("the trivial server failed " + std::to_string(r.failed) + " requests");
     }
+    // The store alone at the size of group these senders allow (one event each in flight, so at most
+    // 16 a commit): what SQLite itself gives at that size, against the same floor.
+    double groupCpu = 0, groupFloor = rawSqliteRate(dir.path(), singles, senders, &groupCpu, "raw-groups.db");
     double b0 = processCpu(broker), self0 = processCpu(getpid());
     auto s0 = Clock::now();
     SendResult sent = sendEach(home + "/pine.sock", pine::bench::homeToken(home), "/v1/events", senders, singles, body);
@@ -184,6 +187,8 @@ int main(int argc, char** argv) try {
     printf("single events: %d over %d connections, one event a request, each waiting for its answer; "
            "%ld delivered, %ld failed%s\n",
            singles, senders, sse1.count.load(), bad, sse1.overflowed ? ", THE LISTENER OVERFLOWED" : "");
+    printf("  raw SQLite inserts, commits of %d (the most these senders can have in one)   %8.0f events/s   %.3f\n",
+           senders, groupFloor, groupFloor / floor);
     printf("  pine: HTTP publish -> store (acknowledged)   %8.0f events/s   %.3f   (target >= 0.4)\n", singleRate,
            singleRate / floor);
     printf("  the client alone, against a server that answers at once   %8.0f events/s   %.3f\n", trivialRate,

@@ -45,8 +45,9 @@ inline std::string eventId(long long ms, unsigned n) {
 
 // The floor: the store's events table as broker/store/migrations.cpp creates it (same columns, CHECK and
 // indexes), the store's pragmas, one prepared insert, BEGIN IMMEDIATE .. COMMIT per batch.
-inline double rawSqliteRate(const std::string& dir, int total, int batch, double* cpuSecs) {
-  std::string path = dir + "/raw.db";
+inline double rawSqliteRate(const std::string& dir, int total, int batch, double* cpuSecs,
+                            const std::string& file = "raw.db") {
+  std::string path = dir + "/" + file;
   sqlite3* db = nullptr;
   if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) throw std::runtime_error("floor: cannot open " + path);
   check(db,
