@@ -143,10 +143,10 @@ class ControlApi::Endpoint final {
 // a chunk size past 64 bits around to a small one; here a head over the limits is answered (431,
 // 414, 400) as soon as it goes over, before it is buffered or the token is looked at, and a bad
 // chunk size fails the body's read (the route answers 400). Nothing after a refusal is passed on.
-class ControlApi::LimitedConnection final : public kj::AsyncIoStream {
+class ControlApi::LimitedConnection final : public ForwardingStream {
  public:
   LimitedConnection(kj::Own<kj::AsyncIoStream> inner, const HttpHeadLimits& limits, ReturningSenders& returning)
-      : inner_(kj::mv(inner)), framing_(limits), returning_(returning), sender(returning) {}
+      : ForwardingStream(kj::mv(inner)), framing_(limits), returning_(returning), sender(returning) {}
 
   kj::Promise<size_t> tryRead(void* buffer, size_t minBytes, size_t maxBytes) override {
     if (framing_.refusal()) return refused();
@@ -159,16 +159,8 @@ class ControlApi::LimitedConnection final : public kj::AsyncIoStream {
       return passed;
     });
   }
-  kj::Maybe<uint64_t> tryGetLength() override { return nullptr; }
-  kj::Promise<void> write(const void* buffer, size_t size) override { return inner_->write(buffer, size); }
-  kj::Promise<void> write(kj::ArrayPtr<const kj::ArrayPtr<const kj::byte>> pieces) override {
-    return inner_->write(pieces);
-  }
-  kj::Promise<void> whenWriteDisconnected() override { return inner_->whenWriteDisconnected(); }
-  void shutdownWrite() override { inner_->shutdownWrite(); }
 
  private:
-  kj::Own<kj::AsyncIoStream> inner_;
   RequestFraming framing_;
   ReturningSenders& returning_;
   bool answered_ = false;

@@ -24,7 +24,7 @@ int dupOf(int fd) {
 }  // namespace
 
 ReadyReads::ReadyReads(kj::Own<kj::AsyncIoStream> inner, kj::UnixEventPort& port)
-    : inner_(kj::mv(inner)),
+    : ForwardingStream(kj::mv(inner)),
       fd_(socketOf(*inner_)),
       watched_(dupOf(fd_)),
       observer_(port, watched_.get(), kj::UnixEventPort::FdObserver::OBSERVE_READ) {}

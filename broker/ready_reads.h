@@ -11,27 +11,20 @@
 
 #include <cstddef>
 
+#include "broker/forwarding_stream.h"
+
 namespace pine {
 
-class ReadyReads final : public kj::AsyncIoStream {
+class ReadyReads final : public ForwardingStream {
  public:
   // `inner` must have a socket (getFd()); its reads are no longer used.
   ReadyReads(kj::Own<kj::AsyncIoStream> inner, kj::UnixEventPort& port);
 
   kj::Promise<size_t> tryRead(void* buffer, size_t minBytes, size_t maxBytes) override;
-  kj::Maybe<uint64_t> tryGetLength() override { return nullptr; }
-  kj::Promise<void> write(const void* buffer, size_t size) override { return inner_->write(buffer, size); }
-  kj::Promise<void> write(kj::ArrayPtr<const kj::ArrayPtr<const kj::byte>> pieces) override {
-    return inner_->write(pieces);
-  }
-  kj::Promise<void> whenWriteDisconnected() override { return inner_->whenWriteDisconnected(); }
-  void shutdownWrite() override { inner_->shutdownWrite(); }
-  kj::Maybe<int> getFd() const override { return inner_->getFd(); }
 
  private:
   kj::Promise<size_t> readSome(kj::byte* buffer, size_t minBytes, size_t maxBytes, size_t got);
 
-  kj::Own<kj::AsyncIoStream> inner_;
   int fd_;
   kj::AutoCloseFd watched_;  // a second descriptor of the socket: kj's stream watches the first
   kj::UnixEventPort::FdObserver observer_;
