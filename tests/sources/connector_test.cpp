@@ -2,9 +2,17 @@
 // one refused with its reason, a secret missing from .env named, a server certificate the
 // source does not trust refused and its own CA accepted, and the publish list enforced by the
 // connector itself when the broker is bypassed; the backoff's waits; a connector that dies
-// started again.
+// started again; messages a TLS server packs into one record all read, past a full batch.
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <openssl/ssl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
 
 #include "common/rpc_link.h"
 #include "mqtt/session.h"
@@ -54,7 +62,141 @@ struct Secured {
   }
 };
 
+// An MQTT server over TLS that writes several packets in one TLS record, as servers that
+// gather their writes do (mosquitto writes one record a packet). To its first client: a CONNACK,
+// then, once it subscribed, one record holding the SUBACK and `count` QoS 0 messages on b/<i>
+// with the payload <i>; then nothing more (the client's keepalive is a minute away).
+class OneRecordServer {
+ public:
+  explicit OneRecordServer(int count) : count_(count) {
+    char tmpl[] = "/tmp/pine-one-record-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    makeCertificates(dir_);
+    ctx_ = SSL_CTX_new(TLS_server_method());
+    REQUIRE(SSL_CTX_use_certificate_file(ctx_, (dir_ + "/server.crt").c_str(), SSL_FILETYPE_PEM) == 1);
+    REQUIRE(SSL_CTX_use_PrivateKey_file(ctx_, (dir_ + "/server.key").c_str(), SSL_FILETYPE_PEM) == 1);
+    listen_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    REQUIRE(::bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(listen_, 4) == 0);
+    ::getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~OneRecordServer() {
+    ::shutdown(listen_, SHUT_RDWR);  // ends a wait for the client, if it never came
+    thread_.join();
+    ::close(listen_);
+    SSL_CTX_free(ctx_);
+    std::filesystem::remove_all(dir_);
+  }
+  std::string url() const { return "mqtts://127.0.0.1:" + std::to_string(port_); }
+  std::string caFile() const { return dir_ + "/ca.crt"; }
+  bool recordSent() const { return sent_; }  // as one record
+
+ private:
+  static void appendLength(std::string& out, size_t n) {
+    do {
+      unsigned char b = n % 128;
+      n /= 128;
+      out += static_cast<char>(n ? b | 0x80 : b);
+    } while (n);
+  }
+  // One packet: its type byte and its body (the remaining length is read and skipped over).
+  static bool readPacket(SSL* ssl, unsigned char& type, std::string& body) {
+    if (SSL_read(ssl, &type, 1) != 1) return false;
+    size_t length = 0;
+    for (int shift = 0;; shift += 7) {
+      unsigned char b;
+      if (SSL_read(ssl, &b, 1) != 1) return false;
+      length |= static_cast<size_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) break;
+    }
+    body.resize(length);
+    for (size_t got = 0; got < length;) {
+      int n = SSL_read(ssl, body.data() + got, static_cast<int>(length - got));
+      if (n <= 0) return false;
+      got += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  void serve() {
+    pollfd p{listen_, POLLIN, 0};
+    if (::poll(&p, 1, 20000) != 1) return;
+    int fd = ::accept(listen_, nullptr, nullptr);
+    if (fd < 0) return;
+    SSL* ssl = SSL_new(ctx_);
+    SSL_set_fd(ssl, fd);
+    unsigned char type = 0;
+    std::string body;
+    if (SSL_accept(ssl) == 1 && readPacket(ssl, type, body) && type == 0x10) {
+      SSL_write(ssl, "\x20\x02\x00\x00", 4);  // CONNACK: accepted
+      while (readPacket(ssl, type, body) && (type & 0xf0) != 0x80) {
+      }
+      if ((type & 0xf0) == 0x80 && body.size() >= 2) {
+        std::string record = "\x90\x03";  // SUBACK for its packet id, QoS 1 granted
+        record += body.substr(0, 2);
+        record += '\x01';
+        for (int i = 0; i < count_; ++i) {
+          std::string topic = "b/" + std::to_string(i), payload = std::to_string(i);
+          record += '\x30';  // PUBLISH, QoS 0
+          appendLength(record, 2 + topic.size() + payload.size());
+          record += static_cast<char>(topic.size() >> 8);
+          record += static_cast<char>(topic.size() & 0xff);
+          record += topic + payload;
+        }
+        // One write of at most 16 KiB is one TLS record.
+        sent_ = record.size() <= 16384 &&
+                SSL_write(ssl, record.data(), static_cast<int>(record.size())) == static_cast<int>(record.size());
+        while (readPacket(ssl, type, body)) {  // until the client goes
+        }
+      }
+    }
+    SSL_free(ssl);
+    ::close(fd);
+  }
+
+  int count_;
+  std::string dir_;
+  SSL_CTX* ctx_ = nullptr;
+  int listen_ = -1, port_ = 0;
+  std::atomic<bool> sent_{false};
+  std::thread thread_;
+};
+
+// The drafts on b/0 .. b/<count-1>, each once and in order.
+bool allInOrder(const std::vector<pine::sources::Draft>& drafts, int count) {
+  if (static_cast<int>(drafts.size()) != count) return false;
+  for (int i = 0; i < count; ++i)
+    if (drafts[i].topic != "b/" + std::to_string(i) || drafts[i].payload != std::to_string(i)) return false;
+  return true;
+}
+
 }  // namespace
+
+TEST_CASE("connector: messages a TLS server packs into one record all arrive, after a SUBACK and past a full batch") {
+  // 3: the SUBACK (no message) comes first in the record; 1200: more than one batch (1000) of it.
+  for (int count : {3, 1200}) {
+    CAPTURE(count);
+    OneRecordServer server(count);
+    Loop loop;
+    Connectors conns;
+    SourceManager manager(loop.io, loop.sink(), conns.opener(loop.io), fast());
+    auto source = mqttSource("gathered", server.url(), {"b/#"});
+    source.caFile = server.caFile();
+    manager.update({source});
+    // Nothing else comes from the server, so the socket is not readable again: what OpenSSL holds
+    // must be read now (libmosquitto's read goes on while OpenSSL holds more), or it would wait a
+    // minute, for the answer to the keepalive's ping.
+    CHECK(loop.until([&] { return static_cast<int>(loop.drafts.size()) >= count; }, 10s));
+    CHECK(server.recordSent());
+    CHECK(allInOrder(loop.drafts, count));
+    manager.update({});
+  }
+}
 
 TEST_CASE("connector: the login from .env is accepted; the broker never held it") {
   LogCapture log;

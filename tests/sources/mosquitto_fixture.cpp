@@ -68,7 +68,8 @@ void runOrThrow(const std::vector<std::string>& argv) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("failed: " + argv[0] + " " + argv[1]);
 }
 
-// A CA, a server certificate it signed for 127.0.0.1 and localhost, and a second CA that signed nothing.
+}  // namespace
+
 void makeCertificates(const std::string& d) {
   const std::string openssl = "/usr/bin/openssl";
   for (const char* ca : {"ca", "other-ca"})
@@ -81,8 +82,6 @@ void makeCertificates(const std::string& d) {
   runOrThrow({openssl, "x509", "-req", "-in", d + "/server.csr", "-CA", d + "/ca.crt", "-CAkey", d + "/ca.key",
               "-CAcreateserial", "-out", d + "/server.crt", "-days", "2", "-extfile", d + "/san.ext"});
 }
-
-}  // namespace
 
 Mosquitto::Mosquitto(MosquittoOptions options) : options_(std::move(options)) {
   mosquitto_lib_init();

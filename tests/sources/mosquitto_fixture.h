@@ -27,6 +27,10 @@ namespace sources_test {
 
 using pine::test::LogCapture;
 
+// In `dir`: ca.crt/ca.key, server.crt/server.key signed by it for 127.0.0.1 and localhost, and
+// other-ca.crt/other-ca.key, a second CA that signed nothing.
+void makeCertificates(const std::string& dir);
+
 struct MosquittoOptions {
   std::string user, password;  // both set: allow_anonymous false and a password file with this login
   bool tls = false;            // also a TLS listener (tlsPort()), its certificate signed by caFile()
