@@ -146,7 +146,9 @@ class ControlApi::Endpoint final {
 class ControlApi::LimitedConnection final : public ForwardingStream {
  public:
   LimitedConnection(kj::Own<kj::AsyncIoStream> inner, const HttpHeadLimits& limits, ReturningSenders& returning)
-      : ForwardingStream(kj::mv(inner)), framing_(limits), returning_(returning), sender(returning) {}
+      : ForwardingStream(kj::mv(inner)), sender(returning), framing_(limits), returning_(returning) {}
+
+  ReturningSenders::Sender sender;  // this connection, while its answered event's sender may come back
 
   kj::Promise<size_t> tryRead(void* buffer, size_t minBytes, size_t maxBytes) override {
     if (framing_.refusal()) return refused();
@@ -165,10 +167,6 @@ class ControlApi::LimitedConnection final : public ForwardingStream {
   ReturningSenders& returning_;
   bool answered_ = false;
 
- public:
-  ReturningSenders::Sender sender;  // this connection, while its answered event's sender may come back
-
- private:
   kj::Promise<size_t> refused() {
     const FramingRefusal& r = *framing_.refusal();
     // In a body: the route reading it answers, with this as the reason.
@@ -187,7 +185,6 @@ class ControlApi::LimitedConnection final : public ForwardingStream {
       return KJ_EXCEPTION(DISCONNECTED, "request head refused");
     });
   }
-
 };
 
 // Serves one connection's requests: knows the connection, to tell when its sender was answered.

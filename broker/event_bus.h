@@ -63,7 +63,8 @@ class EventBus final : private kj::TaskSet::ErrorHandler {
     store::Event event;
     kj::Own<kj::PromiseFulfiller<store::Event>> fulfiller;
   };
-  // Runs when the loop is about to wait: commits now, or lets it poll once more for senders.
+  // Runs when the loop is about to wait: commits now, lets it poll once more for senders, or
+  // sleeps until an answered sender publishes again (at most until the group's time is up).
   kj::Promise<void> gather(unsigned polls, unsigned long long seen);
   // Whether the group waits on, and for what: arrivals (polled) or only answered senders (slept on).
   enum class Gather { Commit, Poll, AwaitReturns };
