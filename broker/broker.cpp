@@ -73,6 +73,7 @@ Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId, std::strin
   loadConfig();
   if (!config_) throw std::runtime_error("the configuration in " + home_.root + " does not load: run pinectl check");
   store_ = store::Store::open(home_.data() + "/pine.db");
+  store_->checkpointInBackground();  // no commit (an acknowledged event) waits for a checkpoint
   auto& timer = io_.provider->getTimer();
   auto submitRun = [this](RunRequest r) { return queue_->submit(std::move(r)); };
   mcp_ = std::make_unique<McpServers>(timer, *store_, [this](const std::string& agent, const std::string& server) {

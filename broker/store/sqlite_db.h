@@ -58,6 +58,7 @@ class Db {
   Db& operator=(const Db&) = delete;
 
   const std::string& path() const { return path_; }
+  sqlite3* handle() const { return db_; }
   Stmt prepare(const char* sql, const char* what);  // cached by text
   void exec(const std::string& sql, const char* what);  // uncached, may hold several statements
   long long pragmaInt(const char* name);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "broker/store/background_checkpoints.h"
 #include "broker/store/migrations.h"
 #include "broker/store/sqlite_db.h"
 
@@ -83,6 +84,16 @@ std::unique_ptr<Store> Store::open(const std::string& path) {
 }
 
 const std::string& Store::path() const { return db_->path(); }
+
+void Store::checkpointInBackground(CheckpointLimits limits) {
+  if (limits.pages < 1 || limits.restartPages < limits.pages)
+    throw StoreError("checkpoint limits: pages must be at least 1 and restartPages at least pages");
+  checkpoints_.reset();
+  checkpoints_ = std::make_unique<detail::BackgroundCheckpoints>(*db_, limits);
+}
+
+unsigned long long Store::backgroundCheckpoints() const { return checkpoints_ ? checkpoints_->threadRuns() : 0; }
+unsigned long long Store::restartCheckpoints() const { return checkpoints_ ? checkpoints_->writerRuns() : 0; }
 int Store::schemaVersion() const { return int(db_->pragmaInt("user_version")); }
 int Store::latestSchemaVersion() { return detail::latestVersion(); }
 

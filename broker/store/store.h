@@ -1,6 +1,7 @@
 // pine-broker's durable store: one SQLite database, <home>/data/pine.db.
-// Single-threaded (the broker's event loop), synchronous; every call returns after its
-// transaction committed, so what it acknowledges survives a crash of the process.
+// Called from one thread (the broker's event loop), synchronous; every call returns after its
+// transaction committed, so what it acknowledges survives a crash of the process. Only the WAL's
+// checkpoints may run on a thread of the store's own (checkpointInBackground).
 #pragma once
 #include <functional>
 #include <map>
@@ -16,7 +17,14 @@ namespace pine::store {
 
 namespace detail {
 class Db;
+class BackgroundCheckpoints;
 }
+
+// When the WAL is checkpointed in the background (Store::checkpointInBackground).
+struct CheckpointLimits {
+  int pages = 1000;         // new frames in the WAL that ask for a checkpoint (SQLite's default)
+  int restartPages = 4000;  // frames after which the writer copies the rest itself, so the WAL restarts
+};
 
 class Store {
  public:
@@ -28,6 +36,13 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   const std::string& path() const;
+  // From now on the WAL is checkpointed on a thread of the store's own, with its own connection,
+  // so that no commit waits for a checkpoint's copying and syncing (background_checkpoints.h).
+  // The broker's store does this; by default a commit checkpoints as SQLite does.
+  void checkpointInBackground(CheckpointLimits limits = {});
+  // Checkpoints run by that thread so far, and by commits to restart the WAL (for the tests).
+  unsigned long long backgroundCheckpoints() const;
+  unsigned long long restartCheckpoints() const;
   int schemaVersion() const;
   static int latestSchemaVersion();
 
@@ -215,6 +230,7 @@ class Store {
  private:
   explicit Store(std::unique_ptr<detail::Db> db);
   std::unique_ptr<detail::Db> db_;
+  std::unique_ptr<detail::BackgroundCheckpoints> checkpoints_;  // after db_: stops before it closes
 };
 
 }  // namespace pine::store

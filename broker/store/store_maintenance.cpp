@@ -1,4 +1,7 @@
 // Retention and secret removal: the two ways stored text leaves the database.
+#include <optional>
+
+#include "broker/store/background_checkpoints.h"
 #include "broker/store/json_text.h"
 #include "broker/store/sqlite_db.h"
 #include "broker/store/store.h"
@@ -86,6 +89,9 @@ long long Store::rewriteText(const std::function<std::string(const std::string&)
   if (changed > 0) {
     // The old pages are still in the WAL until a checkpoint: copy them home and cut the WAL
     // to zero bytes, so the secret is in neither file.
+    // Not beside a background checkpoint, which would make this one give up (SQLITE_BUSY).
+    std::optional<detail::BackgroundCheckpoints::Pause> pause;
+    if (checkpoints_) pause.emplace(*checkpoints_);
     auto st = db_->prepare("PRAGMA wal_checkpoint(TRUNCATE)", "checkpointing after a rewrite");
     st.run();
   }
