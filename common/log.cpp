@@ -74,13 +74,38 @@ long long nowMs() {
 }
 
 std::string isoTime(long long unixMs) {
-  time_t secs = (time_t)(unixMs / 1000);
+  // Digits written by hand: this runs for every event answered and fed (strftime was about 2 %
+  // of the broker's time under single events).
+  long long ms = unixMs % 1000, s = unixMs / 1000;
+  if (ms < 0) ms += 1000, s -= 1;  // before 1970: the second below, and its milliseconds
+  time_t secs = (time_t)s;
   struct tm tm;
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf + n, sizeof buf - n, ".%03lldZ", unixMs % 1000);
-  return buf;
+  if (!gmtime_r(&secs, &tm)) return "invalid time";
+  if (tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999) {  // more than four digits: strftime's way
+    char wide[64];
+    size_t n = strftime(wide, sizeof wide, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(wide + n, sizeof wide - n, ".%03lldZ", ms);
+    return wide;
+  }
+  char buf[24];
+  auto put = [&buf](int at, int value, int digits) {
+    for (int i = at + digits - 1; i >= at; --i, value /= 10) buf[i] = char('0' + value % 10);
+  };
+  put(0, tm.tm_year + 1900, 4);
+  buf[4] = '-';
+  put(5, tm.tm_mon + 1, 2);
+  buf[7] = '-';
+  put(8, tm.tm_mday, 2);
+  buf[10] = 'T';
+  put(11, tm.tm_hour, 2);
+  buf[13] = ':';
+  put(14, tm.tm_min, 2);
+  buf[16] = ':';
+  put(17, tm.tm_sec, 2);
+  buf[19] = '.';
+  put(20, int(ms), 3);
+  buf[23] = 'Z';
+  return std::string(buf, sizeof buf);
 }
 
 void setupLogging(const std::string& role, const std::string& file, bool alsoStderr) {

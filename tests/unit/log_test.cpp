@@ -50,6 +50,10 @@ TEST_CASE("every audit line is one valid JSON object, whatever the fields hold, 
 TEST_CASE("isoTime prints UTC with milliseconds") {
   CHECK(pine::isoTime(0) == "1970-01-01T00:00:00.000Z");
   CHECK(pine::isoTime(1796018719988LL) == "2026-11-30T06:05:19.988Z");
+  CHECK(pine::isoTime(951782400007LL) == "2000-02-29T00:00:00.007Z");  // a leap day
+  CHECK(pine::isoTime(253402300799999LL) == "9999-12-31T23:59:59.999Z");
+  CHECK(pine::isoTime(-1) == "1969-12-31T23:59:59.999Z");
+  CHECK(pine::isoTime(253402300800000LL) == "10000-01-01T00:00:00.000Z");
 }
 
 TEST_CASE("every log and audit line passes the filter: a known secret and a patterned one never reach the file") {
