@@ -1,5 +1,7 @@
 #include "broker/store/background_checkpoints.h"
 
+#include <algorithm>
+
 #include "broker/store/sqlite_db.h"
 
 namespace pine::store::detail {
@@ -29,12 +31,14 @@ int BackgroundCheckpoints::walHook(void* self, sqlite3* db, const char* name, in
 
 void BackgroundCheckpoints::onCommit(sqlite3* db, const char* name, int frames) {
   std::unique_lock<std::mutex> lock(m_);
-  if (frames < copiedUpTo_) copiedUpTo_ = 0;  // the WAL restarted
+  if (frames < copiedUpTo_ || frames < askedAt_) copiedUpTo_ = askedAt_ = 0;  // the WAL restarted
   if (busy_ || paused_ > 0) return;
-  if (frames >= limits_.restartPages) {
+  if (frames >= limits_.restartPages &&
+      (frames - copiedUpTo_ < limits_.pages || frames >= 2 * (long long)limits_.restartPages)) {
     // The thread is idle and copied all but the last few commits: copy those here, so that every
     // frame is home and the next commit starts the WAL again. A passive checkpoint: it waits for
-    // nobody; the thread waits for it.
+    // nobody; the thread waits for it. More than a few left: the thread's turn first (below),
+    // unless it cannot keep up and the WAL is twice as long as it should be.
     busy_ = true;
     lock.unlock();
     int copied = 0;
@@ -47,8 +51,10 @@ void BackgroundCheckpoints::onCommit(sqlite3* db, const char* name, int frames) 
     cv_.notify_all();
     return;
   }
-  if (frames - copiedUpTo_ >= limits_.pages && !wanted_) {
+  // Each `pages` new frames, also while a reader's old snapshot keeps a checkpoint from copying all.
+  if (frames - std::max(copiedUpTo_, askedAt_) >= limits_.pages && !wanted_) {
     wanted_ = true;
+    askedAt_ = frames;
     lock.unlock();
     cv_.notify_all();
   }

@@ -9,9 +9,11 @@
 // for a passive checkpoint each `pages` new frames; a passive checkpoint never takes the write
 // lock, so commits go on meanwhile. The WAL starts again from its beginning only after a
 // checkpoint copied every frame, which a checkpoint running beside a steady stream of commits
-// never does: once the WAL holds `restartPages`, the hook copies the remainder itself (what
-// came since the thread's last checkpoint), when the thread is idle, and the next commit
-// restarts the WAL. Failures are left to the next checkpoint, as SQLite's own automatic one does.
+// never does: once the WAL holds `restartPages` and the thread, idle, left fewer than `pages`
+// frames to copy (the commits made while it copied), the hook copies those itself and the next
+// commit restarts the WAL; at twice `restartPages` (a thread that cannot keep up) it copies
+// whatever is left. Failures are left to the next checkpoint, as SQLite's own automatic
+// one does.
 #pragma once
 #include <sqlite3.h>
 
@@ -67,6 +69,7 @@ class BackgroundCheckpoints {
   bool wanted_ = false, busy_ = false, stopping_ = false;
   int paused_ = 0;
   int copiedUpTo_ = 0;  // the WAL frame the last checkpoint reached (0 after a restart)
+  int askedAt_ = 0;     // the WAL's length when the thread was last asked (0 after a restart)
   std::atomic<unsigned long long> threadRuns_{0}, writerRuns_{0};
   std::thread thread_;  // last: started once everything above is ready
 };
