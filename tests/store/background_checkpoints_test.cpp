@@ -88,7 +88,7 @@ TEST_CASE("background checkpoints: under a steady load the WAL still starts agai
 TEST_CASE("background checkpoints: a checkpoint that cannot finish holds up no commit") {
   TempDir dir;
   auto s = Store::open(dir.db());
-  s->checkpointInBackground({50, 200});
+  s->checkpointInBackground({500, 2000});
   commitGroups(*s, 0, 1);
   uint32_t before = 0;
   {
@@ -99,9 +99,12 @@ TEST_CASE("background checkpoints: a checkpoint that cannot finish holds up no c
     REQUIRE(reader.text("SELECT count(*) FROM events") == "16");
     commitGroups(*s, 1, 1);
     before = walRestarts(dir.db());
+    auto runs = s->backgroundCheckpoints();
     commitGroups(*s, 2, 99);
     CHECK(allEvents(*s).size() == 101 * 16);
     CHECK(walRestarts(dir.db()) == before);
+    // Asked each 500 new frames (about 1,800 in all), not after each of the 99 commits.
+    CHECK(s->backgroundCheckpoints() - runs <= 1800 / 500 + 2);
     CHECK(reader.text("SELECT count(*) FROM events") == "16");
     reader.exec("COMMIT");
   }
