@@ -274,6 +274,9 @@ bool RequestFraming::endOfRequestLine() {
   std::string version = line_.substr(versionAt);
   if (version != "HTTP/1.1" && version != "HTTP/1.0")
     return refuse(400, "the request line must end in HTTP/1.1 (or HTTP/1.0)", false);
+  // Heads are taken as they are served; more read ahead than this is not served one by one.
+  if (versions_.size() >= 4096) return refuse(400, "too many requests sent ahead of their answers", false);
+  versions_.push_back(version == "HTTP/1.0");
   line_.clear();
   spaces_ = 0;
   state_ = State::HeaderLine;

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 
@@ -89,6 +90,14 @@ class RequestFraming {
   size_t heads() const { return heads_; }                // complete request heads so far
   bool betweenRequests() const { return state_ == State::RequestLine && line_.empty() && !cr_; }
   size_t buffered() const { return line_.size(); }       // kept meanwhile: one line, within the limits
+  // Whether the oldest request line not yet taken said HTTP/1.0 (kj-http does not tell the
+  // version): taken once per request, in order, by whoever serves them.
+  bool takeHttp10() {
+    if (versions_.empty()) return false;
+    bool v = versions_.front();
+    versions_.pop_front();
+    return v;
+  }
 
  private:
   enum class State { RequestLine, HeaderLine, FixedBody, ChunkSize, ChunkData, ChunkDataEnd, LastChunkEnd, Closed };
@@ -112,6 +121,7 @@ class RequestFraming {
   uint64_t remaining_ = 0;  // of a fixed body or a chunk's data
   uint64_t chunkSize_ = 0;
   int chunkDigits_ = 0;     // significant hex digits so far
+  std::deque<bool> versions_;  // per request line read and not yet taken: HTTP/1.0
 };
 
 // Keys of /v1/state/{key}: [A-Za-z0-9_.:-], 1 to 128 bytes, not starting with '.' or '-'.

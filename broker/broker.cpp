@@ -122,7 +122,8 @@ Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId, std::strin
         return facts;
       },
       [this](const store::SubscriptionRow& row) { router_->addSubscription(row); },
-      [this](const std::string& id) { return router_->removeSubscription(id); }, mcp_.get()});
+      [this](const std::string& id) { return router_->removeSubscription(id); }, mcp_.get(),
+      [this](const std::string& task) { return runner_->settled(task); }});
   telegram_ = std::make_unique<telegram::Channels>(telegram::Channel::Parts{*this, *ownerApi_, feed_, timer, config_});
   auto paf = kj::newPromiseAndFulfiller<void>();
   stopFulfiller_ = kj::mv(paf.fulfiller);

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <kj/debug.h>
 #include <cstring>
+#include <strings.h>
 #include <kj/io.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 #include "broker/feed.h"
 #include "broker/ready_reads.h"
 #include "broker/turn_writes.h"
+#include "common/json_depth.h"
 #include "common/log.h"
 #include "common/names.h"
 #include "common/unix_socket.h"
@@ -25,6 +27,9 @@ namespace {
 using json = nlohmann::json;
 using M = kj::HttpMethod;
 using Response = kj::HttpService::Response;
+
+// Deeper than any request body of this API needs; shallow enough for every copy and dump of it.
+constexpr int kMaxBodyNesting = 64;
 
 const char* statusText(unsigned status) {
   switch (status) {
@@ -41,6 +46,7 @@ const char* statusText(unsigned status) {
     case 414: return "URI Too Long";
     case 415: return "Unsupported Media Type";
     case 422: return "Unprocessable Entity";
+    case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
@@ -88,6 +94,15 @@ std::vector<std::string> segments(const std::string& path) {
     pos = end + 1;
   }
   return out;
+}
+
+// A refused request, in the log within `budget` (each is one a request a stranger can repeat).
+void logRefusal(LineBudget& budget, const std::string& line) {
+  long long skipped = 0;
+  bool write = budget.take(nowMs(), &skipped);
+  if (skipped > 0)
+    spdlog::warn("control API: {} more refused request(s) were not logged (at most {} a minute)", skipped, budget.perMinute());
+  if (write) spdlog::warn("control API: {}", line);
 }
 
 std::string sseFrame(const std::string& event, const json& data, std::optional<long long> id = std::nullopt) {
@@ -138,6 +153,9 @@ class ControlApi::Endpoint final {
   kj::HttpServer server;
 };
 
+// A request pipelined after one that asked to close: ended without an answer (RFC 9112 9.6).
+constexpr const char* kAskedToClose = "the client asked to close before this request";
+
 // The connection as kj-http reads it: every byte passes RequestFraming first. kj-http 0.9 grows
 // its head buffer to 128 KiB, however many lines, and then closes without an answer, and it wraps
 // a chunk size past 64 bits around to a small one; here a head over the limits is answered (431,
@@ -145,12 +163,44 @@ class ControlApi::Endpoint final {
 // chunk size fails the body's read (the route answers 400). Nothing after a refusal is passed on.
 class ControlApi::LimitedConnection final : public ForwardingStream {
  public:
-  LimitedConnection(kj::Own<kj::AsyncIoStream> inner, const HttpHeadLimits& limits, ReturningSenders& returning)
-      : ForwardingStream(kj::mv(inner)), sender(returning), framing_(limits), returning_(returning) {}
+  LimitedConnection(kj::Own<kj::AsyncIoStream> inner, const HttpHeadLimits& limits, ReturningSenders& returning,
+                    LineBudget& logged)
+      : ForwardingStream(kj::mv(inner)), sender(returning), framing_(limits), returning_(returning), logged_(logged) {}
+  ~LimitedConnection() noexcept(false) {
+    if (evictable_) evictable_->erase(this);
+    if (evicted) --*evicting_;
+  }
 
   ReturningSenders::Sender sender;  // this connection, while its answered event's sender may come back
+  // For making room (ControlApi::evictOne): since when it waits in its present state (accepted,
+  // or its request began or ended), whether it is kept (it serves the owner's request now, or a
+  // webhook delivery that has arrived whole), and how to close it.
+  kj::TimePoint since = kj::origin<kj::TimePoint>();
+  bool kept = false;
+  bool evicted = false;
+  kj::Own<kj::PromiseFulfiller<void>> close;
+  void evictableIn(std::set<LimitedConnection*>& set, size_t& evicting) {
+    evictable_ = &set;
+    evicting_ = &evicting;
+    set.insert(this);
+  }
+
+  // A refusal already found in what was read (trailer fields that came with a body's last chunk:
+  // kj-http ends the body before them). The caller answers it: it is not answered again.
+  std::optional<ApiRefusal> takeRefusal() {
+    if (!framing_.refusal() || answered_) return std::nullopt;
+    answered_ = true;
+    return ApiRefusal{framing_.refusal()->status, framing_.refusal()->message};
+  }
+
+  // The client asked to close after this answer (Connection: close): kj-http 0.9 does not look
+  // at that header, so the connection reads as ended from now on and kj-http closes it.
+  void endAfterAnswer() { ended_ = true; }
+  bool ended() const { return ended_; }
+  bool takeHttp10() { return framing_.takeHttp10(); }  // the request now served said HTTP/1.0
 
   kj::Promise<size_t> tryRead(void* buffer, size_t minBytes, size_t maxBytes) override {
+    if (ended_) return size_t(0);
     if (framing_.refusal()) return refused();
     return inner_->tryRead(buffer, minBytes, maxBytes).then([this, buffer](size_t n) -> kj::Promise<size_t> {
       if (n > 0) returning_.cameBack(sender);  // it sent again (or sends more of a body)
@@ -165,7 +215,11 @@ class ControlApi::LimitedConnection final : public ForwardingStream {
  private:
   RequestFraming framing_;
   ReturningSenders& returning_;
+  LineBudget& logged_;
   bool answered_ = false;
+  bool ended_ = false;
+  std::set<LimitedConnection*>* evictable_ = nullptr;
+  size_t* evicting_ = nullptr;
 
   kj::Promise<size_t> refused() {
     const FramingRefusal& r = *framing_.refusal();
@@ -174,7 +228,7 @@ class ControlApi::LimitedConnection final : public ForwardingStream {
     // In a head kj-http has not finished (it never will): answer here, once, and end the connection.
     if (answered_) return KJ_EXCEPTION(DISCONNECTED, "request head refused");
     answered_ = true;
-    spdlog::warn("control API: request head refused ({}): {}", r.status, r.message);
+    logRefusal(logged_, fmt::format("request head refused ({}): {}", r.status, r.message));
     std::string body = json{{"error", r.message}}.dump() + "\n";
     auto text = kj::heapString(kj::str("HTTP/1.1 ", r.status, " ", statusText(r.status),
                                        "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
@@ -192,18 +246,49 @@ class ControlApi::ConnectionService final : public kj::HttpService {
  public:
   ConnectionService(Endpoint& endpoint, kj::AsyncIoStream& connection) : endpoint_(endpoint) {
     // serve() hands kj-http a LimitedConnection; anything else simply is not counted.
-    if (auto* limited = dynamic_cast<LimitedConnection*>(&connection)) sender_ = &limited->sender;
+    connection_ = dynamic_cast<LimitedConnection*>(&connection);
   }
   kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url, const kj::HttpHeaders& headers,
                             kj::AsyncInputStream& body, Response& response) override {
+    if (connection_ == nullptr) return endpoint_.api_.handle(endpoint_, nullptr, method, url, headers, body, response);
+    // Sent after a request that asked to close (kj-http had read it already): not served, not
+    // answered (handleApplicationError knows this one).
+    if (connection_->ended())
+      return kj::Exception(kj::Exception::Type::DISCONNECTED, __FILE__, __LINE__, kj::heapString(kAskedToClose));
     // Its next request, which may have come with the last one (pipelined): it is back.
-    if (sender_ != nullptr) endpoint_.api_.returning_.cameBack(*sender_);
-    return endpoint_.api_.handle(endpoint_, sender_, method, url, headers, body, response);
+    endpoint_.api_.returning_.cameBack(connection_->sender);
+    auto& timer = endpoint_.api_.io_.provider->getTimer();
+    connection_->since = timer.now();
+    // HTTP/1.0 closes after each answer unless it asked to be kept.
+    const bool close = connection_->takeHttp10() ? !connectionHas(headers, "keep-alive") : connectionHas(headers, "close");
+    // evalNow: a handler that throws still gets the defer, so the connection is not kept on.
+    return kj::evalNow([&]() { return endpoint_.api_.handle(endpoint_, connection_, method, url, headers, body, response); })
+        .attach(kj::defer([c = connection_, &timer, close]() {
+          c->kept = false;  // waiting for its next request: it may make room again
+          c->since = timer.now();
+          if (close) c->endAfterAnswer();
+        }));
   }
 
  private:
   Endpoint& endpoint_;
-  ReturningSenders::Sender* sender_ = nullptr;
+  LimitedConnection* connection_ = nullptr;
+
+  // Whether the Connection header's list has `token` (any case).
+  static bool connectionHas(const kj::HttpHeaders& headers, std::string_view token) {
+    KJ_IF_MAYBE(value, headers.get(kj::HttpHeaderId::CONNECTION)) {
+      std::string_view rest(value->cStr());
+      while (!rest.empty()) {
+        size_t comma = rest.find(',');
+        std::string_view item = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+        while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+        if (item.size() == token.size() && strncasecmp(item.data(), token.data(), token.size()) == 0) return true;
+      }
+    }
+    return false;
+  }
 };
 
 // A service per connection (kj-http asks for one as each connection starts).
@@ -245,6 +330,7 @@ kj::Promise<void> ControlApi::handleApplicationError(kj::Exception exception, kj
   // KJ throws while framing the body (before our handler runs) for a repeated or garbled
   // Content-Length and unknown codings: those are the client's fault, so 400, not 500.
   std::string what = exception.getDescription().cStr();
+  if (what == kAskedToClose) return kj::mv(exception);  // the connection ends without an answer
   KJ_IF_MAYBE(r, response) {
     if (what.find("Content-Length") != std::string::npos || what.find("transfer encoding") != std::string::npos ||
         what.find("Transfer-Encoding") != std::string::npos)
@@ -353,9 +439,9 @@ kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver, Endpo
         return acceptLoop(receiver, endpoint);
       }
     }
-    if (connections_ >= limits_.maxConnections) {
-      // A flood of connections: each gets a short answer and is closed, so memory and descriptors
-      // stay bounded and the connections already open are served as before.
+    if (connections_ - evicting_ >= limits_.maxConnections && !evictOne()) {
+      // Every connection serves the owner: each new one gets a short answer and is closed, so
+      // memory and descriptors stay bounded and the connections already open are served as before.
       tasks_.add(refuseBusy(kj::mv(conn)));
       return acceptLoop(receiver, endpoint);
     }
@@ -369,6 +455,22 @@ kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver, Endpo
       return acceptLoop(receiver, endpoint);
     });
   });
+}
+
+bool ControlApi::evictOne() {
+  // Connections that send nothing, or a head or body a byte at a time, would otherwise hold every
+  // slot and lock each webhook out; the oldest goes, so a request that arrives whole is served.
+  LimitedConnection* oldest = nullptr;
+  for (auto* c : tcpConnections_)
+    if (!c->kept && !c->evicted && (oldest == nullptr || c->since < oldest->since)) oldest = c;
+  if (oldest == nullptr) return false;
+  if (!busyWarned_) spdlog::warn("control API: {} connections are open; the one waiting longest is closed for each new one",
+                                 limits_.maxConnections);
+  busyWarned_ = true;
+  oldest->close->fulfill();
+  oldest->evicted = true;  // counted in evicting_ until it is gone (~LimitedConnection)
+  ++evicting_;
+  return true;
 }
 
 kj::Promise<void> ControlApi::refuseBusy(kj::Own<kj::AsyncIoStream> connection) {
@@ -393,7 +495,15 @@ kj::Promise<void> ControlApi::serve(kj::Own<kj::AsyncIoStream> connection, ApiLi
   if (connection->getFd() != nullptr) connection = kj::heap<ReadyReads>(kj::mv(connection), io_.unixEventPort);
   // One write per turn (turn_writes.h): an answer's head and body wake the client once.
   auto gathered = kj::heap<TurnWrites>(kj::mv(connection), io_.provider->getTimer());
-  return endpoint->server.listenHttp(kj::heap<LimitedConnection>(kj::mv(gathered), limits_.head, returning_));
+  auto limited = kj::heap<LimitedConnection>(kj::mv(gathered), limits_.head, returning_, refusalsLogged_);
+  limited->since = io_.provider->getTimer().now();
+  if (listener == ApiListener::Unix) return endpoint->server.listenHttp(kj::mv(limited));  // the owner's, by its peer
+  auto closed = kj::newPromiseAndFulfiller<void>();
+  limited->close = kj::mv(closed.fulfiller);
+  limited->evictableIn(tcpConnections_, evicting_);
+  // The fulfiller goes with the connection when it ends by itself: that is no failure to log.
+  auto evicted = closed.promise.catch_([](kj::Exception&&) -> kj::Promise<void> { return kj::NEVER_DONE; });
+  return endpoint->server.listenHttp(kj::mv(limited)).exclusiveJoin(kj::mv(evicted));
 }
 
 kj::Promise<void> ControlApi::sendJson(Response& response, unsigned status, const json& body, int retryAfterSec) {
@@ -431,9 +541,10 @@ kj::Own<kj::AsyncOutputStream> ControlApi::startSse(Response& response) {
   return response.send(200, "OK", headers);  // no length: chunked, for as long as the stream lasts
 }
 
-kj::Promise<void> ControlApi::handle(Endpoint& endpoint, ReturningSenders::Sender* sender, kj::HttpMethod method, kj::StringPtr url,
-                                     const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
+kj::Promise<void> ControlApi::handle(Endpoint& endpoint, LimitedConnection* connection, kj::HttpMethod method,
+                                     kj::StringPtr url, const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
                                      Response& response) {
+  ReturningSenders::Sender* sender = connection ? &connection->sender : nullptr;
   std::string target = url.cStr();
   size_t q = target.find('?');
   ApiRequestFacts facts;
@@ -445,7 +556,7 @@ kj::Promise<void> ControlApi::handle(Endpoint& endpoint, ReturningSenders::Sende
   facts.hasSecFetchSite = headers.get(hSecFetchSite_) != nullptr;
   auto refuse = [&](const ApiRefusal& r) {
     // The path only, never the query or headers: they could carry a token.
-    spdlog::warn("control API: {} {} refused ({}): {}", facts.method, facts.path.substr(0, 200), r.status, r.message);
+    logRefusal(refusalsLogged_, fmt::format("{} {} refused ({}): {}", facts.method, facts.path.substr(0, 200), r.status, r.message));
     return sendError(response, r.status, r.message);
   };
   if (facts.hasOrigin || facts.hasSecFetchSite) return refuse(*checkApiRequest(facts, ""));
@@ -458,8 +569,9 @@ kj::Promise<void> ControlApi::handle(Endpoint& endpoint, ReturningSenders::Sende
     return answered.then([this, sender]() { returning_.answered(*sender); });
   };
   if (facts.path.rfind("/hooks/", 0) == 0)
-    return comesBack(hookRequest(method, facts.path.substr(7), headers, body, response));
+    return comesBack(hookRequest(connection, method, facts.path.substr(7), headers, body, response));
   if (auto r = checkApiRequest(facts, backend_.token())) return refuse(*r);
+  if (connection) connection->kept = true;  // the owner's request: not closed to make room
   if (auto r = checkPath(facts.path)) return refuse(*r);
   auto query = parseQuery(facts.query);
   if (!query) return refuse(ApiRefusal{400, "malformed query string: broken %-escape"});
@@ -475,7 +587,7 @@ kj::Promise<void> ControlApi::handle(Endpoint& endpoint, ReturningSenders::Sende
       });
 }
 
-kj::Promise<void> ControlApi::hookRequest(kj::HttpMethod method, const std::string& name,
+kj::Promise<void> ControlApi::hookRequest(LimitedConnection* connection, kj::HttpMethod method, const std::string& name,
                                           const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
                                           Response& response) {
   bool plain = !name.empty() && name.size() <= 64;
@@ -493,11 +605,22 @@ kj::Promise<void> ControlApi::hookRequest(kj::HttpMethod method, const std::stri
   headers.forEach([&d](kj::StringPtr n, kj::StringPtr v) {
     std::string key(n.cStr());
     for (auto& c : key) c = (char)std::tolower((unsigned char)c);
-    d.headers[key] = v.cStr();
+    // A field's value is without the spaces around it (RFC 9110 5.5): "k " is the delivery id "k",
+    // and a bearer token is compared as sent.
+    std::string_view value(v.cStr());
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    d.headers[key] = std::string(value);
   });
   return readBody(body, limit, declared).then(
-      [this, &response, name, d = kj::mv(d)](BodyResult b) mutable -> kj::Promise<void> {
+      [this, &response, name, d = kj::mv(d), connection](BodyResult b) mutable -> kj::Promise<void> {
         if (b.refusal) return sendError(response, b.refusal->status, b.refusal->message);
+        // What came with the body's end was refused (trailer fields): not delivered.
+        if (connection)
+          if (auto r = connection->takeRefusal()) return sendError(response, r->status, r->message);
+        // Arrived whole: it waits for its commit now, and is not closed to make room meanwhile
+        // (its sender would send it again).
+        if (connection) connection->kept = true;
         d.body = kj::mv(b.text);
         return backend_.hook(name, kj::mv(d)).then([this, &response](ApiReply r) { return sendReply(response, kj::mv(r)); });
       });
@@ -566,6 +689,10 @@ kj::Promise<void> ControlApi::withJsonBody(const kj::HttpHeaders& headers, kj::A
       [this, &response, emptyIsObject, then = kj::mv(then)](BodyResult b) mutable -> kj::Promise<void> {
         if (b.refusal) return sendError(response, b.refusal->status, b.refusal->message);
         if (b.text.empty() && emptyIsObject) return then(json::object());
+        // Before the parse: a copy, dump or destructor of a value nested this deep recurses past the stack.
+        if (jsonNestingDepth(b.text) > kMaxBodyNesting)
+          return sendError(response, 400, "the body nests deeper than " + std::to_string(kMaxBodyNesting) +
+                                              " levels of [ and {");
         json j = json::parse(b.text, nullptr, false);
         if (j.is_discarded() || !j.is_object())
           return sendError(response, 400, "the body must be a JSON object (see docs/api.md for this route)");

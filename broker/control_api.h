@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "broker/api_auth.h"
 #include "broker/api_backend.h"
 #include "broker/returning_senders.h"
+#include "common/line_budget.h"
 
 namespace pine {
 
@@ -26,7 +28,7 @@ struct ControlApiLimits {
   uint64_t maxBody = 1 << 20;                      // 1 MB
   uint64_t maxMessageBody = 64 << 20;              // 64 MB, a message with "files" only
   size_t sseQueue = 1024;                          // notifications a slow SSE reader may fall behind
-  size_t maxConnections = 256;                     // open at once, both listeners: 503 with Retry-After above
+  size_t maxConnections = 256;                     // open at once, both listeners; then evictOne, else 503
   HttpHeadLimits head;                             // request line, header lines, whole head (431, 414)
   kj::Duration senderReturn = kj::MILLISECONDS;    // how long an answered event's sender counts as coming back
 };
@@ -69,7 +71,11 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
 
   kj::Promise<void> acceptLoop(kj::ConnectionReceiver& receiver, Endpoint& endpoint);
   kj::Promise<void> refuseBusy(kj::Own<kj::AsyncIoStream> connection);
-  kj::Promise<void> handle(Endpoint& endpoint, ReturningSenders::Sender* sender, kj::HttpMethod method, kj::StringPtr url,
+  // Closes the TCP connection that has waited longest and is not kept (an idle one, or a request
+  // whose head or body is still coming; kept: the owner's request, or a webhook delivery that has
+  // arrived whole); false when there is none.
+  bool evictOne();
+  kj::Promise<void> handle(Endpoint& endpoint, LimitedConnection* connection, kj::HttpMethod method, kj::StringPtr url,
                            const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
                            kj::HttpService::Response& response);
   kj::Promise<void> route(kj::HttpMethod method, const std::vector<std::string>& seg, const ApiQuery& query,
@@ -92,8 +98,9 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
   kj::Promise<void> sendText(kj::HttpService::Response& response, unsigned status, std::string text,
                              int retryAfterSec = 0);
   // POST /hooks/<name>: no control token; the backend checks the hook's own secret.
-  kj::Promise<void> hookRequest(kj::HttpMethod method, const std::string& name, const kj::HttpHeaders& headers,
-                                kj::AsyncInputStream& body, kj::HttpService::Response& response);
+  kj::Promise<void> hookRequest(LimitedConnection* connection, kj::HttpMethod method, const std::string& name,
+                                const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
+                                kj::HttpService::Response& response);
   kj::Promise<void> sendReply(kj::HttpService::Response& response, ApiReply reply);
   kj::Promise<void> sendError(kj::HttpService::Response& response, unsigned status, const std::string& message);
   kj::Own<kj::AsyncOutputStream> startSse(kj::HttpService::Response& response);
@@ -113,7 +120,13 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
   std::string unixPath_, tcpHost_;
   int tcpPort_ = 0;
   size_t connections_ = 0;  // being served now (maxConnections)
+  // TCP connections that may be closed to make room when all are taken: every one but those
+  // serving the owner's request or a whole webhook delivery now (LimitedConnection::kept).
+  // evicting_: closed, not yet gone.
+  std::set<LimitedConnection*> tcpConnections_;
+  size_t evicting_ = 0;
   bool busyWarned_ = false;
+  LineBudget refusalsLogged_{60};  // refused requests in the log, a minute (the rest counted)
   std::string tcpProblem_;
   ReturningSenders returning_;  // before the connections, which leave it when they end
   // One HttpServer per listener, so a request knows which socket it came in on.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "common/json_depth.h"
 #include "common/log.h"
 
 namespace pine {
@@ -28,7 +29,10 @@ std::string newId(const char* prefix) {
 nlohmann::json eventJson(const store::Event& e) {
   nlohmann::json ev = {{"seq", e.seq},       {"id", e.id},       {"topic", e.topic}, {"time", isoTime(e.timeMs)},
                        {"source", e.source}, {"trust", e.trust}, {"hops", e.hops}};
-  auto payload = nlohmann::json::parse(e.payload, nullptr, false);
+  // As text when nested deeper than intake allows (stored before it refused such bodies): a
+  // parsed copy of it would recurse past the stack.
+  auto payload = jsonNestingDepth(e.payload) > 64 ? nlohmann::json(nlohmann::json::value_t::discarded)
+                                                  : nlohmann::json::parse(e.payload, nullptr, false);
   ev["payload"] = payload.is_discarded() ? nlohmann::json(e.payload) : payload;
   return ev;
 }

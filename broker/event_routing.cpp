@@ -31,7 +31,9 @@ EventRouter::EventRouter(store::Store& store, const std::shared_ptr<const config
                          Submit submit)
     : store_(store), config_(config), feed_(feed), submit_(std::move(submit)), subscriptions_(store.subscriptions()) {}
 
-EventRouter::~EventRouter() = default;
+EventRouter::~EventRouter() {
+  flushCounts();  // the broker stops: what was counted since the last save is not lost
+}
 
 void EventRouter::deliver(const store::Event& e) {
   // Built only for someone listening, as text once (not an object each SSE stream writes out).
@@ -86,17 +88,21 @@ void EventRouter::countEvent(const store::Event& e) {
 
 kj::Promise<void> EventRouter::saveCounts(kj::Timer& timer) {
   return timer.afterDelay(5 * kj::SECONDS).then([this, &timer]() {
-    auto counts = std::move(unsaved_);
-    unsaved_.clear();
-    for (auto& [source, c] : counts) {
-      try {
-        store_.noteSourceEvents(source, c.lastMs, c.events);
-      } catch (std::exception& ex) {
-        spdlog::warn("sources: could not count {}'s events: {}", source, ex.what());
-      }
-    }
+    flushCounts();
     return saveCounts(timer);
   });
+}
+
+void EventRouter::flushCounts() {
+  auto counts = std::move(unsaved_);
+  unsaved_.clear();
+  for (auto& [source, c] : counts) {
+    try {
+      store_.noteSourceEvents(source, c.lastMs, c.events);
+    } catch (std::exception& ex) {
+      spdlog::warn("sources: could not count {}'s events: {}", source, ex.what());
+    }
+  }
 }
 
 SourceFacts EventRouter::sourceFacts() const {

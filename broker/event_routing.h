@@ -58,6 +58,7 @@ class EventRouter {
   void forgetLeftSources();
   void countEvent(const store::Event& e);
   kj::Promise<void> saveCounts(kj::Timer& timer);
+  void flushCounts();
   struct Count {
     long long events = 0, lastMs = 0;
   };

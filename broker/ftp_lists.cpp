@@ -38,10 +38,11 @@ sources::FtpServices ftpSourceServices(std::function<proto::Supervisor::Client()
           return a;
         });
   };
-  s.fetch = [supervisor](const std::string& source, const std::string& file) {
+  s.fetch = [supervisor](const std::string& source, const std::string& file, long long listedSize) {
     auto req = supervisor().fetchFtpFileRequest();
     req.setSource(source);
     req.setFile(file);
+    req.setListedSize(listedSize);
     return req.send().then(
         [](auto r) {
           sources::FtpFetched f;

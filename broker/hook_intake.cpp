@@ -1,6 +1,7 @@
 #include "broker/hook_intake.h"
 
 #include "broker/api_auth.h"
+#include "common/json_depth.h"
 #include "common/log.h"
 #include "common/sha256_hex.h"
 
@@ -12,6 +13,8 @@ namespace {
 // A retry of a delivery that names itself is recognised for a week (GitHub's "Redeliver" is manual).
 constexpr long long kDeliveryIdKeepMs = 7LL * 24 * 3600 * 1000;
 constexpr const char* kDeliveryIdHeaders[] = {"x-github-delivery", "x-request-id", "idempotency-key"};
+// Deeper than any sender's payload, and shallow enough for every copy and dump of it.
+constexpr int kMaxNesting = 64;
 
 std::string hookLower(std::string s) {
   for (auto& c : s) c = (char)std::tolower((unsigned char)c);
@@ -43,12 +46,27 @@ std::optional<nlohmann::json> formObject(const std::string& body) {
   return out;
 }
 
-void auditRefusal(const std::string& hook, int status, const std::string& why) {
+}  // namespace
+
+void HookIntake::auditRefusal(const std::string& hook, int status, const std::string& why) {
+  // Made-up names (404) have a budget of their own: a flood of them hides no configured hook's refusals.
+  const bool unknown = status == 404;
+  LineBudget& budget = unknown ? unknownAudited_ : audited_;
+  long long skipped = 0;
+  bool write = budget.take(p_.nowMs(), &skipped);
+  if (skipped > 0)
+    audit("hook.refusals_not_audited",
+          {{"count", skipped}, {"perMinute", budget.perMinute()}, {"hooks", unknown ? "unknown" : "configured"}});
   // Never the secret, the signature or the token: only what failed.
-  audit("hook.refused", {{"hook", hook}, {"status", status}, {"why", why}});
+  if (write) audit("hook.refused", {{"hook", hook}, {"status", status}, {"why", why}});
 }
 
-}  // namespace
+ApiReply HookIntake::tooManyDeliveries(const std::string& hook, int wait) {
+  auditRefusal(hook, 429, "more than 120 deliveries a minute");
+  ApiReply r = apiError(429, "this hook takes at most 120 requests a minute; retry later");
+  r.retryAfterSec = wait;
+  return r;
+}
 
 std::optional<HookIntake::Hook> HookIntake::find(const std::string& name) const {
   const auto& cfg = *p_.config;
@@ -64,13 +82,24 @@ uint64_t HookIntake::bodyLimit(const std::string& name) const {
   return h ? (uint64_t)h->auth->maxBodyKb * 1024 : 0;
 }
 
-int HookIntake::retryAfter(const std::string& name) {
+int HookIntake::retryAfter(std::map<std::string, std::deque<long long>>& recent, const std::string& name, bool count) {
   long long now = p_.nowMs();
-  auto& times = recent_[name];
+  auto& times = recent[name];
   while (!times.empty() && times.front() <= now - 60000) times.pop_front();
   if ((int)times.size() >= kPerMinute) return (int)((times.front() + 60000 - now + 999) / 1000);
-  times.push_back(now);
+  if (count) times.push_back(now);
   return 0;
+}
+
+ApiReply HookIntake::refuseProof(const std::string& name, const std::string& why, const std::string& message) {
+  if (int wait = retryAfter(failed_, name, true)) {
+    auditRefusal(name, 429, "more than 120 failed proofs a minute (" + why + ")");
+    ApiReply r = apiError(429, "more than 120 requests a minute failed to prove this hook's secret; retry later");
+    r.retryAfterSec = wait;
+    return r;
+  }
+  auditRefusal(name, 401, why);
+  return apiError(401, message);
 }
 
 kj::Promise<ApiReply> HookIntake::deliver(const std::string& name, HookDelivery d) {
@@ -79,12 +108,10 @@ kj::Promise<ApiReply> HookIntake::deliver(const std::string& name, HookDelivery 
     auditRefusal(name.substr(0, 64), 404, "no such hook");
     return apiError(404, "no webhook called '" + name.substr(0, 64) + "'");
   }
-  if (int wait = retryAfter(name)) {
-    auditRefusal(name, 429, "more than 120 requests a minute");
-    ApiReply r = apiError(429, "this hook takes at most 120 requests a minute; retry later");
-    r.retryAfterSec = wait;
-    return r;
-  }
+  // Deliveries that proved the secret (or came to an open hook) count against the rate; failed
+  // proofs count apart, so that a stranger cannot use up the sender's minute. A full minute is
+  // answered before pined is asked anything.
+  if (int wait = retryAfter(recent_, name, false)) return tooManyDeliveries(name, wait);
   if (d.body.size() > bodyLimit(name)) {
     auditRefusal(name, 413, "body too large");
     return apiError(413, "the body is larger than this hook's maxBodyKb");
@@ -100,66 +127,71 @@ kj::Promise<ApiReply> HookIntake::deliver(const std::string& name, HookDelivery 
     if (a.auth == config::WebhookAuth::Bearer) {
       std::string h = headerOf("authorization");
       if (h.size() < 7 || hookLower(h.substr(0, 7)) != "bearer ") {
-        auditRefusal(name, 401, "no bearer token");
-        return apiError(401, "send Authorization: Bearer <the hook's secret>");
+        return refuseProof(name, "no bearer token", "send Authorization: Bearer <the hook's secret>");
       }
       presented = h.substr(7);
     } else {
       std::string h = headerOf(a.signatureHeader);
       if (h.empty()) {
-        auditRefusal(name, 401, "no signature");
-        return apiError(401, "no " + a.signatureHeader + " header: sign the body with HMAC-SHA256");
+        return refuseProof(name, "no signature", "no " + a.signatureHeader + " header: sign the body with HMAC-SHA256");
       }
       if (h.compare(0, a.signaturePrefix.size(), a.signaturePrefix) != 0) {
-        auditRefusal(name, 401, "wrong signature prefix");
-        return apiError(401, "the " + a.signatureHeader + " header must start with '" + a.signaturePrefix + "'");
+        return refuseProof(name, "wrong signature prefix",
+                           "the " + a.signatureHeader + " header must start with '" + a.signaturePrefix + "'");
       }
       presented = h.substr(a.signaturePrefix.size());
       if (!a.timestampHeader.empty()) timestamp = headerOf(a.timestampHeader);
     }
     if (presented.size() > 512 || timestamp.size() > 32) {
-      auditRefusal(name, 401, "credentials too long");
-      return apiError(401, "the signature or token is too long");
+      return refuseProof(name, "credentials too long", "the signature or token is too long");
     }
   }
-  // The key a repeat is known by: the sender's delivery id, else the signed body (and its time).
-  std::string key;
-  long long keepMs = 0;
+  // The keys a repeat is known by. The sender's delivery id with the body: a retry carries both,
+  // and a new body under an id seen before is a new delivery, not one to drop. And for a signed
+  // hook the signed body (with its time) whatever id comes with it, since an id is not signed:
+  // kept as long as pined would accept that signature, a time up to toleranceSec ahead included.
+  std::string bodyHash = sha256Hex(timestamp + "." + d.body);
+  RepeatKeys keys;
   for (const char* h : kDeliveryIdHeaders)
     if (auto v = headerOf(h); !v.empty() && v.size() <= 256) {
-      key = "id:" + v;
-      keepMs = kDeliveryIdKeepMs;
+      keys.push_back({"id:" + v + ":" + bodyHash, kDeliveryIdKeepMs});
       break;
     }
-  if (key.empty() && !a.open && a.auth == config::WebhookAuth::Hmac) {
-    key = "body:" + sha256Hex(timestamp + "." + d.body);
-    keepMs = (long long)a.toleranceSec * 1000;
+  if (!a.open && a.auth == config::WebhookAuth::Hmac)
+    keys.push_back({"body:" + bodyHash, (2LL * a.toleranceSec + 1) * 1000});
+  if (a.open) {
+    retryAfter(recent_, name, true);
+    return accept(*hook, kj::mv(d), kj::mv(keys));
   }
-  if (a.open) return accept(*hook, kj::mv(d), kj::mv(key), keepMs);
   auto check = p_.check(name, d.body, presented, timestamp);
-  return check.then([this, hook = *hook, d = kj::mv(d), key = kj::mv(key), keepMs](
+  return check.then([this, hook = *hook, d = kj::mv(d), keys = kj::mv(keys)](
                         HookCheckResult r) mutable -> kj::Promise<ApiReply> {
-    if (!r.ok) {
-      auditRefusal(hook.name, 401, r.why);
-      return apiError(401, "the hook's secret was not proven: " + r.why);
-    }
-    return accept(kj::mv(hook), kj::mv(d), kj::mv(key), keepMs);
+    if (!r.ok) return refuseProof(hook.name, r.why, "the hook's secret was not proven: " + r.why);
+    // Counted now: others may have proved it meanwhile.
+    if (int wait = retryAfter(recent_, hook.name, true)) return tooManyDeliveries(hook.name, wait);
+    return accept(kj::mv(hook), kj::mv(d), kj::mv(keys));
   });
 }
 
-kj::Promise<ApiReply> HookIntake::accept(Hook hook, HookDelivery d, std::string key, long long keepMs) {
+kj::Promise<ApiReply> HookIntake::accept(Hook hook, HookDelivery d, RepeatKeys keys) {
   // By value: it may run after this call has returned (a copy still in flight).
   auto repeat = [name = hook.name](const std::string& eventId) {
     audit("hook.received", {{"hook", name}, {"event", eventId}, {"repeat", true}});
     return ApiReply{200, {{"event", eventId}, {"repeat", true}}};
   };
-  if (!key.empty()) {
+  // Nothing is acknowledged that was not committed: the sender is told to try again.
+  auto notStored = [name = hook.name](kj::Exception&& ex) {
+    spdlog::warn("webhook '{}': not stored: {}", name, ex.getDescription().cStr());
+    return apiError(503, "the delivery could not be stored; send it again");
+  };
+  for (const auto& [key, keepMs] : keys) {
     if (auto id = p_.store.hookDelivery(hook.name, key, p_.nowMs())) return repeat(*id);
     auto it = inFlight_.find({hook.name, key});
     if (it != inFlight_.end())
-      return it->second.addBranch().then([repeat](std::string id) { return repeat(id); });
+      return it->second->addBranch().then([repeat](std::string id) { return repeat(id); }, kj::mv(notStored));
   }
-  // Parsed only once the sender proved the secret.
+  // Parsed only once the sender proved the secret, and only if no copy or dump of it can recurse
+  // without bound.
   std::string type = hookLower(d.headers.count("content-type") ? d.headers["content-type"] : "");
   type = type.substr(0, type.find(';'));
   while (!type.empty() && type.back() == ' ') type.pop_back();
@@ -174,6 +206,10 @@ kj::Promise<ApiReply> HookIntake::accept(Hook hook, HookDelivery d, std::string 
   } else if (d.body.empty()) {
     payload = nullptr;
   } else if (type.empty() || type == "application/json" || (type.size() > 5 && type.ends_with("+json"))) {
+    if (jsonNestingDepth(d.body) > kMaxNesting) {
+      auditRefusal(hook.name, 400, "JSON nested too deep");
+      return apiError(400, "the body nests deeper than " + std::to_string(kMaxNesting) + " levels of [ and {");
+    }
     payload = nlohmann::json::parse(d.body, nullptr, false);
     if (payload.is_discarded()) {
       auditRefusal(hook.name, 400, "malformed JSON body");
@@ -188,29 +224,36 @@ kj::Promise<ApiReply> HookIntake::accept(Hook hook, HookDelivery d, std::string 
   e.source = hook.name;
   e.origin = "hook:" + hook.name;
   e.trust = hook.ownerTrust ? "owner" : "untrusted";
-  e.payload = payload.dump();
+  try {
+    e.payload = payload.dump();
+  } catch (const nlohmann::json::type_error&) {  // a form field %-escaped into bytes that are not UTF-8
+    auditRefusal(hook.name, 400, "form body not UTF-8");
+    return apiError(400, "the form's names and values must be UTF-8 text once %-decoded");
+  }
   size_t bytes = d.body.size();
   // The commit runs on in tasks_ even when the sender hangs up: once the event is in, its delivery
   // is remembered, so that the sender's retry is not delivered again.
   auto paf = kj::newPromiseAndFulfiller<std::string>();
-  auto forked = paf.promise.fork();
-  auto mine = forked.addBranch();
-  auto slot = std::make_pair(hook.name, key);
-  if (!key.empty()) inFlight_.insert_or_assign(slot, kj::mv(forked));
+  auto forked = std::make_shared<kj::ForkedPromise<std::string>>(paf.promise.fork());
+  auto mine = forked->addBranch();
+  for (const auto& k : keys) inFlight_.insert_or_assign({hook.name, k.first}, forked);
+  auto forget = [this, name = hook.name, keys] {
+    for (const auto& k : keys) inFlight_.erase({name, k.first});
+  };
   auto fulfiller = std::make_shared<kj::Own<kj::PromiseFulfiller<std::string>>>(kj::mv(paf.fulfiller));
   tasks_.add(p_.bus.publish(std::move(e))
-                 .then([this, hook, slot, keepMs, bytes, fulfiller](store::Event c) {
-                   if (!slot.second.empty())
-                     p_.store.rememberHookDelivery(hook.name, slot.second, c.id, p_.nowMs() + keepMs, p_.nowMs());
+                 .then([this, hook, keys, forget, bytes, fulfiller](store::Event c) {
+                   for (const auto& [key, keepMs] : keys)
+                     p_.store.rememberHookDelivery(hook.name, key, c.id, p_.nowMs() + keepMs, p_.nowMs());
                    audit("hook.received", {{"hook", hook.name}, {"event", c.id}, {"bytes", bytes}});
-                   inFlight_.erase(slot);
+                   forget();
                    (*fulfiller)->fulfill(kj::mv(c.id));
                  })
-                 .catch_([this, slot, fulfiller](kj::Exception&& ex) {
-                   inFlight_.erase(slot);
+                 .catch_([forget, fulfiller](kj::Exception&& ex) {
+                   forget();
                    (*fulfiller)->reject(kj::mv(ex));
                  }));
-  return mine.then([](std::string id) { return ApiReply{202, {{"event", id}}}; });
+  return mine.then([](std::string id) { return ApiReply{202, {{"event", id}}}; }, kj::mv(notStored));
 }
 
 void HookIntake::taskFailed(kj::Exception&& e) { spdlog::warn("webhook: {}", e.getDescription().cStr()); }

@@ -1,9 +1,10 @@
 // Webhooks: POST /hooks/<name> on the control API's listeners (webhooks[] and `type: webhook`
 // sources). The caller proves it knows the hook's secret, which the broker never holds: pined
 // checks the bearer token or HMAC (Supervisor.checkHook), the broker does the rest. Each
-// hook has its fixed topic, 120 requests a minute, a body cap, JSON or form bodies; a delivery
-// its sender repeats (same delivery id, or the same signed body within toleranceSec) is
-// acknowledged and not delivered again; 202 only once the event is committed.
+// hook has its fixed topic, 120 deliveries a minute (and, apart, 120 failed proofs: a stranger
+// who cannot prove the secret cannot use up the sender's), a body cap, JSON or form bodies; a
+// delivery its sender repeats (same delivery id and body, or the same signed body within the
+// window its time allows) is acknowledged and not delivered again; 202 only once committed.
 #pragma once
 #include <kj/async.h>
 
@@ -12,10 +13,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "broker/api_backend.h"
 #include "broker/event_bus.h"
 #include "broker/store/store.h"
+#include "common/line_budget.h"
 #include "config/model.h"
 
 namespace pine {
@@ -28,6 +32,7 @@ struct HookCheckResult {
 class HookIntake final : private kj::TaskSet::ErrorHandler {
  public:
   static constexpr int kPerMinute = 120;
+  static constexpr int kRefusalsAuditedPerMinute = 300;
 
   // Asks whoever holds the secret (pined) whether `presented` proves it for `body`.
   using Checker = std::function<kj::Promise<HookCheckResult>(const std::string& hook, const std::string& body,
@@ -53,15 +58,29 @@ class HookIntake final : private kj::TaskSet::ErrorHandler {
     bool ownerTrust;
   };
   std::optional<Hook> find(const std::string& name) const;
-  int retryAfter(const std::string& name);  // 0 when under the rate, else seconds to wait
-  kj::Promise<ApiReply> accept(Hook hook, HookDelivery d, std::string key, long long keepMs);
+  // 0 when `name` had fewer than kPerMinute in `recent` in the last minute (counting this one
+  // when `count`), else the seconds to wait.
+  int retryAfter(std::map<std::string, std::deque<long long>>& recent, const std::string& name, bool count);
+  // An audit line for a refused request, within audited_; past it, a count the next minute.
+  void auditRefusal(const std::string& hook, int status, const std::string& why);
+  ApiReply tooManyDeliveries(const std::string& hook, int wait);
+  // 401 with `message`, or 429 once the hook's failed proofs reach the rate.
+  ApiReply refuseProof(const std::string& name, const std::string& why, const std::string& message);
+  // The keys a repeat of this delivery is known by, each kept for its time (ms).
+  using RepeatKeys = std::vector<std::pair<std::string, long long>>;
+  kj::Promise<ApiReply> accept(Hook hook, HookDelivery d, RepeatKeys keys);
 
   void taskFailed(kj::Exception&& e) override;
 
   Parts p_;
-  std::map<std::string, std::deque<long long>> recent_;  // per hook: request times in the last minute
-  // A repeat that arrives while the first is still being committed waits for it.
-  std::map<std::pair<std::string, std::string>, kj::ForkedPromise<std::string>> inFlight_;
+  // Per hook, times in the last minute: deliveries, and requests that failed to prove the secret.
+  std::map<std::string, std::deque<long long>> recent_, failed_;
+  // A repeat that arrives while the first is still being committed waits for it (under each key).
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<kj::ForkedPromise<std::string>>> inFlight_;
+  // Refusals audited a minute: a stranger's requests to made-up hooks, or past a hook's rate, are
+  // each refused, and would otherwise each be a line (common/line_budget.h). The configured hooks
+  // together, and the made-up names apart.
+  LineBudget audited_{kRefusalsAuditedPerMinute}, unknownAudited_{kRefusalsAuditedPerMinute};
   kj::TaskSet tasks_;  // last: cancelled first
 };
 

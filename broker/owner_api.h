@@ -49,6 +49,8 @@ class OwnerApi final : public ApiBackend {
     std::function<void(const store::SubscriptionRow&)> addSubscription;
     std::function<bool(const std::string& id)> removeSubscription;
     McpServers* mcp = nullptr;  // GET /v1/mcp, /v1/mcp/{server}/review (owner_mcp.cpp)
+    // Once an ended task's worker is reaped and its checkpoint recorded (TaskRunner::settled).
+    std::function<kj::Promise<void>(const std::string& task)> taskSettled;
   };
   explicit OwnerApi(Parts parts) : p_(std::move(parts)) {}
 
@@ -96,6 +98,7 @@ class OwnerApi final : public ApiBackend {
   }
 
  private:
+  kj::Promise<void> settled(const std::string& task);  // owner_changes.cpp
   ApiReply answer(const std::string& id, bool approved, bool always);
   nlohmann::json taskJson(const store::TaskRow& r);
   ApiReply noAgent(const std::string& agent) const;  // 404 naming the agents that exist

@@ -5,6 +5,7 @@
 #include "broker/broker_tools.h"
 #include "common/log.h"
 #include "common/names.h"
+#include "config/command_line.h"
 
 namespace pine {
 
@@ -37,7 +38,9 @@ kj::Promise<ProgramQuestion> programQuestion(RunContext& run, const nlohmann::js
         "sandbox, whenever a source of this type is wanted.\n"
         "Program: {} (in main's workspace)\nSize: {} bytes\nSHA-256: {}\nFirst lines:\n{}"
         "If you say yes, exactly this content is copied into pine's home and runs from there.",
-        name, path, r.getSize(), q.sha256, r.getHead().cStr());
+        // The path as a shell would take it: a newline or an invisible character in the file's name
+        // (the agent chose it) shows as an escape, and cannot add lines of its own to the question.
+        name, config::shownCommandLine({path}), r.getSize(), q.sha256, r.getHead().cStr());
     return q;
   });
 }

@@ -254,15 +254,30 @@ void TaskRunner::finish(const std::string& id, const WorkerOutcome& outcome) {
   auto process = live->process;
   auto exited = process.waitRequest().send().ignoreResult();
   auto grace = io_.provider->getTimer().afterDelay(outcome.done ? 1 * kj::SECONDS : 0 * kj::SECONDS);
-  background_.add(exited.exclusiveJoin(kj::mv(grace))
-                      .then([process]() mutable { return process.killRequest().send().ignoreResult(); })
-                      .then([this, process, id, agent, tainted, checkpointed]() mutable -> kj::Promise<void> {
-                        if (!checkpointed) return kj::READY_NOW;
-                        return process.waitRequest().send().ignoreResult().then(
-                            [this, id, agent, tainted]() { return recordTaskChanges(services_, id, agent, tainted); });
-                      })
-                      .catch_([](kj::Exception&&) {})
-                      .attach(kj::mv(live)));
+  auto done = exited.exclusiveJoin(kj::mv(grace))
+                  .then([process]() mutable { return process.killRequest().send().ignoreResult(); })
+                  .then([this, process, id, agent, tainted, checkpointed]() mutable -> kj::Promise<void> {
+                    if (!checkpointed) return kj::READY_NOW;
+                    return process.waitRequest().send().ignoreResult().then(
+                        [this, id, agent, tainted]() { return recordTaskChanges(services_, id, agent, tainted); });
+                  })
+                  .catch_([](kj::Exception&&) {})
+                  .attach(kj::mv(live))
+                  .fork();
+  const uint64_t generation = ++settlingGeneration_;
+  auto& entry = settling_.insert_or_assign(id, Settling{generation, kj::mv(done)}).first->second;
+  background_.add(entry.done.addBranch().then([this, id, generation]() {
+    auto it = settling_.find(id);
+    if (it != settling_.end() && it->second.generation == generation) settling_.erase(it);
+  }));
+}
+
+kj::Promise<void> TaskRunner::settled(const std::string& taskId) {
+  auto it = settling_.find(taskId);
+  if (it == settling_.end()) return kj::READY_NOW;
+  // Not for ever: pined's checkpoint program has no time limit of its own. Past this, the
+  // request goes on and says what pined says then (no checkpoint yet).
+  return it->second.done.addBranch().exclusiveJoin(io_.provider->getTimer().afterDelay(2 * kj::MINUTES));
 }
 
 void TaskRunner::stopAll(const std::string& why) {

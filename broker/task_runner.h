@@ -30,6 +30,11 @@ class TaskRunner final : public TaskQueue::Launcher {
   bool cancel(const std::string& taskId) override;
   // The broker stops: whatever still runs ends failed, `why`.
   void stopAll(const std::string& why);
+  // Resolves once a task that has ended has its worker reaped and, when it writes its workspace,
+  // its "after" checkpoint taken and recorded; at once when nothing is left to do. A task ends
+  // (and its answer is given) before that, so `pinectl changes` right after it waits here (two
+  // minutes at most).
+  kj::Promise<void> settled(const std::string& taskId);
 
  private:
   struct Live;
@@ -46,6 +51,12 @@ class TaskRunner final : public TaskQueue::Launcher {
   kj::TaskSet& background_;
   std::map<std::string, kj::Own<Live>> running_;
   std::set<std::string> cancelRequested_;  // cancelled while pined was starting their worker
+  struct Settling {
+    uint64_t generation;
+    kj::ForkedPromise<void> done;
+  };
+  std::map<std::string, Settling> settling_;  // ended; worker not yet reaped or checkpoint not recorded
+  uint64_t settlingGeneration_ = 0;
 };
 
 }  // namespace pine

@@ -17,6 +17,28 @@ namespace {
 std::function<std::string(std::string_view)> g_filter;
 std::function<std::string(std::string_view)> g_auditFilter;
 
+// Control characters (but tab) as \n, \r or \xHH; false, and nothing written, when there are none.
+bool escapeControls(std::string_view text, std::string& out) {
+  size_t i = 0;
+  while (i < text.size() && !((unsigned char)text[i] < 0x20 && text[i] != '\t') && text[i] != 0x7f) ++i;
+  if (i == text.size()) return false;
+  out.assign(text.substr(0, i));
+  static const char hex[] = "0123456789abcdef";
+  for (; i < text.size(); ++i) {
+    unsigned char c = (unsigned char)text[i];
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += (char)c;
+    }
+  }
+  return true;
+}
+
 // A sink that writes each formatted line, filtered, with one write() on an
 // O_APPEND fd, and can reopen its file (spdlog's own file sink buffers and
 // cannot reopen). An empty path means stderr.
@@ -38,12 +60,18 @@ class AppendFileSink final : public spdlog::sinks::base_sink<std::mutex> {
     formatter_->format(msg, buf);
     if (fd_ < 0) return;
     const auto& filter = audit_ && g_auditFilter ? g_auditFilter : g_filter;
-    if (filter) {
-      std::string line = filter(std::string_view(buf.data(), buf.size()));
-      writeAll(fd_, line.data(), line.size());
-    } else {
-      writeAll(fd_, buf.data(), buf.size());
+    std::string filtered;
+    std::string_view line(buf.data(), buf.size());
+    if (filter) line = filtered = filter(line);
+    // One event a line: a message that carries outside text (a file's name, a server's answer)
+    // must not start a line of its own or drive the terminal of whoever reads the log. After the
+    // filter, which must see a secret that spans lines as it was.
+    std::string escaped;
+    if (!audit_ && !line.empty() && line.back() == '\n' && escapeControls(line.substr(0, line.size() - 1), escaped)) {
+      escaped += '\n';
+      line = escaped;
     }
+    writeAll(fd_, line.data(), line.size());
   }
   void flush_() override {}
 

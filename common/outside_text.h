@@ -16,6 +16,15 @@ namespace pine {
 // sequence at the end is dropped.
 std::string stripTerminalControls(std::string_view text);
 
+// A code point that shows as nothing, or reorders what is around it: the Arabic letter mark, the
+// Mongolian vowel separator, zero-width marks, bidirectional embeddings, overrides and isolates,
+// invisible operators and the byte order mark. Where the owner is shown a topic or a command line,
+// such a character would make what is shown differ from what is meant.
+inline bool invisibleCodePoint(unsigned long cp) {
+  return cp == 0x61C || cp == 0x180E || (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2060 && cp <= 0x2069) || cp == 0xFEFF;
+}
+
 // The text (stripped as above) between a header naming where it came from
 // and a closing line, both carrying a fence drawn at random for this call.
 // Content cannot close the fence early: it cannot know the fence, and a fence

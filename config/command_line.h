@@ -1,6 +1,7 @@
 // How a command source's command line is shown to the owner (the add_source question,
 // `pinectl check`, pined's log): every word, quoted for a POSIX shell where it needs it, so
-// that what is shown is exactly what runs, word for word.
+// that what is shown is exactly what runs, word for word; a character that would not show as
+// itself (a control, a bidirectional override, a zero-width mark) as an escape in $'...'.
 #pragma once
 #include <string>
 #include <vector>

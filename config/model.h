@@ -127,6 +127,7 @@ struct Source {
   // ftp (also url, usernameSecret, passwordSecret, intervalSec, localNetwork, topic, maxFileMb)
   bool plainFtp = false;  // `tls: none` on an ftp:// address: the owner chose a login in clear
   bool fetch = false;     // each new file is fetched into the owning agent's inbox
+  int maxInboxMb = 1024;  // what the source's inbox folder may hold: fetching stops there
   // registered source types: passed through to the program, checked by it
   std::map<std::string, std::string> options;
 };

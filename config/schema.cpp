@@ -239,7 +239,7 @@ const std::vector<std::string>& typeKeys(const std::string& type) {
       {"http", {"url", "intervalSec", "tokenSecret", "tokenHeader", "network", "topic"}},
       {"command", {"command", "intervalSec", "mode", "timeoutSec"}},
       {"telegram", {"tokenSecret", "allow", "baseUrl", "groups", "maxFileMb", "notify"}},
-      {"ftp", {"url", "tls", "usernameSecret", "passwordSecret", "intervalSec", "network", "fetch", "maxFileMb", "topic"}},
+      {"ftp", {"url", "tls", "usernameSecret", "passwordSecret", "intervalSec", "network", "fetch", "maxFileMb", "maxInboxMb", "topic"}},
       {"", {"options"}},
   };
   static const std::vector<std::string> none;
@@ -311,6 +311,16 @@ void readFtpSourceFields(Map& m, Source& s) {
   m.boolean("fetch", s.fetch);  // each new or changed file into the owning agent's inbox (supervisor/ftp_fetch.h)
   if (m.integer("maxFileMb", s.maxFileMb, 1, 1024) && !s.fetch)
     c.error(m.keyPos("maxFileMb"), m.pathOf("maxFileMb"), "maxFileMb limits the files fetched", "set fetch: true or remove it");
+  // A server that lists new names at every look would otherwise fill the disk.
+  if (m.integer("maxInboxMb", s.maxInboxMb, 1, 1 << 20)) {
+    if (!s.fetch)
+      c.error(m.keyPos("maxInboxMb"), m.pathOf("maxInboxMb"), "maxInboxMb limits the files fetched", "set fetch: true or remove it");
+    else if (s.maxInboxMb < s.maxFileMb)
+      c.error(m.valuePos("maxInboxMb"), m.pathOf("maxInboxMb"),
+              "maxInboxMb (" + std::to_string(s.maxInboxMb) + ") is less than maxFileMb (" + std::to_string(s.maxFileMb) +
+                  "): a file of the largest size allowed would never fit",
+              "raise maxInboxMb or lower maxFileMb");
+  }
   readEventTopic(m, s.topic);
   std::string network;
   if (m.str("network", network)) {
@@ -469,6 +479,11 @@ void readSource(Ctx& c, const YAML::Node& n, const std::string& path, const std:
             "Telegram messages count as yours from the paired account and the `allow` ids only",
             "remove 'trust'; other accounts are never heard");
   readSourceTypeFields(m, builtin ? s.type : std::string(), s);
+  if (s.type == "webhook" && s.hook.open && s.trust == Trust::Owner)
+    c.error(m.keyPos("trust"), m.pathOf("trust"),
+            "an open webhook cannot count as yours: anyone who reaches the port would start runs with full tools",
+            "give it a secret (secret: NAME, stored with `pinectl secret set NAME`) and remove open, or remove "
+            "trust: owner");
   m.finish(builtin ? " for a " + s.type + " source" : " for a program source (its settings go under 'options')");
 }
 

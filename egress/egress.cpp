@@ -527,7 +527,10 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
       case CURLE_SSL_CACERT_BADFILE: why = "TLS verification failed: " + why; break;
       // The scheme was checked above: an unsupported protocol now is the server's answer (its version).
       case CURLE_UNSUPPORTED_PROTOCOL:
-      case CURLE_WEIRD_SERVER_REPLY: why = "the server's answer is not valid HTTP (" + why + ")"; break;
+      case CURLE_WEIRD_SERVER_REPLY:  // also FTP's (the same code): say which protocol it broke
+        why = std::string(ftp != FtpMode::None ? "the server's answer is not a valid FTP reply (" : "the server's answer is not valid HTTP (") +
+              why + ")";
+        break;
       case CURLE_PARTIAL_FILE:
       case CURLE_RECV_ERROR:
       case CURLE_GOT_NOTHING: why = "the server closed the connection before the answer was complete (" + why + ")"; break;

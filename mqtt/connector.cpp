@@ -78,6 +78,7 @@ kj::Promise<void> pump(Handoff& handoff, proto::mqtt::MqttEvents::Client& events
         auto list = req.initMessages(static_cast<unsigned>(batch.size()));
         for (size_t i = 0; i < batch.size(); ++i) {
           list[i].setTopic(batch[i].topic);
+          list[i].setRetained(batch[i].retained);
           list[i].setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(batch[i].payload.data()),
                                           batch[i].payload.size()));
         }

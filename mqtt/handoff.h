@@ -19,6 +19,7 @@ namespace pine::mqtt {
 struct Heard {
   std::string topic;    // a message's topic
   std::string payload;  // its bytes
+  bool retained = false;  // the server's stored message, sent for a (new) subscription
 };
 
 struct StatusNote {

@@ -325,6 +325,7 @@ void Session::onMessage(struct mosquitto*, void* selfp, const struct mosquitto_m
     return;
   }
   h.payload.assign(static_cast<const char*>(msg->payload), len);
+  h.retained = msg->retain;
   self->batchBytes_ += h.topic.size() + len;
   self->batch_.push_back(std::move(h));
 }

@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "common/outside_text.h"
 #include "pinectl/http_client.h"
 
 namespace pine {
@@ -19,6 +20,14 @@ int reportFailure(const ApiAnswer& a, std::ostream& err) {
   else
     err << "pinectl: pine answered " << a.status << (a.body.is_discarded() ? " with no JSON" : "") << "\n";
   return 1;
+}
+
+std::string shownField(const nlohmann::json& j, const char* key, const std::string& otherwise) {
+  if (!j.is_object() || !j.contains(key)) return otherwise;
+  std::string text = stripTerminalControls(j[key].is_string() ? j[key].get<std::string>() : j[key].dump());
+  for (char& c : text)
+    if (c == '\n' || c == '\t') c = ' ';
+  return text;
 }
 
 }  // namespace pine

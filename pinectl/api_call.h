@@ -17,4 +17,9 @@ ApiAnswer callApi(const std::string& home, const std::string& method, const std:
 // Prints "pinectl: <the API's error>" to err and returns 1.
 int reportFailure(const ApiAnswer& a, std::ostream& err);
 
+// A field of an answer as one line for the terminal (`otherwise` when absent): a string as it is,
+// anything else as JSON, terminal controls removed and line breaks as spaces, since status and
+// error texts can carry what strangers wrote (a file's name, a server's answer).
+std::string shownField(const nlohmann::json& j, const char* key, const std::string& otherwise = "");
+
 }  // namespace pine

@@ -8,15 +8,10 @@ namespace pine {
 
 namespace {
 
-std::string str(const nlohmann::json& j, const char* key, const std::string& otherwise = "") {
-  if (!j.contains(key)) return otherwise;
-  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
-}
-
 std::string wantedLine(const nlohmann::json& w) {
   if (w.contains("start")) return "start: always";
-  if (w.contains("route")) return "route " + str(w, "route") + " (agent " + str(w, "agent") + ")";
-  return "subscription " + str(w, "subscription") + " (" + str(w, "agent") + "/" + str(w, "session") +
+  if (w.contains("route")) return "route " + shownField(w, "route") + " (agent " + shownField(w, "agent") + ")";
+  return "subscription " + shownField(w, "subscription") + " (" + shownField(w, "agent") + "/" + shownField(w, "session") +
          (w.value("separate", false) ? ", runs of their own" : "") + ")";
 }
 
@@ -32,19 +27,19 @@ int cmdSources(const std::string& home, bool json, std::ostream& out, std::ostre
   auto list = a.body.value("sources", nlohmann::json::array());
   if (list.empty()) out << "no sources (pine.yaml: sources, webhooks)\n";
   for (auto& s : list) {
-    out << str(s, "name") << " (" << str(s, "type") << (s.contains("agent") ? ", agent " + str(s, "agent") : "")
-        << ", " << str(s, "trust") << ")  " << str(s, "state") << "\n";
-    if (s.contains("why")) out << "  why: " << str(s, "why") << "\n";
+    out << shownField(s, "name") << " (" << shownField(s, "type") << (s.contains("agent") ? ", agent " + shownField(s, "agent") : "")
+        << ", " << shownField(s, "trust") << ")  " << shownField(s, "state") << "\n";
+    if (s.contains("why")) out << "  why: " << shownField(s, "why") << "\n";
     std::string wanted;
     for (auto& w : s.value("wantedBy", nlohmann::json::array())) wanted += (wanted.empty() ? "" : "; ") + wantedLine(w);
     if (!wanted.empty()) out << "  wanted by: " << wanted << "\n";
     std::string seen;
     if (s.contains("lastLookAt"))
-      seen = "last looked " + str(s, "lastLookAt") + (s.contains("found") ? ", found " + str(s, "found") : "") + "; ";
-    seen += "last event " + str(s, "lastEventAt", "never") + "; " + str(s, "events", "0") + " events, " +
-            str(s, "errors", "0") + " errors";
+      seen = "last looked " + shownField(s, "lastLookAt") + (s.contains("found") ? ", found " + shownField(s, "found") : "") + "; ";
+    seen += "last event " + shownField(s, "lastEventAt", "never") + "; " + shownField(s, "events", "0") + " events, " +
+            shownField(s, "errors", "0") + " errors";
     out << "  " << seen << "\n";
-    if (s.contains("lastError")) out << "  last error " << str(s, "lastErrorAt") << ": " << str(s, "lastError") << "\n";
+    if (s.contains("lastError")) out << "  last error " << shownField(s, "lastErrorAt") << ": " << shownField(s, "lastError") << "\n";
   }
   return 0;
 }
@@ -60,8 +55,8 @@ int cmdSubscriptions(const std::string& home, const std::string& agent, bool jso
   auto list = a.body.value("subscriptions", nlohmann::json::array());
   if (list.empty()) out << "no subscriptions\n";
   for (auto& s : list)
-    out << str(s, "id") << "  " << str(s, "agent") << "/" << str(s, "session") << "  hears " << str(s, "source")
-        << (s.contains("topic") ? " (topic " + str(s, "topic") + ")" : "")
+    out << shownField(s, "id") << "  " << shownField(s, "agent") << "/" << shownField(s, "session") << "  hears " << shownField(s, "source")
+        << (s.contains("topic") ? " (topic " + shownField(s, "topic") + ")" : "")
         << (s.value("separate", false) ? ", in runs of their own" : "") << "\n";
   return 0;
 }
@@ -79,8 +74,8 @@ int cmdSubscribe(const std::string& home, const std::string& target, const std::
     return 0;
   }
   auto s = a.body.value("subscription", nlohmann::json::object());
-  out << (a.body.value("existing", false) ? "already subscribed (" : "subscribed (") << str(s, "id") << "): "
-      << str(s, "agent") << "/" << str(s, "session") << " hears " << str(s, "source")
+  out << (a.body.value("existing", false) ? "already subscribed (" : "subscribed (") << shownField(s, "id") << "): "
+      << shownField(s, "agent") << "/" << shownField(s, "session") << " hears " << shownField(s, "source")
       << (separate ? " in runs of their own" : " as data in the conversation") << "\n";
   return 0;
 }

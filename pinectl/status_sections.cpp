@@ -9,11 +9,6 @@
 namespace pine {
 namespace {
 
-std::string str(const nlohmann::json& j, const char* key, const std::string& otherwise = "") {
-  if (!j.contains(key)) return otherwise;
-  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
-}
-
 void approvalsSection(const nlohmann::json& list, std::ostream& out) {
   out << "\n" << list.size() << (list.size() == 1 ? " approval waits" : " approvals wait") << " for you\n";
   for (auto& a : list) out << "  " << formatApproval(a);
@@ -23,10 +18,10 @@ void sourcesSection(const nlohmann::json& list, std::ostream& out) {
   out << "\nsources\n";
   if (list.empty()) out << "  none (pine.yaml: sources, webhooks)\n";
   for (auto& s : list) {
-    out << "  " << str(s, "name") << " (" << str(s, "type") << ")  " << str(s, "state");
-    if (s.contains("why")) out << ": " << str(s, "why");
-    out << "; last event " << str(s, "lastEventAt", "never");
-    if (s.value("errors", 0) > 0) out << "; " << str(s, "errors") << " errors, last: " << str(s, "lastError");
+    out << "  " << shownField(s, "name") << " (" << shownField(s, "type") << ")  " << shownField(s, "state");
+    if (s.contains("why")) out << ": " << shownField(s, "why");
+    out << "; last event " << shownField(s, "lastEventAt", "never");
+    if (s.value("errors", 0) > 0) out << "; " << shownField(s, "errors") << " errors, last: " << shownField(s, "lastError");
     out << "\n";
   }
 }
@@ -35,8 +30,8 @@ void mcpSection(const nlohmann::json& list, std::ostream& out) {
   if (list.empty()) return;
   out << "\nMCP servers\n";
   for (auto& s : list) {
-    out << "  " << str(s, "agent") << "/" << str(s, "server") << " (" << str(s, "kind") << ")  " << str(s, "state");
-    if (s.contains("error")) out << ": " << str(s, "error");
+    out << "  " << shownField(s, "agent") << "/" << shownField(s, "server") << " (" << shownField(s, "kind") << ")  " << shownField(s, "state");
+    if (s.contains("error")) out << ": " << shownField(s, "error");
     if (s.contains("tools") && s["tools"].is_array()) out << "; " << s["tools"].size() << " tools";
     out << "\n";
   }
@@ -47,8 +42,8 @@ void subscriptionsSection(const nlohmann::json& list, std::ostream& out) {
   out << "\nconversations and what they hear\n";
   std::map<std::string, std::string> heard;  // agent/session -> sources
   for (auto& s : list) {
-    std::string& line = heard[str(s, "agent") + "/" + str(s, "session")];
-    line += (line.empty() ? "" : ", ") + str(s, "source") + (s.contains("topic") ? " (" + str(s, "topic") + ")" : "") +
+    std::string& line = heard[shownField(s, "agent") + "/" + shownField(s, "session")];
+    line += (line.empty() ? "" : ", ") + shownField(s, "source") + (s.contains("topic") ? " (" + shownField(s, "topic") + ")" : "") +
             (s.value("separate", false) ? " (runs of their own)" : "");
   }
   for (auto& [conversation, sources] : heard) out << "  " << conversation << ": " << sources << "\n";
@@ -72,7 +67,7 @@ void addStatusSections(const std::string& home, nlohmann::json& status, std::ost
     if (!a.ok()) {
       status["unavailable"][name] = a.body.is_object() ? a.body.value("error", "HTTP " + std::to_string(a.status))
                                                        : "HTTP " + std::to_string(a.status);
-      if (out) *out << "\n" << name << ": cannot read (" << str(status["unavailable"], name.c_str()) << ")\n";
+      if (out) *out << "\n" << name << ": cannot read (" << shownField(status["unavailable"], name.c_str()) << ")\n";
       continue;
     }
     auto list = a.body.value(p.key, nlohmann::json::array());

@@ -43,6 +43,7 @@ const maxLinkMessageBytes :UInt32 = 2097152;
 struct Message {
   topic @0 :Text;
   payload @1 :Data;            # at most 256 KiB (larger ones are reported, not sent)
+  retained @2 :Bool;           # the server's stored message, sent because pine-mqtt subscribed
 }
 
 interface MqttEvents {

@@ -131,13 +131,15 @@ interface Supervisor {
   # value never leaves pined. Fails saying why when the name is no source name or that entry exists
   # (an entry of the owner's is never replaced).
 
-  fetchFtpFile @20 (source :Text, file :Text) -> (path :Text, bytes :UInt64, sha256 :Text, error :Text);
+  fetchFtpFile @20 (source :Text, file :Text, listedSize :Int64 = -1) -> (path :Text, bytes :UInt64, sha256 :Text, error :Text);
   # One file of the remote folder of the ftp source named (fetch: true; a plain name from its listing),
   # fetched by a pine-egress process as listFtp fetches one, and written by pined into the owning
   # agent's workspace (the main agent's for a source of all agents) as inbox/ftp-<source>/<file>: never
   # through a link, created as the agent's own file, replacing an older copy only once the new one is
   # whole. path is that workspace-relative path; error says why nothing was written. The bytes never
-  # reach the broker.
+  # reach the broker. listedSize (-1: not known) is the size the listing gave: a file that would
+  # not fit the inbox by it is refused before a byte is fetched (a server that lies is still
+  # stopped at the inbox's limit).
 
   taskChanges @21 (task :Text, agent :Text, diff :Bool) -> (result :Text);
   # What task changed in agent's workspace: pined runs pine-checkpoint (checkpoint/) on the

@@ -67,8 +67,12 @@ kj::Promise<std::string> runCheckpoint(Supervisor& sup, kj::LowLevelAsyncIoProvi
   const std::string workspace = home + "/agents/" + agent + "/workspace";
   const std::string shadow = home + "/checkpoints/" + agent;
   const auto& host = sup.sandboxHost();
-  const sandbox::SandboxIds ids = host.agentIds(home, agent);
+  // The ids after the workspace is handed over: they are its owner's from then on. Picked before,
+  // a workspace no uid owned yet could get another uid than the checkpoint (the first free one
+  // changes as processes come and go), and checkpoints written under one uid were closed to the
+  // next (CI: "cannot create blobs/5a in the checkpoint folder: Permission denied").
   makeWorkspace(sup, agent);
+  const sandbox::SandboxIds ids = host.agentIds(home, agent);
   makeCheckpointDir(home + "/checkpoints");
   makeCheckpointDir(shadow);
   // As root: checkpoints/ is pined's, 711 (pine-launch, as the agent's uid, must open the agent's

@@ -1,5 +1,6 @@
 #include "supervisor/ftp_fetch.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <kj/debug.h>
 #include <kj/io.h>
@@ -20,11 +21,15 @@
 namespace pine {
 namespace {
 
+constexpr const char* kFetching = ".fetching-";  // the temporary name's start
+
 // The file being written: its folder, the temporary name, the bytes so far and their hash.
 struct InboxFile {
   kj::AutoCloseFd dir, fd;
   std::string part;
   unsigned long long bytes = 0;
+  unsigned long long room = 0;  // what the inbox folder may still take (maxInboxMb)
+  std::string full;             // why a file over `room` is not kept
   std::string error;  // a write that failed: the fetch ends with it
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> sha{EVP_MD_CTX_new(), EVP_MD_CTX_free};
 
@@ -45,6 +50,7 @@ class InboxSink final : public proto::ByteSink::Server {
     auto chunk = context.getParams().getChunk();
     const kj::byte* at = chunk.begin();
     size_t left = chunk.size();
+    if (file_->error.empty() && chunk.size() > file_->room - std::min(file_->room, file_->bytes)) file_->error = file_->full;
     while (left > 0 && file_->error.empty()) {
       ssize_t n = ::write(file_->fd.get(), at, left);
       if (n < 0 && errno == EINTR) continue;
@@ -78,6 +84,31 @@ kj::AutoCloseFd folderBelow(int parent, const std::string& name, const std::opti
   if (made && ids && fchown(fd, ids->uid, ids->gid) != 0)
     throw std::runtime_error(shown + ": cannot hand it to the agent: " + strerror(errno));
   return out;
+}
+
+// The bytes of the regular files directly in `dir` but `except` (the copy a fetch replaces). Links and
+// folders the agent made there are not counted: only files take the inbox's room. Every other
+// file counts, a temporary one a crash of pined left too: a server may name its files as it likes,
+// ".fetching-..." included.
+unsigned long long filesIn(int dir, const std::string& except) {
+  int fd = fcntl(dir, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("cannot read the folder: ") + strerror(errno));
+  std::unique_ptr<DIR, int (*)(DIR*)> d(fdopendir(fd), closedir);
+  if (!d) {
+    close(fd);
+    throw std::runtime_error(std::string("cannot read the folder: ") + strerror(errno));
+  }
+  rewinddir(d.get());  // the duplicate shares the offset of a descriptor read before
+  unsigned long long sum = 0;
+  errno = 0;
+  while (dirent* e = readdir(d.get())) {
+    struct stat st;
+    if (e->d_name == except || fstatat(dirfd(d.get()), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISREG(st.st_mode)) sum += (unsigned long long)st.st_size;
+    errno = 0;
+  }
+  if (errno != 0) throw std::runtime_error(std::string("cannot read the folder: ") + strerror(errno));
+  return sum;
 }
 
 std::string hex(const unsigned char* p, unsigned n) {
@@ -118,9 +149,17 @@ kj::Promise<void> fetchFtpFile(
     kj::AutoCloseFd workspace(ws);
     kj::AutoCloseFd inbox = folderBelow(workspace.get(), "inbox", box.runAs, "inbox");
     out->dir = folderBelow(inbox.get(), "ftp-" + source->name, box.runAs, shown);
+    const unsigned long long cap = (unsigned long long)source->maxInboxMb << 20, held = filesIn(out->dir.get(), file);
+    const std::string wait = "; the file waits until files there are moved or deleted (maxInboxMb: " +
+                             std::to_string(source->maxInboxMb) + ")";
+    if (held >= cap) throw std::runtime_error(shown + " holds " + std::to_string(held) + " bytes, all it may" + wait);
+    out->room = cap - held;
+    out->full = shown + " would hold more than " + std::to_string(cap) + " bytes with this file" + wait;
+    // By the listing's word it does not fit: nothing is fetched (each look would fetch it again).
+    if (p.getListedSize() >= 0 && (unsigned long long)p.getListedSize() > out->room) throw std::runtime_error(out->full);
     unsigned char r[8];
     KJ_REQUIRE(randomBytes(r, sizeof r), "no random bytes from the kernel");
-    out->part = ".fetching-" + hex(r, sizeof r);
+    out->part = kFetching + hex(r, sizeof r);
     int fd = openat(out->dir.get(), out->part.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
       out->part.clear();
@@ -137,7 +176,8 @@ kj::Promise<void> fetchFtpFile(
   return egress.run(look.request, kj::mv(look.policy), kj::heap<InboxSink>(out), "source:" + source->name)
       .then([context, out, shown, file](EgressAnswer a) mutable {
         auto res = context.getResults();
-        std::string error = !a.error.empty() ? a.error : out->error;
+        // The sink's own reason first: a full inbox or a failed write ends the transfer with it.
+        std::string error = !out->error.empty() ? out->error : a.error;
         if (error.empty() && fsync(out->fd.get()) != 0) error = std::string("writing the file: ") + strerror(errno);
         // Renamed over an older copy (or a link the agent left there: the name is replaced, never followed).
         if (error.empty() && renameat(out->dir.get(), out->part.c_str(), out->dir.get(), file.c_str()) != 0)
@@ -156,7 +196,8 @@ kj::Promise<void> fetchFtpFile(
         res.setSha256(hex(digest, n));
       }, [context, out](kj::Exception&& e) mutable {
         out->discard();
-        context.getResults().setError(std::string("the file was not fetched: ") + e.getDescription().cStr());
+        const std::string why = !out->error.empty() ? out->error : e.getDescription().cStr();
+        context.getResults().setError("the file was not fetched: " + why);
       });
 }
 

@@ -13,35 +13,10 @@
 #include "common/cloexec.h"
 #include "common/log.h"
 #include "supervisor/spawn.h"
+#include "supervisor/stderr_log.h"
 #include "supervisor/supervisor.h"
 
 namespace pine {
-namespace {
-
-constexpr size_t kStderrLineBytes = 1000;  // a longer line is cut: the log is not the program's to fill
-
-kj::Promise<void> logLines(kj::Own<kj::AsyncInputStream> in, std::string label, std::string pending) {
-  auto buf = kj::heapArray<char>(4096);
-  auto read = in->tryRead(buf.begin(), 1, buf.size());
-  return read.then([in = kj::mv(in), buf = kj::mv(buf), label = kj::mv(label),
-                    pending = kj::mv(pending)](size_t n) mutable -> kj::Promise<void> {
-    if (n == 0) {
-      if (!pending.empty()) spdlog::info("{}: {}", label, pending);
-      return kj::READY_NOW;
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if (buf[i] == '\n') {
-        spdlog::info("{}: {}", label, pending);
-        pending.clear();
-      } else if (pending.size() < kStderrLineBytes) {
-        pending += buf[i];
-      }
-    }
-    return logLines(kj::mv(in), kj::mv(label), kj::mv(pending));
-  });
-}
-
-}  // namespace
 
 void makeOwnerFolder(const std::string& path) {
   for (size_t at = 1; at <= path.size(); ++at) {
@@ -84,7 +59,7 @@ StartedProgram startOwnerProgram(Supervisor& sup, kj::AsyncIoContext& io, const 
   auto exit = sup.adoptSourceProgram(pid, p.name, p.role);
   auto in = io.lowLevelProvider->wrapInputFd(errRead.release(), kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP);
   std::string label = (p.role == "source" ? "source program '" : "MCP server '") + p.name + "'";
-  auto log = logLines(kj::mv(in), label, "").eagerlyEvaluate([label](kj::Exception&& e) {
+  auto log = logStderrLines(kj::mv(in), label).eagerlyEvaluate([label](kj::Exception&& e) {
     spdlog::warn("{}: its stderr: {}", label, e.getDescription().cStr());
   });
   return StartedProgram{pid, brokerEnd.release(), kj::mv(exit), kj::mv(log)};

@@ -2,6 +2,7 @@
 
 #include <kj/debug.h>
 
+#include "common/http_validator.h"
 #include "common/log.h"
 #include "common/url_origin.h"
 #include "common/web_address.h"
@@ -12,17 +13,7 @@ namespace pine {
 namespace {
 
 constexpr size_t kMaxUrl = 8192;
-constexpr size_t kMaxValidator = 1024;
 constexpr size_t kMaxPage = 8 << 20;  // a page larger than this is an error, not an event
-
-// A validator the server gave: sent back as it was, but never a line break or a placeholder.
-bool plainValue(const std::string& v) {
-  if (v.size() > kMaxValidator || v.find("${") != std::string::npos) return false;
-  for (unsigned char c : v)
-    if (c < 0x20 || c == 0x7f) return false;
-  return true;
-}
-
 }  // namespace
 
 SourcePoll sourcePoll(const config::Source& s, const std::string& url, const std::string& etag,
@@ -38,7 +29,7 @@ SourcePoll sourcePoll(const config::Source& s, const std::string& url, const std
     out.refused = "only " + urlOrigin(s.url).value_or(s.url) + " is fetched for source '" + s.name + "'";
     return out;
   }
-  if (!plainValue(etag) || !plainValue(lastModified)) {
+  if (!sendableValidator(etag) || !sendableValidator(lastModified)) {
     out.refused = "an ETag or Last-Modified value over 1 KiB or with a control character";
     return out;
   }
@@ -70,8 +61,8 @@ kj::Promise<void> pollSource(
     Supervisor& sup, EgressProcesses& egress,
     capnp::CallContext<proto::Supervisor::PollSourceParams, proto::Supervisor::PollSourceResults> context) {
   auto p = context.getParams();
-  KJ_REQUIRE(p.getUrl().size() <= kMaxUrl && p.getEtag().size() <= kMaxValidator &&
-                 p.getLastModified().size() <= kMaxValidator,
+  KJ_REQUIRE(p.getUrl().size() <= kMaxUrl && p.getEtag().size() <= kMaxHttpValidator &&
+                 p.getLastModified().size() <= kMaxHttpValidator,
              "pollSource: an argument is too long");
   auto cfg = sup.config();
   KJ_REQUIRE(cfg != nullptr, "pollSource: no configuration is loaded");

@@ -138,6 +138,13 @@ void Supervisor::restartBrokerIfFoldersChanged() {
 }
 
 std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {
+  const bool owner = by == "SIGHUP" || by == "pinectl reload";
+  if (owner) {
+    // .env too: a secret the owner rotated by editing it (a hook's, say) is in force from now on,
+    // and the old one no longer is.
+    for (auto& e : secrets_.load()) spdlog::error("{}", e);  // positions only, never a value
+    rebuildRedactor();
+  }
   std::vector<std::string> errors;
   for (auto& e : config_.reload()) errors.push_back(e.format());
   if (errors.empty()) {
@@ -145,12 +152,18 @@ std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {
     shareHomeWithBroker("a configuration change");
     // Only when the owner reloads: a change the broker itself asked for (add_source) comes in
     // the middle of a task, which a restart would cut short.
-    if (by == "SIGHUP" || by == "pinectl reload") restartBrokerIfFoldersChanged();
+    if (owner) restartBrokerIfFoldersChanged();
   } else {
     spdlog::error("configuration NOT reloaded ({}): {} error(s); the previous one stays in force", by, errors.size());
     for (auto& e : errors) spdlog::error("  {}", e);
   }
   audit("config.reload", {{"by", by}, {"ok", errors.empty()}, {"errors", errors}});
+  // An editor may have replaced .env (SIGHUP's handler checks at once); a moment later, so that
+  // pinectl, which asked through the broker, gets its answer first.
+  if (by == "pinectl reload")
+    tasks_.add(io_.provider->getTimer().afterDelay(1 * kj::SECONDS).then([this]() {
+      restartBrokerIfEnvReplaced("an edit of .env");
+    }));
   return errors;
 }
 
@@ -197,8 +210,6 @@ kj::Promise<void> Supervisor::onHangup() {
   return io_.unixEventPort.onSignal(SIGHUP).then([this](siginfo_t) {
     reopenLogs();
     spdlog::info("SIGHUP: logs reopened, configuration re-read, asking the broker to reload");
-    for (auto& e : secrets_.load()) spdlog::error("{}", e);
-    rebuildRedactor();
     reloadConfig("SIGHUP");
     shareHomeWithBroker("SIGHUP");  // logs reopened as root's are the broker's again
     restartBrokerIfEnvReplaced("an edit of .env");

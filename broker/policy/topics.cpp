@@ -1,8 +1,10 @@
 #include "broker/policy/topics.h"
 
+#include <cstdio>
 #include <vector>
 
 #include "common/glob.h"
+#include "common/outside_text.h"
 #include "broker/policy/quote.h"
 
 namespace pine::policy {
@@ -80,6 +82,13 @@ std::optional<std::string> validateTopic(std::string_view topic) {
     if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))
       return "the topic " + quoteText(topic) + " contains a control character at byte " + std::to_string(i) +
              "; use printable text";
+    // Topics are shown to the owner (questions, logs, pinectl): nothing that reorders or hides text.
+    if (invisibleCodePoint(cp)) {
+      char hex[16];
+      snprintf(hex, sizeof hex, "%04X", cp);
+      return "the topic contains an invisible character (U+" + std::string(hex) + ", which reorders or hides text) at byte " +
+             std::to_string(i) + "; use visible text";
+    }
     i += n;
   }
   for (char w : {'+', '#'})

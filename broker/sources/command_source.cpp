@@ -192,6 +192,7 @@ void CommandSource::bytes(const char* p, size_t n) {
     size_t keep = std::min(len, room);
     partial_.append(p, keep);
     partialCut_ += len - keep;
+    unpaid_ += len - keep;
     if (!nl) return;
     line(std::move(partial_), partialCut_);
     partial_.clear();
@@ -208,6 +209,11 @@ kj::Promise<void> CommandSource::readLines(Run& r) {
     if (n == 0) return kj::READY_NOW;
     bytes(reinterpret_cast<const char*>(r.outBuf.begin()), n);
     refill();
+    // What a line's token does not pay for, the bytes cut from lines, costs a line's worth each
+    // maxLineBytes: a line that never ends is paced like lines are, instead of being read as fast
+    // as the command writes it.
+    tokens_ -= static_cast<double>(unpaid_) / static_cast<double>(limits_.maxLineBytes);
+    unpaid_ = 0;
     if (tokens_ >= 1) return readLines(r);
     auto ms = static_cast<long long>((1 - tokens_) / limits_.linesPerSec * 1000) + 1;
     return io_.provider->getTimer().afterDelay(ms * kj::MILLISECONDS).then([this, &r]() { return readLines(r); });

@@ -107,6 +107,7 @@ class CommandSource {
   // mode lines: the line being read, what was cut of it, the bucket and what it dropped
   std::string partial_;
   size_t partialCut_ = 0;
+  size_t unpaid_ = 0;     // bytes cut from lines since the last read: they cost tokens too
   double tokens_ = 0;
   std::chrono::steady_clock::time_point refilled_;
   uint64_t dropped_ = 0, droppedUnreported_ = 0;

@@ -14,13 +14,17 @@ namespace {
 FileFacts factsFrom(const struct stat& st) {
   FileFacts f;
   f.exists = true;
-  f.regular = S_ISREG(st.st_mode);
+  // A file with another name elsewhere (a hard link) may be any file of the same owner, pine's
+  // .env included: the sandbox grants the folder's names, not the files behind them. Not read.
+  f.regular = S_ISREG(st.st_mode) && st.st_nlink == 1;
   f.dir = S_ISDIR(st.st_mode);
   f.size = (uint64_t)st.st_size;
 #ifdef __APPLE__
   f.mtimeNs = (int64_t)st.st_mtimespec.tv_sec * 1000000000 + st.st_mtimespec.tv_nsec;
+  f.ctimeNs = (int64_t)st.st_ctimespec.tv_sec * 1000000000 + st.st_ctimespec.tv_nsec;
 #else
   f.mtimeNs = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  f.ctimeNs = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 #endif
   f.inode = (uint64_t)st.st_ino;
   return f;
@@ -95,32 +99,40 @@ FileFacts factsOf(int fd) {
   return factsFrom(st);
 }
 
-std::vector<DirEntry> listDir(int dirFd) {
-  std::vector<DirEntry> out;
-  int copy = dup(dirFd);
-  if (copy < 0) return out;
+DirReader::DirReader(Fd dir) : dir_(std::move(dir)) {
+  if (!dir_.ok()) return;
+  int copy = dup(dir_.get());
+  if (copy < 0) return;
   DIR* d = fdopendir(copy);
   if (!d) {
     close(copy);
-    return out;
+    return;
   }
   rewinddir(d);
-  while (dirent* e = readdir(d)) {
+  stream_ = d;
+}
+
+DirReader::~DirReader() {
+  if (stream_) closedir(static_cast<DIR*>(stream_));
+}
+
+bool DirReader::next(DirEntry& entry) {
+  if (!stream_) return false;
+  while (dirent* e = readdir(static_cast<DIR*>(stream_))) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    DirEntry entry{name};
     unsigned char type = e->d_type;
     if (type == DT_UNKNOWN) {
       struct stat st;
-      if (fstatat(dirFd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (fstatat(dir_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
     }
-    entry.dir = type == DT_DIR;
-    entry.regular = type == DT_REG;
-    out.push_back(std::move(entry));
+    entry = DirEntry{std::move(name), type == DT_DIR, type == DT_REG};
+    return true;
   }
-  closedir(d);
-  return out;
+  closedir(static_cast<DIR*>(stream_));
+  stream_ = nullptr;
+  return false;
 }
 
 bool secretsFileName(const std::string& relName) {

@@ -13,10 +13,13 @@ namespace pine::sources {
 
 struct FileFacts {
   bool exists = false;
-  bool regular = false;  // a regular file (not a link, folder, device or pipe)
+  bool regular = false;  // a regular file with one name (not a link, hard or symbolic, folder, device or pipe)
   bool dir = false;
   uint64_t size = 0;
   int64_t mtimeNs = 0;
+  // The inode's change time: any write moves it, and unlike mtime no user can set it back, so a
+  // file rewritten with its size and mtime restored is still seen to have changed.
+  int64_t ctimeNs = 0;
   uint64_t inode = 0;
   bool operator==(const FileFacts&) const = default;
 };
@@ -48,8 +51,20 @@ struct DirEntry {
   bool dir = false;
   bool regular = false;
 };
-// The entries of an open folder (not . and ..); the descriptor stays open and usable.
-std::vector<DirEntry> listDir(int dirFd);
+// The entries of an open folder (not . and ..), a few at a time: a folder of many names is read
+// across turns of the loop. Takes the descriptor; it ends (next() false) when it cannot read.
+class DirReader {
+ public:
+  explicit DirReader(Fd dir);
+  ~DirReader();
+  DirReader(const DirReader&) = delete;
+  DirReader& operator=(const DirReader&) = delete;
+  bool next(DirEntry& entry);  // false once all were read
+
+ private:
+  Fd dir_;
+  void* stream_ = nullptr;  // DIR*, on a copy of dir_
+};
 
 // .env, .env.* in any letter case: a secrets file (the path jail's rule) is never read or hashed
 // by a folder source, wherever it lies; a hash of a short secret would give it away.

@@ -35,22 +35,40 @@ class Inotify final : public FolderNotify {
                "fs.inotify.max_user_watches)";
       return "cannot watch " + full + ": " + strerror(errno);
     }
+    // Another folder than the one watched under this name before (it was replaced): the old
+    // watch would report its changes as this one's.
+    auto old = byRel_.find(rel);
+    if (old != byRel_.end() && old->second != wd) {
+      if (auto w = byWd_.find(old->second); w != byWd_.end() && w->second == rel) {
+        inotify_rm_watch(fd_, old->second);
+        byWd_.erase(w);
+      }
+    }
+    // The same folder under another name (moved within the tree): the watch is this name's now.
+    if (auto same = byWd_.find(wd); same != byWd_.end() && same->second != rel) {
+      if (auto r = byRel_.find(same->second); r != byRel_.end() && r->second == wd) byRel_.erase(r);
+    }
     byWd_[wd] = rel;
+    byRel_[rel] = wd;
     return std::nullopt;
   }
 
   void unwatch(const std::string& rel) override {
-    for (auto it = byWd_.begin(); it != byWd_.end();) {
-      const std::string& r = it->second;
-      bool below = rel.empty() || r == rel || r.rfind(rel + "/", 0) == 0;
-      if (below) {
-        inotify_rm_watch(fd_, it->first);
-        it = byWd_.erase(it);
-      } else {
-        ++it;
+    auto drop = [this](std::map<std::string, int>::iterator it) {
+      if (auto w = byWd_.find(it->second); w != byWd_.end() && w->second == it->first) {
+        inotify_rm_watch(fd_, it->second);
+        byWd_.erase(w);
       }
+      return byRel_.erase(it);
+    };
+    if (rel.empty()) {
+      for (auto it = byRel_.begin(); it != byRel_.end();) it = drop(it);
+      return;
     }
+    if (auto it = byRel_.find(rel); it != byRel_.end()) drop(it);
+    for (auto it = byRel_.lower_bound(rel + "/"); it != byRel_.end() && it->first.rfind(rel + "/", 0) == 0;) it = drop(it);
   }
+
 
   kj::Promise<std::vector<FolderNotice>> next() override {
     auto got = drain();
@@ -75,6 +93,7 @@ class Inotify final : public FolderNotify {
         auto it = byWd_.find(ev->wd);
         if (it == byWd_.end()) continue;
         if (ev->mask & IN_IGNORED) {  // the folder went away or was unwatched
+          if (auto r = byRel_.find(it->second); r != byRel_.end() && r->second == ev->wd) byRel_.erase(r);
           byWd_.erase(it);
           continue;
         }
@@ -90,6 +109,7 @@ class Inotify final : public FolderNotify {
   int fd_;
   std::unique_ptr<kj::UnixEventPort::FdObserver> observer_;  // unique_ptr: its destructor may throw, ours may not
   std::map<int, std::string> byWd_;
+  std::map<std::string, int> byRel_;  // the same, by folder
 };
 
 }  // namespace

@@ -15,16 +15,29 @@
 namespace pine::sources {
 namespace {
 
+// The memory's key for the folder the remembered files were seen in: no file's name (relative
+// names never start with '/').
+constexpr const char* kFolderKey = "/folder";
+
 std::string joinRel(const std::string& dir, const std::string& name) { return dir.empty() ? name : dir + "/" + name; }
 
-// source_state's value for a file: "size mtimeNs sha256".
-std::string encode(uint64_t size, int64_t mtimeNs, const std::string& sha) {
-  return std::to_string(size) + " " + std::to_string(mtimeNs) + " " + sha;
+// source_state's value for a file: "size mtimeNs sha256 ctimeNs" (values kept before ctimeNs
+// was have three fields: read with ctimeNs 0).
+std::string encode(const FolderSource::Seen& s) {
+  return std::to_string(s.size) + " " + std::to_string(s.mtimeNs) + " " + s.sha256 + " " + std::to_string(s.ctimeNs);
 }
 
-bool decode(const std::string& text, uint64_t& size, int64_t& mtimeNs, std::string& sha) {
+bool decode(const std::string& text, FolderSource::Seen& s) {
   std::istringstream in(text);
-  return static_cast<bool>(in >> size >> mtimeNs >> sha);
+  if (!(in >> s.size >> s.mtimeNs >> s.sha256)) return false;
+  if (!(in >> s.ctimeNs)) s.ctimeNs = 0;
+  return true;
+}
+
+// Whether a file's facts are those it had when it was hashed, so its content is taken as the
+// same without reading it. ctime too: size and mtime can be put back by whoever writes the file.
+bool sameAsSeen(const FileFacts& f, const FolderSource::Seen& s) {
+  return f.regular && f.size == s.size && f.mtimeNs == s.mtimeNs && f.ctimeNs == s.ctimeNs;
 }
 
 }  // namespace
@@ -51,9 +64,25 @@ std::optional<std::string> FolderSource::start() {
   std::string whyNot;
   notify_ = makeFolderNotify(io_.unixEventPort, whyNot);
   if (!notify_) return "source '" + source_.name + "': " + whyNot + "; it is not started";
-  for (auto& [name, value] : memory_->recall(source_.name)) {
+  // What is remembered belongs to the folder it was seen in: pointed at another folder, the source
+  // starts afresh (its files are new; the old folder's are not "removed", nothing was deleted).
+  // Memory kept before the folder was noted is taken to be this folder's.
+  auto remembered = memory_->recall(source_.name);
+  // The same folder however its path ends ("/a/b/" is "/a/b").
+  std::string path = source_.path;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  auto folder = remembered.find(kFolderKey);
+  const bool noted = folder != remembered.end() && folder->second == path;
+  if (folder != remembered.end() && !noted) {
+    spdlog::info("source '{}': its folder is now {} (was {}): what was reported there is forgotten", source_.name, path,
+                 folder->second);
+    memory_->forgetAll(source_.name);
+    remembered.clear();
+  }
+  if (!noted) memory_->remember(source_.name, kFolderKey, path);
+  for (auto& [name, value] : remembered) {
     Seen s;
-    if (decode(value, s.size, s.mtimeNs, s.sha256)) known_[name] = s;
+    if (name != kFolderKey && decode(value, s)) known_[name] = s;
   }
   if (auto why = notify_->watch(source_.path, "")) return "source '" + source_.name + "': " + *why + "; it is not started";
   watched_.insert("");
@@ -66,83 +95,154 @@ std::optional<std::string> FolderSource::start() {
 
 kj::Promise<void> FolderSource::listen() {
   return notify_->next().then([this](std::vector<FolderNotice> notices) {
-    onNotices(notices);
+    onNotices(std::move(notices));
     return listen();
   });
 }
 
-void FolderSource::onNotices(const std::vector<FolderNotice>& notices) {
-  for (const auto& n : notices) {
+void FolderSource::onNotices(std::vector<FolderNotice> notices) {
+  // Heard now, looked at a few a turn (loop). More than the queue holds: a look at the whole
+  // folder finds the same changes for less.
+  for (auto& n : notices) {
     if (n.overflow) {
       spdlog::warn("source '{}': the system dropped change notices; looking at the whole folder again", source_.name);
+      notices_.clear();
       lookAll();
       continue;
     }
-    if (n.name.empty()) {
-      look(n.dir, 0, nullptr);
+    if (notices_.size() >= options_.maxPending) {
+      dropChange("change notices");
       continue;
     }
-    std::string rel = joinRel(n.dir, n.name);
-    FileFacts f = factsBeneath(root_.get(), rel);
-    if (f.dir) {
-      if (source_.recursive) look(rel, (int)std::count(rel.begin(), rel.end(), '/') + 1, nullptr);
-      continue;
-    }
-    if (!f.exists && watched_.count(rel)) {
-      // A folder went away (or was moved out): what was reported below it is gone too.
-      notify_->unwatch(rel);
-      for (auto it = watched_.begin(); it != watched_.end();)
-        it = (*it == rel || it->rfind(rel + "/", 0) == 0) ? watched_.erase(it) : std::next(it);
-      for (auto it = known_.lower_bound(rel + "/"); it != known_.end() && it->first.rfind(rel + "/", 0) == 0; ++it)
-        touch(it->first);
-      continue;
-    }
-    touch(rel);
+    notices_.push_back(std::move(n));
   }
+  wake();
+}
+
+void FolderSource::notice(const FolderNotice& n) {
+  auto depthOf = [](const std::string& rel) { return rel.empty() ? 0 : (int)std::count(rel.begin(), rel.end(), '/') + 1; };
+  if (n.name.empty()) {
+    lookAt(n.dir, depthOf(n.dir));
+    return;
+  }
+  std::string rel = joinRel(n.dir, n.name);
+  FileFacts f = statBeneath(rel);
+  const bool look = f.dir && source_.recursive && depthOf(rel) <= options_.maxDepth;
+  if (watched_.count(rel)) {
+    // A watched folder's own entry changed: moved away, deleted, replaced by another folder of
+    // the same name, or only its mode. Its watches go (they may follow the folder elsewhere),
+    // what was reported below it is looked at again, a few a turn, and a folder there now is
+    // watched and looked at afresh.
+    notify_->unwatch(rel);
+    watched_.erase(rel);
+    watched_.erase(watched_.lower_bound(rel + "/"), watched_.lower_bound(rel + "0"));  // '0' follows '/'
+    sweeps_.push_back(Sweep{rel + "/", false, UINT64_MAX, "", false});
+    if (look) lookAt(rel, depthOf(rel));
+    return;
+  }
+  if (f.dir) {
+    if (look) lookAt(rel, depthOf(rel));
+    return;
+  }
+  touch(rel);
 }
 
 void FolderSource::lookAll() {
-  std::set<std::string> seen;
-  look("", 0, &seen);
-  // What was reported and is no longer there (removed while nobody watched, or a lost notice).
-  for (auto& [name, s] : known_)
-    if (!seen.count(name)) touch(name);
+  if (wholeFrom_) {
+    lookAgain_ = true;  // one is under way: another once it is done
+    return;
+  }
+  wholeFrom_ = lookCount_ + 1;
+  lookAt("", 0);
 }
 
-void FolderSource::look(const std::string& dir, int depth, std::set<std::string>* seen) {
-  Fd d = openDirBeneath(root_.get(), dir);
-  if (!d.ok()) return;  // gone, or a link put in its place: the notice about it says so
-  if (!watched_.count(dir)) {
-    std::string full = dir.empty() ? source_.path : source_.path + "/" + dir;
-    if (auto why = notify_->watch(full, dir)) {
-      spdlog::warn("source '{}': {}", source_.name, *why);
-      memory_->noteError(source_.name, *why);
-    } else {
-      watched_.insert(dir);
+void FolderSource::lookAt(const std::string& dir, int depth) {
+  if (!lookQueued_.insert(dir).second) return;  // waiting already (not yet begun)
+  Look l;
+  l.dir = dir;
+  l.depth = depth;
+  looks_.push_back(std::move(l));
+  wake();
+}
+
+void FolderSource::lookSome(size_t& budget) {
+  while (budget > 0 && !looks_.empty() && room()) {
+    Look& l = looks_.front();  // a deque keeps it in place while sub-folders are added behind it
+    if (!l.reader) {
+      lookQueued_.erase(l.dir);
+      l.number = ++lookCount_;
+      --budget;
+      ++calls_;
+      Fd d = openDirBeneath(root_.get(), l.dir);
+      if (!d.ok()) {  // gone, or a link put in its place: the notice about it says so
+        looks_.pop_front();
+        continue;
+      }
+      // Watched again at every look: the folder at this name may be another one than the one
+      // watched (replaced while notices were lost), and the same one costs nothing.
+      std::string full = l.dir.empty() ? source_.path : source_.path + "/" + l.dir;
+      if (auto why = notify_->watch(full, l.dir)) {
+        spdlog::warn("source '{}': {}", source_.name, *why);
+        memory_->noteError(source_.name, *why);
+      } else {
+        watched_.insert(l.dir);
+      }
+      l.reader = std::make_unique<DirReader>(std::move(d));
     }
+    DirEntry e;
+    bool more = true;
+    while (budget > 0 && room() && (++calls_, more = l.reader->next(e))) {
+      --budget;  // every name read costs, a file's stat or not
+      std::string rel = joinRel(l.dir, e.name);
+      if (e.dir) {
+        if (source_.recursive && l.depth < options_.maxDepth) lookAt(rel, l.depth + 1);
+        continue;
+      }
+      if (!e.regular || secretsFileName(e.name)) continue;  // links, pipes, devices, .env: never read
+      auto k = known_.find(rel);
+      if (k != known_.end()) {
+        k->second.lookedAt = l.number;
+        FileFacts f = statBeneath(rel);
+        if (sameAsSeen(f, k->second)) continue;
+      }
+      touch(rel);
+    }
+    if (more) return;  // the rest next turn
+    // Reported files directly in this folder that its look did not see (a whole look also
+    // sweeps at its end, for folders it did not reach).
+    sweeps_.push_back(Sweep{l.dir.empty() ? "" : l.dir + "/", true, l.number, "", false});
+    looks_.pop_front();
   }
-  std::set<std::string> here;
-  for (const auto& e : listDir(d.get())) {
-    std::string rel = joinRel(dir, e.name);
-    if (e.dir) {
-      if (source_.recursive && depth < options_.maxDepth) look(rel, depth + 1, seen);
-      continue;
-    }
-    if (!e.regular || secretsFileName(e.name)) continue;  // links, pipes, devices, .env: never read
-    here.insert(rel);
-    if (seen) seen->insert(rel);
-    auto k = known_.find(rel);
-    if (k != known_.end()) {
-      FileFacts f = factsBeneath(root_.get(), rel);
-      if (f.regular && f.size == k->second.size && f.mtimeNs == k->second.mtimeNs) continue;
-    }
-    touch(rel);
+}
+
+void FolderSource::sweepSome(size_t& budget) {
+  // A whole look's end: what was reported and no look has seen since it began (removed while
+  // nobody watched, or a lost notice).
+  if (wholeFrom_ && looks_.empty() && !wholeSwept_) {
+    sweeps_.push_back(Sweep{"", false, wholeFrom_, "", true});
+    wholeSwept_ = true;
   }
-  if (seen) return;  // lookAll() compares with everything it saw
-  // Reported files directly in this folder that are gone.
-  std::string prefix = dir.empty() ? "" : dir + "/";
-  for (auto it = known_.lower_bound(prefix); it != known_.end() && it->first.rfind(prefix, 0) == 0; ++it)
-    if (it->first.find('/', prefix.size()) == std::string::npos && !here.count(it->first)) touch(it->first);
+  size_t passed = 0;  // known files looked past cost too, 64 to a file touched
+  while (budget > 0 && room() && !sweeps_.empty()) {
+    Sweep& w = sweeps_.front();
+    auto it = known_.lower_bound(std::max(w.prefix, w.from));
+    for (; it != known_.end() && it->first.rfind(w.prefix, 0) == 0 && budget > 0 && room(); ++it) {
+      if (++passed % 64 == 0) --budget;
+      if (w.directOnly && it->first.find('/', w.prefix.size()) != std::string::npos) continue;
+      if (it->second.lookedAt >= w.before) continue;
+      if (budget > 0) --budget;
+      touch(it->first);
+    }
+    if (it != known_.end() && it->first.rfind(w.prefix, 0) == 0) {
+      w.from = it->first;  // on from here next turn
+      return;
+    }
+    if (w.whole) {
+      wholeFrom_ = 0;
+      wholeSwept_ = false;
+    }
+    sweeps_.pop_front();
+  }
 }
 
 void FolderSource::touch(const std::string& name) {
@@ -150,21 +250,37 @@ void FolderSource::touch(const std::string& name) {
   long long due = nowMs() + source_.debounceMs;
   auto it = pending_.find(name);
   if (it != pending_.end()) {
-    it->second.dueMs = due;  // still changing: it settles later
+    setDue(it, due);  // still changing: it settles later
     wake();
     return;
   }
-  if (pending_.size() + toHash_.size() >= options_.maxPending) {
-    if (dropped_++ % 1000 == 0)
-      spdlog::warn("source '{}': more than {} changed files wait; {} change(s) dropped so far, found again by a "
-                   "later look at the folder",
-                   source_.name, options_.maxPending, dropped_);
-    if (!lookAgain_) memory_->noteError(source_.name, "too many changed files at once: some are reported late");
-    lookAgain_ = true;
+  if (!room()) {
+    dropChange("changed files");
     return;
   }
-  pending_[name] = Pending{factsBeneath(root_.get(), name), due};
+  pending_.emplace(name, Pending{statBeneath(name), due});
+  due_.insert({due, name});
   wake();
+}
+
+void FolderSource::dropChange(const char* what) {
+  if (dropped_++ % 1000 == 0)
+    spdlog::warn("source '{}': more than {} {} wait; {} change(s) dropped so far, found again by a later look at "
+                 "the folder",
+                 source_.name, options_.maxPending, what, dropped_);
+  if (!lookAgain_) memory_->noteError(source_.name, "too many changed files at once: some are reported late");
+  lookAgain_ = true;
+}
+
+FileFacts FolderSource::statBeneath(const std::string& rel) {
+  ++calls_;
+  return factsBeneath(root_.get(), rel);
+}
+
+void FolderSource::setDue(std::map<std::string, Pending>::iterator it, long long dueMs) {
+  due_.erase({it->second.dueMs, it->first});
+  it->second.dueMs = dueMs;
+  due_.insert({dueMs, it->first});
 }
 
 void FolderSource::wake() {
@@ -177,17 +293,18 @@ void FolderSource::wake() {
 }
 
 long long FolderSource::nextDelayMs(long long now) const {
-  if (hashing_ || !toHash_.empty()) return 0;
-  if (pending_.empty()) return -1;
-  long long due = pending_.begin()->second.dueMs;
-  for (auto& [name, p] : pending_) due = std::min(due, p.dueMs);
-  return std::max(0LL, due - now);
+  if (hashing_ || !toHash_.empty() || !notices_.empty()) return 0;
+  if ((!looks_.empty() || !sweeps_.empty() || wholeFrom_) && room()) return 0;
+  if (due_.empty()) return -1;
+  return std::max(0LL, due_.begin()->first - now);
 }
 
 kj::Promise<void> FolderSource::loop() {
   long long delay = nextDelayMs(nowMs());
-  if (delay < 0 && lookAgain_) {
-    lookAgain_ = false;  // the queue drained after a flood: find what was dropped
+  if (lookAgain_ && !wholeFrom_ && looks_.empty() && room()) {
+    // There is room again after a flood: find what was dropped (also while some file keeps
+    // changing, which would keep the queue from ever draining).
+    lookAgain_ = false;
     lookAll();
     delay = nextDelayMs(nowMs());
   }
@@ -197,46 +314,58 @@ kj::Promise<void> FolderSource::loop() {
   }
   // A zero delay still goes through the timer's turn, so notices and requests get their share.
   return io_.provider->getTimer().afterDelay(delay * kj::MILLISECONDS).then([this]() {
-    settle(nowMs());
-    hashSome();
+    size_t budget = options_.filesPerTurn;
+    calls_ = 0;
+    while (budget > 0 && !notices_.empty()) {
+      FolderNotice n = std::move(notices_.front());
+      notices_.pop_front();
+      --budget;
+      notice(n);
+    }
+    settle(nowMs(), budget);
+    hashSome(budget);
+    lookSome(budget);
+    sweepSome(budget);
+    largestTurn_ = std::max(largestTurn_, calls_);
     return loop();
   });
 }
 
-void FolderSource::settle(long long now) {
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (it->second.dueMs > now) {
-      ++it;
-      continue;
-    }
-    const std::string name = it->first;
-    FileFacts f = factsBeneath(root_.get(), name);
+void FolderSource::settle(long long now, size_t& budget) {
+  while (budget > 0 && !due_.empty() && due_.begin()->first <= now) {
+    const std::string name = due_.begin()->second;
+    auto it = pending_.find(name);
+    --budget;
+    FileFacts f = statBeneath(name);
     if (!(f == it->second.facts)) {  // changed since the last look: wait for quiet again
       it->second.facts = f;
-      it->second.dueMs = now + source_.debounceMs;
-      ++it;
+      setDue(it, now + source_.debounceMs);
       continue;
     }
-    it = pending_.erase(it);
+    due_.erase(due_.begin());
+    pending_.erase(it);
     auto k = known_.find(name);
     if (!f.regular) {
       if (k != known_.end()) report(name, "removed", nullptr);
       continue;
     }
-    if (k != known_.end() && k->second.size == f.size && k->second.mtimeNs == f.mtimeNs) continue;
+    if (k != known_.end() && sameAsSeen(f, k->second)) continue;
+    if (k == known_.end() && overCap()) continue;
     if (queuedHash_.insert(name).second) toHash_.push_back(name);
   }
 }
 
-void FolderSource::hashSome() {
-  size_t budget = options_.bytesPerTurn;
+void FolderSource::hashSome(size_t& budget) {
+  size_t bytes = options_.bytesPerTurn;
   std::vector<char> buf(64 * 1024);
-  while (budget > 0) {
+  while (bytes > 0) {
     if (!hashing_) {
-      if (toHash_.empty()) return;
+      if (toHash_.empty() || budget == 0) return;
+      --budget;
       std::string name = toHash_.front();
       toHash_.pop_front();
       queuedHash_.erase(name);
+      ++calls_;
       Fd fd = openFileBeneath(root_.get(), name);
       if (!fd.ok()) {
         touch(name);  // gone, or no longer a regular file: settle says which
@@ -252,17 +381,30 @@ void FolderSource::hashSome() {
         continue;
       }
     }
-    ssize_t n = read(hashing_->fd.get(), buf.data(), std::min(buf.size(), budget));
+    ssize_t n = read(hashing_->fd.get(), buf.data(), std::min(buf.size(), bytes));
     if (n < 0 && errno == EINTR) continue;
     if (n > 0) {
       hashing_->sha.update(buf.data(), (size_t)n);
       hashing_->done += (uint64_t)n;
-      budget -= (size_t)n;
+      bytes -= (size_t)n;
       continue;
     }
     finishHash(*hashing_);
     hashing_.reset();
   }
+}
+
+bool FolderSource::overCap() {
+  if (known_.size() < options_.maxFiles) return false;
+  if (!overCap_) {
+    // Without the file's name: a status line repeats nothing a stranger chose (names are outside content).
+    std::string why = "more than " + std::to_string(options_.maxFiles) +
+                      " files: new ones are not reported until reported files are removed";
+    spdlog::warn("source '{}': {}", source_.name, why);
+    memory_->noteError(source_.name, why);
+  }
+  overCap_ = true;
+  return true;
 }
 
 void FolderSource::finishHash(Hashing& h) {
@@ -274,10 +416,16 @@ void FolderSource::finishHash(Hashing& h) {
     touch(h.name);
     return;
   }
-  Seen seen{h.facts.size, h.facts.mtimeNs, tooLarge ? std::string("-") : h.sha.hex()};
+  Seen seen{h.facts.size, h.facts.mtimeNs, h.facts.ctimeNs, tooLarge ? std::string("-") : h.sha.hex(), lookCount_};
   auto k = known_.find(h.name);
-  if (k != known_.end() && !tooLarge && k->second.sha256 == seen.sha256) {
-    rememberQuietly(h.name, seen);  // touched, not changed
+  if (k == known_.end() && overCap()) return;
+  // Touched, not changed: the same content; for a file too large to hash, the same size and mtime
+  // (a chmod moves only its ctime).
+  const bool same = k != known_.end() && (tooLarge ? k->second.size == seen.size && k->second.mtimeNs == seen.mtimeNs &&
+                                                         k->second.sha256 == "-"
+                                                   : k->second.sha256 == seen.sha256);
+  if (same) {
+    rememberQuietly(h.name, seen);
     return;
   }
   report(h.name, k == known_.end() ? "new" : "changed", &seen);
@@ -285,7 +433,7 @@ void FolderSource::finishHash(Hashing& h) {
 
 void FolderSource::rememberQuietly(const std::string& name, const Seen& seen) {
   known_[name] = seen;
-  memory_->remember(source_.name, name, encode(seen.size, seen.mtimeNs, seen.sha256));
+  memory_->remember(source_.name, name, encode(seen));
 }
 
 void FolderSource::report(const std::string& name, const char* change, const Seen* seen) {
@@ -300,6 +448,10 @@ void FolderSource::report(const std::string& name, const char* change, const See
     known_[name] = *seen;
   } else {
     known_.erase(name);
+    if (overCap_) {  // room again for a file that went unreported: a look finds it
+      overCap_ = false;
+      lookAgain_ = true;
+    }
   }
   Draft d;
   d.source = source_.name;
@@ -309,11 +461,10 @@ void FolderSource::report(const std::string& name, const char* change, const See
   d.payload = payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   // Remembered only once the event is committed: a crash in between reports the file again
   // rather than never.
-  std::string value = seen ? encode(seen->size, seen->mtimeNs, seen->sha256) : "";
+  std::string value = seen ? encode(*seen) : "";
   d.committed = [memory = memory_, source = source_.name, name, value]() {
     if (value.empty()) memory->forget(source, name);
     else memory->remember(source, name, value);
-    memory->noteEvent(source);
   };
   try {
     sink_(std::move(d));

@@ -81,10 +81,10 @@ kj::Promise<void> FtpPoller::judge(FtpAnswer answer) {
     d.trust = source_.trust == config::Trust::Owner ? "owner" : "untrusted";
     d.payload = payload.dump();
     chain = chain.then([this, d = std::make_shared<Draft>(std::move(d)), name = f.name, key = kFilePrefix + f.name,
-                        value = seen(f), fetchFailed]() {
+                        value = seen(f), size = f.size, fetchFailed]() {
       kj::Promise<bool> fetched = true;
       if (source_.fetch && services_.fetch)
-        fetched = services_.fetch(source_.name, name).then([this, d, name, fetchFailed](FtpFetched got) {
+        fetched = services_.fetch(source_.name, name, size).then([this, d, name, fetchFailed](FtpFetched got) {
           if (!got.error.empty()) {
             *fetchFailed = true;
             fail(name + ": " + got.error);

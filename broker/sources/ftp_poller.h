@@ -39,7 +39,7 @@ struct FtpFetched {
 struct FtpServices {
   std::function<kj::Promise<FtpAnswer>(const std::string& source)> list;
   // fetch: true: the file into the agent's inbox, before its event.
-  std::function<kj::Promise<FtpFetched>(const std::string& source, const std::string& file)> fetch;
+  std::function<kj::Promise<FtpFetched>(const std::string& source, const std::string& file, long long listedSize)> fetch;
   std::function<kj::Promise<void>(Draft)> publish;  // resolves once the event is committed
   std::function<std::map<std::string, std::string>(const std::string& source)> recall;
   std::function<void(const std::string& source, const std::string& key, const std::string& value)> remember;

@@ -10,11 +10,15 @@
 #include "broker/policy/topics.h"
 #include "broker/sources/payload.h"
 #include "common/log.h"
+#include "common/sha256_hex.h"
 
 namespace pine::sources {
 namespace {
 
 constexpr int64_t kStableMs = 60 * 1000;
+// The memory's key for the server the digests were heard from: no topic a message can carry
+// ('#' is a wildcard, never part of a published topic).
+constexpr const char* kServerKey = "#server";
 
 // A topic from outside, printable in a log line whatever bytes it holds.
 std::string printable(std::string_view s) {
@@ -35,8 +39,9 @@ class Events final : public proto::mqtt::MqttEvents::Server {
     auto committed = kj::heapArrayBuilder<kj::Promise<void>>(list.size());
     for (auto m : list) {
       auto payload = m.getPayload();
-      committed.add(
-          link_.heard(text(m.getTopic()), std::string(reinterpret_cast<const char*>(payload.begin()), payload.size())));
+      committed.add(link_.heard(text(m.getTopic()),
+                                std::string(reinterpret_cast<const char*>(payload.begin()), payload.size()),
+                                m.getRetained()));
     }
     return kj::joinPromises(committed.finish());
   }
@@ -52,14 +57,36 @@ class Events final : public proto::mqtt::MqttEvents::Server {
 
 }  // namespace
 
-MqttLink::MqttLink(kj::AsyncIoContext& io, config::Source source, Sink& sink, OpenConnector& open, Backoff backoff)
+MqttLink::MqttLink(kj::AsyncIoContext& io, config::Source source, Sink& sink, OpenConnector& open, Backoff backoff,
+                   std::shared_ptr<SourceMemory> memory)
     : io_(io), source_(std::move(source)), sink_(sink), open_(open), backoff_(backoff) {
+  if (memory) {
+    last_ = std::make_shared<LastHeard>();
+    last_->memory = std::move(memory);
+    auto kept = last_->memory->recall(source_.name);
+    auto server = kept.find(kServerKey);
+    if (server == kept.end() || server->second != source_.url) {
+      // Another server's topics are other topics.
+      kept.clear();
+      try {
+        last_->memory->forgetAll(source_.name);
+        last_->memory->remember(source_.name, kServerKey, source_.url);
+      } catch (const std::exception& e) {
+        spdlog::warn("source '{}': could not note its server in its memory: {}", source_.name, e.what());
+      }
+    }
+    for (auto& [topic, digest] : kept)
+      if (topic != kServerKey && last_->digests.size() < kMaxTopicsFollowed) last_->digests[topic] = digest;
+    saving_ = saveLoop().eagerlyEvaluate(nullptr);
+  }
   running_ = start().eagerlyEvaluate([this](kj::Exception&& e) {
     spdlog::error("source '{}': stopped: {}", source_.name, describeRemote(e));
   });
 }
 
 MqttLink::~MqttLink() {
+  saving_ = nullptr;
+  saveDigests();  // what was committed since the last save
   // The connector ends when its socket closes: cancel first, then drop the link.
   running_ = nullptr;
   session_ = nullptr;
@@ -116,8 +143,17 @@ void MqttLink::status(bool connected, bool refused, std::string text) {
     return;
   }
   if (connected) {
-    if (state_ != State::Connected) spdlog::info("{}", text);
-    else spdlog::warn("{}", text);  // a note while connected: a subscription refused, messages dropped
+    if (state_ != State::Connected) {
+      spdlog::info("{}", text);
+    } else if (int64_t now = nowMs(); now - noteLoggedMs_ < 10000) {
+      ++notesUnlogged_;  // a sender that keeps sending oversized messages must not flood the log
+    } else {
+      // A note while connected: a subscription refused, messages dropped.
+      if (notesUnlogged_ == 0) spdlog::warn("{}", text);
+      else spdlog::warn("{} ({} more such note(s) in the last seconds)", text, notesUnlogged_);
+      notesUnlogged_ = 0;
+      noteLoggedMs_ = now;
+    }
     state_ = State::Connected;
     everConnected_ = true;
     reason_.clear();
@@ -145,7 +181,24 @@ void MqttLink::dropped(const std::string& why) {
   droppedLoggedMs_ = now;
 }
 
-kj::Promise<void> MqttLink::heard(std::string topic, std::string payload) {
+kj::Promise<void> MqttLink::saveLoop() {
+  return io_.provider->getTimer().afterDelay(kSaveEvery).then([this]() {
+    saveDigests();
+    return saveLoop();
+  });
+}
+
+void MqttLink::saveDigests() {
+  if (!last_ || last_->unsaved.empty()) return;
+  try {
+    last_->memory->rememberAll(source_.name, last_->unsaved);
+  } catch (const std::exception& e) {  // a crash now may repeat a retained message once after it
+    spdlog::warn("source '{}': could not save the last messages' digests: {}", source_.name, e.what());
+  }
+  last_->unsaved.clear();
+}
+
+kj::Promise<void> MqttLink::heard(std::string topic, std::string payload, bool retained) {
   // A stranger's topic must not land in pine's own topic space (approval/, agent/, ...).
   if (auto why = policy::validateTopic(topic)) {
     dropped("on " + printable(topic) + ": " + *why);
@@ -162,25 +215,62 @@ kj::Promise<void> MqttLink::heard(std::string topic, std::string payload) {
     dropped("on " + printable(topic) + ": that is pine's own topic space (agent/, approval/, pine/, state/, timer/)");
     return kj::READY_NOW;
   }
+  // Every message's digest is noted (a retained value also arrives with its flag off: published
+  // while subscribed, or queued while pine was away), and a retained one equal to the last
+  // message on its topic is a repeat. Noted when heard, so that a repeat in the same batch is
+  // caught too; taken back if the commit fails (the server sends both again).
+  std::string digest;
+  if (last_) {
+    digest = sha256Hex(payload);
+    auto at = last_->digests.find(topic);
+    if (retained && at != last_->digests.end() && at->second == digest) {
+      if (repeats_++ == 0)
+        spdlog::info("source '{}': a retained message the same as the last one on its topic is not delivered again "
+                     "(the server sends it at every subscription); such repeats are not logged",
+                     source_.name);
+      return kj::READY_NOW;
+    }
+  }
   auto json = payloadToJson(payload);
   if (!json) {
     dropped(fmt::format("of {} bytes on {}: more than the {} bytes an event may carry", payload.size(), printable(topic),
                         kMaxPayloadBytes));
     return kj::READY_NOW;
   }
+  if (!digest.empty()) {
+    auto at = last_->digests.find(topic);
+    if (at != last_->digests.end()) at->second = digest;
+    else if (last_->digests.size() < kMaxTopicsFollowed) last_->digests.emplace(topic, digest);
+    else digest.clear();  // past the cap: not followed
+  }
   // Kept by the Draft's callback: fulfilled once committed; a callback dropped uncalled (the
   // commit failed) rejects, so the connector does not acknowledge the batch.
   struct Commit {
     explicit Commit(kj::Own<kj::PromiseFulfiller<void>> f) : fulfiller(kj::mv(f)) {}
     kj::Own<kj::PromiseFulfiller<void>> fulfiller;
+    std::function<void()> failed;
     ~Commit() {
-      if (fulfiller->isWaiting()) fulfiller->reject(KJ_EXCEPTION(FAILED, "the event was not committed"));
+      if (!fulfiller->isWaiting()) return;
+      fulfiller->reject(KJ_EXCEPTION(FAILED, "the event was not committed"));
+      if (failed) failed();
     }
   };
   auto paf = kj::newPromiseAndFulfiller<void>();
   auto commit = std::make_shared<Commit>(kj::mv(paf.fulfiller));
+  // Committed: saved with the next save (saveDigests). Not committed: not heard after all.
+  std::function<void()> committed;
+  if (!digest.empty()) {
+    committed = [last = last_, topic, digest]() { last->unsaved[topic] = digest; };
+    commit->failed = [last = last_, topic, digest]() {
+      auto at = last->digests.find(topic);
+      if (at != last->digests.end() && at->second == digest) last->digests.erase(at);
+    };
+  }
   Draft d{source_.name, std::move(topic), config::enumName(source_.trust), std::move(*json),
-          [commit]() { commit->fulfiller->fulfill(); }};
+          [commit, committed = std::move(committed)]() {
+            if (committed) committed();
+            commit->fulfiller->fulfill();
+          }};
   commit = nullptr;  // the Draft's callback holds it now
   try {
     sink_(std::move(d));

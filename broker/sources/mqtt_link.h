@@ -8,12 +8,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "broker/sources/draft.h"
+#include "broker/sources/source_memory.h"
 #include "common/rpc_link.h"
 #include "config/model.h"
 #include "proto/mqtt.capnp.h"
@@ -33,7 +35,11 @@ class MqttLink {
  public:
   enum class State { Starting, Connected, Away, Refused, Down };
 
-  MqttLink(kj::AsyncIoContext& io, config::Source source, Sink& sink, OpenConnector& open, Backoff backoff);
+  // `memory` (may be null: every retained message is delivered) keeps, per topic (at most
+  // kMaxTopicsFollowed), the digest of the last message committed on it, saved every kSaveEvery
+  // and when the link goes.
+  MqttLink(kj::AsyncIoContext& io, config::Source source, Sink& sink, OpenConnector& open, Backoff backoff,
+           std::shared_ptr<SourceMemory> memory = nullptr);
   ~MqttLink();
   MqttLink(const MqttLink&) = delete;
   MqttLink& operator=(const MqttLink&) = delete;
@@ -51,12 +57,21 @@ class MqttLink {
   kj::Promise<std::optional<std::string>> publish(const std::string& topic, const std::string& payload);
 
   // From the connector (MqttEvents.messages, one batch at a time). Resolves once the message is
-  // committed, or at once when a rule drops it (said in the log); rejects when its commit failed.
-  kj::Promise<void> heard(std::string topic, std::string payload);
+  // committed, or at once when a rule drops it (said in the log) or it is a repeat; rejects when
+  // its commit failed. A retained message is the server's stored one, sent again at every
+  // subscription (each reconnect, each restart of pined): when it is the last message heard on
+  // its topic, it is a repeat, acknowledged and not delivered again.
+  kj::Promise<void> heard(std::string topic, std::string payload, bool retained = false);
+  uint64_t repeats() const { return repeats_; }
+
+  static constexpr size_t kMaxTopicsFollowed = 10000;  // topics whose last message's digest is kept (64 bytes each)
+  static constexpr kj::Duration kSaveEvery = 5 * kj::SECONDS;
   void status(bool connected, bool refused, std::string text);
 
  private:
   kj::Promise<void> start();
+  kj::Promise<void> saveLoop();
+  void saveDigests();
   kj::Promise<void> again(std::string why);
   void dropped(const std::string& why);
 
@@ -72,8 +87,23 @@ class MqttLink {
   bool everConnected_ = false;
   uint64_t droppedUnlogged_ = 0;
   int64_t droppedLoggedMs_ = 0;
+  // pine-mqtt's notes while connected (a message over the size cap, a subscription refused): the
+  // first, then at most one every 10 s with a count, as for drops.
+  uint64_t notesUnlogged_ = 0;
+  int64_t noteLoggedMs_ = 0;
   kj::Maybe<kj::Own<RpcLink>> link_;
   kj::Maybe<proto::mqtt::MqttSession::Client> session_;
+  // Per topic: the SHA-256 of the last message heard on it (taken back if its commit fails), and
+  // those committed since the last save. Shared with commit callbacks, which may run after the
+  // link is gone.
+  struct LastHeard {
+    std::shared_ptr<SourceMemory> memory;
+    std::map<std::string, std::string> digests;
+    std::map<std::string, std::string> unsaved;
+  };
+  std::shared_ptr<LastHeard> last_;
+  uint64_t repeats_ = 0;
+  kj::Promise<void> saving_ = nullptr;
   kj::Promise<void> running_ = nullptr;
 };
 

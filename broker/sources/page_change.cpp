@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/http_validator.h"
 #include "common/sha256_hex.h"
 
 namespace pine::sources {
@@ -66,8 +67,11 @@ PageLook judgePage(const PageMemory& before, const std::string& url, const PageA
     look.error = "HTTP " + std::to_string(a.status) + " from " + url;
     return look;
   }
+  // A validator that could not be sent back is not kept: pined would refuse every later look.
   look.memory.etag = headerValue(a.headers, "ETag");
+  if (!sendableValidator(look.memory.etag)) look.memory.etag.clear();
   look.memory.lastModified = headerValue(a.headers, "Last-Modified");
+  if (!sendableValidator(look.memory.lastModified)) look.memory.lastModified.clear();
   look.memory.sha256 = sha256Hex(a.body);
   if (look.memory.sha256 == before.sha256) {
     look.verdict = PageVerdict::Unchanged;

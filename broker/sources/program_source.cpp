@@ -101,6 +101,7 @@ kj::Promise<void> ProgramSource::run() {
 kj::Promise<void> ProgramSource::readLines(ProgramLink& link) {
   return link.stream->tryRead(buf_.begin(), 1, buf_.size()).then([this, &link](size_t n) -> kj::Promise<void> {
     if (n == 0) return kj::READY_NOW;
+    bytesThisSecond_ += n;
     std::string_view chunk(buf_.begin(), n);
     while (!chunk.empty()) {
       size_t nl = chunk.find('\n');
@@ -109,6 +110,7 @@ kj::Promise<void> ProgramSource::readLines(ProgramLink& link) {
       if (!skipping_) {
         pending_.append(piece);
         if (pending_.size() > limits_.maxLineBytes) {
+          ++linesThisSecond_;
           drop(fmt::format("a line longer than {} bytes", limits_.maxLineBytes));
           pending_.clear();
           skipping_ = true;
@@ -127,17 +129,23 @@ kj::Promise<void> ProgramSource::pace() {
   auto now = timer_.now();
   if (now - secondStart_ >= 1 * kj::SECONDS) {
     secondStart_ = now;
-    eventsThisSecond_ = 0;
+    linesThisSecond_ = 0;
+    bytesThisSecond_ = 0;
   }
-  if (eventsThisSecond_ < limits_.eventsPerSecond) return kj::READY_NOW;
-  // Over the pace: stop reading for as long as those events were worth. The program's writes
-  // block in the meantime; nothing piles up here, and other sources keep their turn.
-  auto wait = (eventsThisSecond_ / limits_.eventsPerSecond) * kj::SECONDS;
-  eventsThisSecond_ = 0;
+  if (linesThisSecond_ < limits_.eventsPerSecond && bytesThisSecond_ < limits_.bytesPerSecond) return kj::READY_NOW;
+  // Over the pace: stop reading for as long as those lines (or bytes: a line that never ends is
+  // no line at all) were worth. The program's writes block in the meantime; nothing piles up
+  // here, and other sources keep their turn.
+  auto wait = std::max<uint64_t>(linesThisSecond_ / limits_.eventsPerSecond, bytesThisSecond_ / limits_.bytesPerSecond) * kj::SECONDS;
+  linesThisSecond_ = 0;
+  bytesThisSecond_ = 0;
   return timer_.atTime(secondStart_ + wait).then([this]() { secondStart_ = timer_.now(); });
 }
 
 void ProgramSource::line(std::string_view text) {
+  // Every line counts against the pace, not only events: a flood of status lines (a write to
+  // the store each) or of lines to skip would otherwise hold the broker's loop.
+  ++linesThisSecond_;
   ProgramLine l = readProgramLine(text, source_.name);
   if (l.kind == ProgramLine::Blank) return;
   if (l.kind == ProgramLine::Skipped) return drop(l.why);
@@ -145,7 +153,6 @@ void ProgramSource::line(std::string_view text) {
     if (report_) report_(source_.name, l.found, "");
     return;
   }
-  ++eventsThisSecond_;
   Draft d{source_.name, l.topic, source_.trust == config::Trust::Owner ? "owner" : "untrusted", std::move(l.payload), {}};
   try {
     sink_(std::move(d));
@@ -158,10 +165,26 @@ void ProgramSource::line(std::string_view text) {
 
 void ProgramSource::drop(const std::string& why) {
   ++dropped_;
+  lastDropWhy_ = why;
   long long now = nowMs();
-  if (now - lastErrorReportMs_ < 1000) return;  // a stream of garbage is one line a second in the log
+  if (now - lastErrorReportMs_ >= 1000) return reportDrops(now);
+  // A stream of garbage is one line a second in the log; what came after the last report is
+  // reported once that second is over, so the count and the last reason are never lost.
+  if (lateReport_) return;
+  lateReport_ = true;
+  lateReportTask_ = timer_.afterDelay((lastErrorReportMs_ + 1000 - now) * kj::MILLISECONDS)
+                        .then([this]() {
+                          lateReport_ = false;
+                          if (dropped_ > reportedDropped_) reportDrops(nowMs());
+                        })
+                        .eagerlyEvaluate(nullptr);
+}
+
+void ProgramSource::reportDrops(long long now) {
   lastErrorReportMs_ = now;
-  std::string text = fmt::format("its program printed {} line(s) that were skipped; the last: {}", dropped_, why);
+  reportedDropped_ = dropped_;
+  std::string text =
+      fmt::format("its program printed {} line(s) that were skipped; the last: {}", dropped_, lastDropWhy_);
   spdlog::warn("source '{}': {}", source_.name, text);
   if (report_) report_(source_.name, "", text);
 }

@@ -31,7 +31,8 @@ using ProgramReport = std::function<void(const std::string& source, const std::s
 
 struct ProgramLimits {
   size_t maxLineBytes = 1 << 20;    // a longer line is dropped and counted
-  unsigned eventsPerSecond = 1000;  // beyond this the program waits (its writes block)
+  unsigned eventsPerSecond = 1000;  // lines of any kind; beyond this the program waits (its writes block)
+  size_t bytesPerSecond = 8 << 20;  // read, whatever the lines: a line that never ends is paced too
   size_t maxQueuedWrites = 256;     // publish requests the program has not read yet
   unsigned minRestartSec = 1, maxRestartSec = 60;
 };
@@ -65,6 +66,7 @@ class ProgramSource {
   kj::Promise<void> pace();
   void line(std::string_view text);
   void drop(const std::string& why);
+  void reportDrops(long long now);
   void write(std::string line);
 
   kj::Timer& timer_;
@@ -81,9 +83,14 @@ class ProgramSource {
   std::string pending_;  // an unfinished line
   bool skipping_ = false;  // inside a line that was too long: dropped up to its newline
   uint64_t dropped_ = 0;
-  unsigned eventsThisSecond_ = 0;
+  unsigned linesThisSecond_ = 0;  // every line read, against limits_.eventsPerSecond
+  size_t bytesThisSecond_ = 0;    // every byte read, against limits_.bytesPerSecond
   kj::TimePoint secondStart_ = kj::origin<kj::TimePoint>();
   long long lastErrorReportMs_ = 0;
+  uint64_t reportedDropped_ = 0;  // dropped_ at the last report
+  std::string lastDropWhy_;
+  bool lateReport_ = false;  // a report of what came after the last one is due
+  kj::Promise<void> lateReportTask_ = kj::READY_NOW;
   kj::Promise<void> writes_ = kj::READY_NOW;
   size_t queuedWrites_ = 0;
   kj::Promise<void> running_ = nullptr;

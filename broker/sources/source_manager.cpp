@@ -159,7 +159,7 @@ void SourceManager::update(const std::vector<config::Source>& wanted) {
     }
     refused_.erase(s.name);
     spdlog::info("source '{}': starting its MQTT connector ({}, topics {})", s.name, s.url, joined(s.topics));
-    links_[s.name] = std::make_unique<MqttLink>(io_, s, sink_, open_, options_.restart);
+    links_[s.name] = std::make_unique<MqttLink>(io_, s, sink_, open_, options_.restart, options_.memory);
   }
 }
 

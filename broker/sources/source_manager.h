@@ -31,7 +31,9 @@ struct Options {
   CommandStarter startCommand;  // command sources: asks pined to run one (empty: they do not run)
   SourceStatus status;          // command sources: their status lines and memory in the store
   CommandLimits commandLimits;
-  std::shared_ptr<SourceMemory> memory;  // what folder sources remember; without it they do not run
+  // What folder sources remember (without it they do not run), and mqtt sources the last message
+  // on each topic that carried a retained one (without it every retained message is delivered).
+  std::shared_ptr<SourceMemory> memory;
   FolderOptions folder;
   ProgramStarter startProgram;  // asks pined to start a source program (none: they are not started)
   ProgramReport report;         // a program's status line and errors, for the store

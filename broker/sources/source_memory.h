@@ -17,8 +17,9 @@ class SourceMemory {
   virtual ~SourceMemory() = default;
   virtual std::map<std::string, std::string> recall(const std::string& source) = 0;  // by key
   virtual void remember(const std::string& source, const std::string& key, const std::string& value) = 0;
+  virtual void rememberAll(const std::string& source, const std::map<std::string, std::string>& values) = 0;  // in one go
   virtual void forget(const std::string& source, const std::string& key) = 0;
-  virtual void noteEvent(const std::string& source) = 0;
+  virtual void forgetAll(const std::string& source) = 0;  // every key, in one go
   virtual void noteError(const std::string& source, const std::string& error) = 0;
 };
 

@@ -13,8 +13,11 @@ class StoreMemory final : public SourceMemory {
   void remember(const std::string& source, const std::string& key, const std::string& value) override {
     store_.putSourceState(source, key, value, nowMs());
   }
+  void rememberAll(const std::string& source, const std::map<std::string, std::string>& values) override {
+    store_.putSourceStates(source, values, nowMs());
+  }
   void forget(const std::string& source, const std::string& key) override { store_.removeSourceState(source, key); }
-  void noteEvent(const std::string& source) override { store_.noteSourceEvents(source, nowMs(), 1); }
+  void forgetAll(const std::string& source) override { store_.forgetSourceState(source); }
   void noteError(const std::string& source, const std::string& error) override {
     store_.noteSourceError(source, nowMs(), error);
   }

@@ -167,6 +167,7 @@ class Store {
   std::optional<std::string> sourceState(const std::string& source, const std::string& key) const;
   std::map<std::string, std::string> sourceStates(const std::string& source) const;  // by key
   void putSourceState(const std::string& source, const std::string& key, const std::string& value, long long nowMs);
+  void putSourceStates(const std::string& source, const std::map<std::string, std::string>& values, long long nowMs);  // one transaction
   bool removeSourceState(const std::string& source, const std::string& key);
   // The status line. A found value that is not a number or a single word is stored as "".
   void noteSourceLook(const std::string& source, long long nowMs, const std::string& found);
@@ -176,6 +177,8 @@ class Store {
   std::vector<SourceStatusRow> sourceStatuses() const;  // by source
   // Drops a source's memory and status line (it left the configuration). Returns rows removed.
   long long forgetSource(const std::string& source);
+  // Drops a source's memory only (what it watches changed: a folder's path). Returns rows removed.
+  long long forgetSourceState(const std::string& source);
   // Every source with memory or a status line, by name.
   std::vector<std::string> rememberedSources() const;
 

@@ -75,6 +75,12 @@ void Store::putSourceState(const std::string& source, const std::string& key, co
   st.run();
 }
 
+void Store::putSourceStates(const std::string& source, const std::map<std::string, std::string>& values, long long nowMs) {
+  Tx tx(*db_, "remembering a source's state");
+  for (auto& [key, value] : values) putSourceState(source, key, value, nowMs);
+  tx.commit();
+}
+
 bool Store::removeSourceState(const std::string& source, const std::string& key) {
   auto st = db_->prepare("DELETE FROM source_state WHERE source = ?1 AND key = ?2", "forgetting a source's state");
   st.bind(1, source).bind(2, key);
@@ -134,17 +140,29 @@ std::vector<std::string> Store::rememberedSources() const {
   return out;
 }
 
-long long Store::forgetSource(const std::string& source) {
-  Tx tx(*db_, "forgetting a source");
+namespace {
+
+long long deleteBySource(Db& db, const std::string& source, std::initializer_list<const char*> statements) {
+  Tx tx(db, "forgetting a source");
   long long n = 0;
-  for (const char* sql : {"DELETE FROM source_state WHERE source = ?1", "DELETE FROM source_status WHERE source = ?1"}) {
-    auto st = db_->prepare(sql, "forgetting a source");
+  for (const char* sql : statements) {
+    auto st = db.prepare(sql, "forgetting a source");
     st.bind(1, source);
     st.run();
-    n += db_->changes();
+    n += db.changes();
   }
   tx.commit();
   return n;
+}
+
+}  // namespace
+
+long long Store::forgetSource(const std::string& source) {
+  return deleteBySource(*db_, source, {"DELETE FROM source_state WHERE source = ?1", "DELETE FROM source_status WHERE source = ?1"});
+}
+
+long long Store::forgetSourceState(const std::string& source) {
+  return deleteBySource(*db_, source, {"DELETE FROM source_state WHERE source = ?1"});
 }
 
 }  // namespace pine::store

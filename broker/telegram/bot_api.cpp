@@ -16,17 +16,17 @@ constexpr int kMaxDepth = 64;            // Telegram's objects nest a few levels
 }  // namespace
 
 BotReply readReply(int status, const std::string& body, const std::string& transportError) {
-  // Depth first: a result nested deeper than any Bot API answer is refused before it is walked.
-  int deepest = jsonNestingDepth(body);
-  if (deepest > kMaxDepth) {
-    BotReply deep;
-    deep.errorCode = status;
-    deep.description = "an answer nested deeper than " + std::to_string(kMaxDepth) + " levels";
-    return deep;
-  }
   BotReply r;
+  // No answer first: whatever bytes a failed transfer left are not Telegram's, so callers
+  // see error code 0 (retry later) rather than a status that came with them.
   if (!transportError.empty() || status == 0) {
     r.description = transportError.empty() ? "no answer" : transportError;
+    return r;
+  }
+  // Then depth: a result nested deeper than any Bot API answer is refused before it is walked.
+  if (jsonNestingDepth(body) > kMaxDepth) {
+    r.errorCode = status;
+    r.description = "an answer nested deeper than " + std::to_string(kMaxDepth) + " levels";
     return r;
   }
   auto j = nlohmann::json::parse(body, nullptr, false);

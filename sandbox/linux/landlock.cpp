@@ -204,7 +204,10 @@ int restrictSelf(const ChildPlan& plan) noexcept {
   for (const Rule& r : plan.rules) {
     int fd = open(r.path.c_str(), O_PATH | O_CLOEXEC);
     if (fd < 0) {
-      if (errno == ENOENT) continue;  // gone since the plan was made: nothing to allow
+      // Gone since the plan was made, or out of this uid's reach (a folder of another user's, as
+      // root's broker meets in an agent's workspace): nothing to allow. Skipping grants less; a
+      // failure here would stop the whole process from starting over one path it cannot use.
+      if (errno == ENOENT || errno == ENOTDIR || errno == EACCES) continue;
       int e = errno;
       close(rs);
       return e;

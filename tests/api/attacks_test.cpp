@@ -7,9 +7,21 @@
 #include <thread>
 
 #include "tests/api/harness.h"
+#include "tests/sources/log_capture.h"
 
 using namespace pine::apitest;
 using namespace std::chrono_literals;
+
+// `n` of the owner's event streams over TCP, each seen to start.
+static std::vector<RawConn> ownerStreams(ApiServer& s, int n) {
+  std::vector<RawConn> streams;
+  for (int i = 0; i < n; ++i) {
+    streams.push_back(RawConn::tcp(s.port()));
+    streams.back().send(request(s, "GET", "/v1/events/stream"));
+    CHECK(streams.back().readUntil("\r\n\r\n").find("200") != std::string::npos);
+  }
+  return streams;
+}
 
 static bool called(ApiServer& s, const std::string& prefix) {
   auto calls = s.calls();
@@ -54,6 +66,32 @@ TEST_CASE("Host must name 127.0.0.1 or localhost with the bound port: rebinding 
   CHECK(withHost("127.0.0.1:" + p) == 200);
   CHECK(withHost("localhost:" + p) == 200);
   CHECK(withHost("LocalHost:" + p) == 200);
+}
+
+TEST_CASE("refused requests are each answered, and logged at most 60 a minute") {
+  pine::test::LogCapture log;  // before the server's thread, which logs through it
+  {
+    ApiServer s;
+    for (int i = 0; i < 100; ++i)
+      REQUIRE(roundTrip(s, request(s, "GET", "/v1/status", "", {"Host: evil.example"}, false)).status == 403);
+    CHECK(roundTrip(s, request(s, "GET", "/v1/status", "", {"Host: 127.0.0.1:" + std::to_string(s.port())}, false)).status ==
+          200);
+  }
+  CHECK(log.occurrences("refused (403)") == 60);
+}
+
+TEST_CASE("connections that end by themselves, served or silent, write nothing to the log") {
+  pine::test::LogCapture log;
+  {
+    ApiServer s;
+    for (int i = 0; i < 20; ++i) REQUIRE(call(s, "GET", "/v1/status").status == 200);
+    for (int i = 0; i < 5; ++i) {
+      auto silent = RawConn::tcp(s.port());  // connects, sends nothing, goes
+    }
+    std::this_thread::sleep_for(200ms);
+    CHECK(call(s, "GET", "/health").status == 200);
+  }
+  CHECK_MESSAGE(log.occurrences("control API") == 0, log.out.str());
 }
 
 TEST_CASE("on the unix socket Host must be localhost, with any port or none") {
@@ -107,7 +145,7 @@ TEST_CASE("a body over 1 MB by Content-Length is refused with 413 before a byte 
   std::string payload(1048576 - 40, 'a');
   std::string body = R"({"topic":"big","payload":")" + payload + "\"}";
   REQUIRE(body.size() <= 1048576);
-  CHECK(call(s, "POST", "/v1/events", body).status == 200);
+  CHECK(roundTrip(s, request(s, "POST", "/v1/events", body), 20000ms).status == 200);
   CHECK(called(s, "publishEvent"));
 }
 
@@ -135,11 +173,14 @@ TEST_CASE("a body cut into many small pieces arrives whole, chunked or by Conten
 TEST_CASE("a message may be up to 64 MB only when it carries files") {
   ApiServer s;
   std::string blob(2 << 20, 'x');
-  auto without = call(s, "POST", "/v1/agents/main/messages", R"({"text":"hi","wait":false,"pad":")" + blob + "\"}");
+  auto without = roundTrip(
+      s, request(s, "POST", "/v1/agents/main/messages", R"({"text":"hi","wait":false,"pad":")" + blob + "\"}"), 20000ms);
   CHECK(without.status == 413);
   CHECK_FALSE(called(s, "sendMessage"));
-  auto with = call(s, "POST", "/v1/agents/main/messages",
-                   R"({"text":"hi","wait":false,"files":[{"name":"a.bin","data":")" + blob + "\"}]}");
+  auto with = roundTrip(s,
+                       request(s, "POST", "/v1/agents/main/messages",
+                               R"({"text":"hi","wait":false,"files":[{"name":"a.bin","data":")" + blob + "\"}]}"),
+                       20000ms);
   CHECK(with.status == 202);
   CHECK(with.j["task"] == "t1");
   // 64 MB is the ceiling even for files, by Content-Length at once.
@@ -179,11 +220,21 @@ TEST_CASE("bodies must be JSON objects") {
   CHECK(call(s, "POST", "/v1/events", "").status == 400);
   CHECK(call(s, "PUT", "/v1/state/k", "\"just a string\"").status == 400);
   CHECK(call(s, "POST", "/v1/approvals/a1/approve", R"({"always":"yes"})").status == 400);
+  // Nested past what a copy or dump of it survives (120 KB, well under the 1 MB cap): refused before
+  // it is parsed, and the broker lives on to serve the twins below.
+  std::string deep = "{\"topic\":\"x\",\"payload\":" + std::string(60000, '[') + std::string(60000, ']') + "}";
+  auto refused = call(s, "POST", "/v1/events", deep);
+  CHECK(refused.status == 400);
+  CHECK(refused.body.find("64 levels") != std::string::npos);
+  CHECK(call(s, "POST", "/v1/events", "{\"topic\":\"x\",\"payload\":" + std::string(64, '[') + std::string(64, ']') + "}")
+            .status == 400);  // 65 with the body's own object
   CHECK_FALSE(called(s, "publishEvent"));
   CHECK_FALSE(called(s, "putState"));
   CHECK_FALSE(called(s, "approve"));
   // Twins.
   CHECK(call(s, "POST", "/v1/events", R"({"topic":"x"})").status == 200);
+  CHECK(call(s, "POST", "/v1/events", "{\"topic\":\"x\",\"payload\":" + std::string(63, '[') + std::string(63, ']') + "}")
+            .status == 200);
   CHECK(call(s, "PUT", "/v1/state/k", R"({"value":"just a string"})").status == 200);
   CHECK(call(s, "POST", "/v1/approvals/a1/approve", R"({"always":true})").status == 200);
   CHECK(called(s, "approve a1 always"));
@@ -312,12 +363,7 @@ TEST_CASE("a flood of connections: past the limit each is answered 503 with Retr
   limits.maxConnections = 4;
   ApiServer s(limits);
   // Four streams that stay open (keepalive comments keep them alive past the head timeout).
-  std::vector<RawConn> streams;
-  for (int i = 0; i < 4; ++i) {
-    streams.push_back(RawConn::tcp(s.port()));
-    streams.back().send(request(s, "GET", "/v1/events/stream"));
-    CHECK(streams.back().readUntil("\r\n\r\n").find("200") != std::string::npos);
-  }
+  auto streams = ownerStreams(s, 4);
   auto refused = call(s, "GET", "/v1/status");
   CHECK(refused.status == 503);
   CHECK(refused.head.find("retry-after: 1") != std::string::npos);
@@ -334,4 +380,52 @@ TEST_CASE("a flood of connections: past the limit each is answered 503 with Retr
     if (!served) std::this_thread::sleep_for(100ms);
   }
   CHECK(served);
+}
+
+TEST_CASE("when every connection is taken, the one waiting longest without the owner's request is closed for a new one") {
+  // Without this, 256 connections that send nothing (or a head a byte at a time) would answer
+  // every webhook 503 for as long as they are renewed.
+  auto limits = ApiServer::testLimits();
+  limits.maxConnections = 4;
+  limits.headerTimeout = 60 * kj::SECONDS;  // only making room closes them here
+  ApiServer s(limits);
+  auto streams = ownerStreams(s, 2);  // the owner's: never closed to make room
+  auto idle = RawConn::tcp(s.port());  // sends nothing
+  std::this_thread::sleep_for(100ms);
+  auto dribbling = RawConn::tcp(s.port());  // a head that is still coming
+  dribbling.send("POST /hooks/h HTTP/1.1\r\n");
+  std::this_thread::sleep_for(100ms);
+
+  // All four taken: a new request is served, and the idle connection (the oldest) made room.
+  CHECK(call(s, "GET", "/v1/status").status == 200);
+  CHECK(idle.closedWithin(2000ms));
+  CHECK_FALSE(dribbling.closedWithin(200ms));
+  // Full again: now the dribbling one is the oldest that may go.
+  auto idle2 = RawConn::tcp(s.port());
+  std::this_thread::sleep_for(100ms);
+  CHECK(call(s, "GET", "/v1/status").status == 200);
+  CHECK(dribbling.closedWithin(2000ms));
+  CHECK_FALSE(idle2.closedWithin(200ms));
+  // The owner's streams are still served.
+  s.run([](FakeBackend& b) { b.addEvent("t/still", 1); });
+  for (auto& c : streams) CHECK(c.readUntil("t/still").find("t/still") != std::string::npos);
+}
+
+TEST_CASE("a webhook delivery that has arrived whole is not closed to make room while it is committed") {
+  // Closed then, its sender would see no answer and send it again: delivered twice.
+  auto limits = ApiServer::testLimits();
+  limits.maxConnections = 4;
+  limits.headerTimeout = 60 * kj::SECONDS;
+  ApiServer s(limits);
+  auto streams = ownerStreams(s, 2);
+  auto held = RawConn::tcp(s.port());  // the oldest, waiting for its commit
+  held.send(request(s, "POST", "/hooks/gh", "hold", {}, true, false));
+  std::this_thread::sleep_for(100ms);
+  auto idle = RawConn::tcp(s.port());
+  std::this_thread::sleep_for(100ms);
+  CHECK(call(s, "GET", "/v1/status").status == 200);
+  CHECK(idle.closedWithin(2000ms));  // the idle one made room, though it is newer
+  CHECK_FALSE(held.closedWithin(200ms));
+  s.run([](FakeBackend& b) { b.commitHeldHooks(); });
+  CHECK(parse(held.readResponse()).status == 202);
 }

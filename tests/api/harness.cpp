@@ -36,14 +36,24 @@ kj::Promise<ApiReply> FakeBackend::reload() {
 kj::Promise<ApiReply> FakeBackend::hook(const std::string& name, HookDelivery d) {
   calls.push_back("hook " + name);
   if (name != "gh") return apiError(404, "no webhook called '" + name + "'");
-  bool flood = d.body == "flood";
+  bool flood = d.body == "flood", hold = d.body == "hold";
   hooks.emplace_back(name, std::move(d));
+  if (hold) {
+    auto paf = kj::newPromiseAndFulfiller<ApiReply>();
+    heldHooks.push_back(kj::mv(paf.fulfiller));
+    return kj::mv(paf.promise);
+  }
   if (flood) {
     ApiReply r = apiError(429, "at most 120 a minute");
     r.retryAfterSec = 17;
     return r;
   }
   return ApiReply{202, {{"event", "ev-1"}}};
+}
+
+void FakeBackend::commitHeldHooks() {
+  for (auto& f : heldHooks) f->fulfill(ApiReply{202, {{"event", "ev-held"}}});
+  heldHooks.clear();
 }
 
 ApiReply FakeBackend::tasks(const ApiQuery&) {
@@ -382,10 +392,10 @@ std::string request(const ApiServer& s, const std::string& method, const std::st
   return req + "\r\n" + body;
 }
 
-Resp roundTrip(const ApiServer& s, const std::string& raw) {
+Resp roundTrip(const ApiServer& s, const std::string& raw, std::chrono::milliseconds timeout) {
   auto c = RawConn::tcp(s.port());
   c.send(raw);
-  return parse(c.readResponse());
+  return parse(c.readResponse(timeout));
 }
 
 Resp call(const ApiServer& s, const std::string& method, const std::string& target, const std::string& body,

@@ -54,10 +54,13 @@ class FakeBackend final : public ApiBackend {
   ApiReply getState(const std::string& key) override;
   ApiReply putState(const std::string& key, const json& body) override;
   Feed& feed() override { return feedObj; }
-  // One hook, "gh", capped at 64 bytes: it records what arrived and answers 202, or 429 on "flood".
+  // One hook, "gh", capped at 64 bytes: it records what arrived and answers 202, or 429 on "flood";
+  // on "hold" it answers 202 once the test calls commitHeldHooks (a commit that takes a while).
   uint64_t hookBodyLimit(const std::string& name) override { return name == "gh" ? 64 : 0; }
   kj::Promise<ApiReply> hook(const std::string& name, HookDelivery d) override;
   std::vector<std::pair<std::string, HookDelivery>> hooks;
+  std::vector<kj::Own<kj::PromiseFulfiller<ApiReply>>> heldHooks;
+  void commitHeldHooks();
 
   // Test-side actions (call through ApiServer::run).
   json addEvent(const std::string& topic, const json& payload);  // stored and published
@@ -136,7 +139,9 @@ std::string request(const ApiServer& s, const std::string& method, const std::st
                     const std::string& body = "", const std::vector<std::string>& headers = {},
                     bool withHost = true, bool withToken = true);
 // Sends it over a new connection and reads the response.
-Resp roundTrip(const ApiServer& s, const std::string& rawRequest);
+// `timeout`: for an answer; the sanitizer build beside other suites takes seconds over a body of megabytes.
+Resp roundTrip(const ApiServer& s, const std::string& rawRequest,
+               std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
 Resp call(const ApiServer& s, const std::string& method, const std::string& target, const std::string& body = "",
           const std::vector<std::string>& headers = {});
 

@@ -4,6 +4,7 @@
 #include "tests/api/harness.h"
 
 using namespace pine::apitest;
+using namespace std::chrono_literals;
 
 TEST_CASE("hooks: no control token; headers and the raw body reach the backend") {
   ApiServer s;
@@ -22,6 +23,24 @@ TEST_CASE("hooks: no control token; headers and the raw body reach the backend")
   });
   CHECK(got == body);
   CHECK(hdrs == "sha256=abc|d-1");  // names lower-cased, values as sent
+}
+
+TEST_CASE("hooks: a header's value reaches the backend without the spaces around it") {
+  // Else "X-GitHub-Delivery: d-1 " would be another delivery than "d-1" (delivered twice), and a
+  // bearer token with a space after it would not match.
+  ApiServer s;
+  auto c = RawConn::tcp(s.port());
+  c.send("POST /hooks/gh HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port()) +
+         "\r\nContent-Length: 2\r\nX-GitHub-Delivery: \t d-1 \t\r\nAuthorization: Bearer tok \r\n\r\n{}");
+  CHECK(parse(c.readResponse()).status == 202);
+  std::string id, auth;
+  s.run([&](FakeBackend& b) {
+    REQUIRE(b.hooks.size() == 1);
+    id = b.hooks[0].second.headers["x-github-delivery"];
+    auth = b.hooks[0].second.headers["authorization"];
+  });
+  CHECK(id == "d-1");
+  CHECK(auth == "Bearer tok");
 }
 
 TEST_CASE("hooks: an unknown name is 404 without reading the body; GET is 405; a bad name 404") {
@@ -52,4 +71,69 @@ TEST_CASE("hooks: a browser (Origin) and a wrong Host are refused as on every ro
   ApiServer s;
   CHECK(roundTrip(s, request(s, "POST", "/hooks/gh", "{}", {"Origin: http://evil.example"}, true, false)).status == 403);
   CHECK(roundTrip(s, request(s, "POST", "/hooks/gh", "{}", {"Host: evil.example"}, false, false)).status != 202);
+}
+
+TEST_CASE("hooks: trailer fields after the last chunk are one 400, and nothing is delivered") {
+  ApiServer s;
+  const std::string head = "POST /hooks/gh HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port()) +
+                           "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  auto c = RawConn::tcp(s.port());
+  c.send(head + "2\r\n{}\r\n0\r\nX-T: 1\r\n\r\n");
+  auto r = parse(c.readResponse());
+  CHECK(r.status == 400);
+  CHECK(r.body.find("trailer fields") != std::string::npos);
+  CHECK(c.closedWithin(2000ms));
+  CHECK(c.received().find("HTTP/1.1", 8) == std::string::npos);  // one answer, not a 202 and then a 400
+  size_t n = 1;
+  s.run([&](FakeBackend& b) { n = b.hooks.size(); });
+  CHECK(n == 0);
+  // The legitimate twin: the same body ended as it should be is delivered.
+  auto ok = RawConn::tcp(s.port());
+  ok.send(head + "2\r\n{}\r\n0\r\n\r\n");
+  CHECK(parse(ok.readResponse()).status == 202);
+  s.run([&](FakeBackend& b) { n = b.hooks.size(); });
+  CHECK(n == 1);
+}
+
+TEST_CASE("Connection: close ends the connection after its answer; without it the connection waits for more") {
+  auto limits = ApiServer::testLimits();
+  limits.keepalive = 5 * kj::SECONDS;  // long enough that only the request's wish can close it
+  limits.headerTimeout = 5 * kj::SECONDS;
+  ApiServer s(limits);
+  const std::string host = "Host: 127.0.0.1:" + std::to_string(s.port()) + "\r\n";
+  // Sends `req` on a new connection: its answer's status, and whether the connection closed after it.
+  auto answered = [&](const std::string& req) {
+    auto c = RawConn::tcp(s.port());
+    c.send(req);
+    int status = parse(c.readResponse()).status;
+    return std::make_pair(status, c.closedWithin(1000ms));
+  };
+  CHECK(answered("GET /health HTTP/1.1\r\n" + host + "Connection: keep-alive, Close\r\n\r\n") == std::make_pair(200, true));
+  CHECK(answered("POST /hooks/gh HTTP/1.1\r\n" + host +
+                 "Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}") ==
+        std::make_pair(202, true));
+  // HTTP/1.0 closes after each answer unless it asks to be kept.
+  CHECK(answered("GET /health HTTP/1.0\r\n" + host + "\r\n") == std::make_pair(200, true));
+  CHECK(answered("GET /health HTTP/1.0\r\n" + host + "Connection: Keep-Alive\r\n\r\n") == std::make_pair(200, false));
+  // Pipelined, the version is each request's own: a 1.1 request ahead of a 1.0 one is answered
+  // and the connection closes only after the second.
+  auto both = RawConn::tcp(s.port());
+  both.send("GET /health HTTP/1.1\r\n" + host + "\r\nGET /health HTTP/1.0\r\n" + host + "\r\n");
+  CHECK(both.closedWithin(2000ms));
+  size_t answers = 0;
+  for (size_t at = both.received().find("HTTP/1.1 200"); at != std::string::npos;
+       at = both.received().find("HTTP/1.1 200", at + 1))
+    ++answers;
+  CHECK(answers == 2);
+  // Nothing sent after the request that asked to close is served.
+  auto piped = RawConn::tcp(s.port());
+  piped.send("GET /health HTTP/1.1\r\n" + host + "Connection: close\r\n\r\nGET /v1/status HTTP/1.1\r\n" + host + "\r\n");
+  CHECK(piped.closedWithin(2000ms));
+  CHECK(piped.received().find("HTTP/1.1 200") != std::string::npos);
+  CHECK_MESSAGE(piped.received().find("HTTP/1.1", 8) == std::string::npos, piped.received());
+  // The twin: a connection that did not ask stays open for its next request.
+  auto kept = RawConn::tcp(s.port());
+  kept.send("GET /health HTTP/1.1\r\n" + host + "Connection: keep-alive\r\n\r\n");
+  CHECK(parse(kept.readResponse()).status == 200);
+  CHECK_FALSE(kept.closedWithin(1500ms));
 }

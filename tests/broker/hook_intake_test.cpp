@@ -153,9 +153,42 @@ TEST_CASE("hooks: a repeat by delivery id or by the same signed body is acknowle
   CHECK(b.post("gh", body2, h2).status == 202);
   CHECK(b.post("gh", body2, h2).status == 200);
   CHECK(b.events().size() == 2);
+  // Remembered as long as pined would take that signature (a time may be toleranceSec ahead).
+  b.now += 300'000;
+  CHECK(b.post("gh", body2, h2).status == 200);
   b.now += 301'000;
   CHECK(b.post("gh", body2, h2).status == 202);
   CHECK(b.events().size() == 3);
+}
+
+TEST_CASE("hooks: a captured signed body sent again under a new delivery id is still a repeat") {
+  HookBench b;
+  std::string body = R"({"pay":100})";
+  std::string sig = "sha256=" + hmacHex(kSecret, body);
+  CHECK(b.post("gh", body, {{"x-hub-signature-256", sig}, {"x-github-delivery", "d1"}}).status == 202);
+  // The id is not signed: whoever replays the body can change it. Still one event.
+  for (const char* h : {"x-github-delivery", "x-request-id", "idempotency-key"})
+    CHECK(b.post("gh", body, {{"x-hub-signature-256", sig}, {h, "other-id"}}).status == 200);
+  CHECK(b.events().size() == 1);
+  // The twin: another signed body under the id seen before is the sender's new delivery, not one
+  // to drop (a replayed body cannot claim the sender's future ids).
+  std::string next = R"({"pay":200})";
+  CHECK(b.post("gh", next, {{"x-hub-signature-256", "sha256=" + hmacHex(kSecret, next)}, {"x-github-delivery", "d1"}})
+            .status == 202);
+  CHECK(b.events().size() == 2);
+}
+
+TEST_CASE("hooks: a body signed with a time ahead of the clock stays a repeat until that time has passed too") {
+  HookBench b;  // stamp: toleranceSec 60
+  std::string body = R"({"t":2})";
+  std::string ahead = std::to_string(b.now / 1000 + 50);
+  std::map<std::string, std::string> h = {{"x-sig", "v1=" + hmacHex(kSecret, ahead + "." + body)}, {"x-time", ahead}};
+  CHECK(b.post("stamp", body, h).status == 202);
+  b.now += 65'000;  // the time is 15 s past: pined still takes it
+  CHECK(b.post("stamp", body, h).status == 200);
+  b.now += 50'000;  // 65 s past: refused by pined, as any old signature
+  CHECK(b.post("stamp", body, h).status == 401);
+  CHECK(b.events().size() == 1);
 }
 
 TEST_CASE("hooks: two copies in flight at once are committed once") {
@@ -186,6 +219,47 @@ TEST_CASE("hooks: 120 a minute, then 429 with Retry-After; oversize 413; unknown
   CHECK(b.post("nope", "{}", {}).status == 404);
 }
 
+TEST_CASE("hooks: failed proofs have a minute of their own: a stranger cannot use up the sender's") {
+  HookBench b;
+  for (int i = 0; i < 120; ++i) REQUIRE(b.post("ha", "{}", {{"authorization", "Bearer wrong-" + kSecret}}).status == 401);
+  auto r = b.post("ha", "{}", {{"authorization", "Bearer wrong-" + kSecret}});
+  CHECK(r.status == 429);
+  CHECK(r.retryAfterSec > 0);
+  CHECK(b.post("ha", "{}", {}).status == 429);  // no token at all counts as failed too
+  // The sender, meanwhile, is served: its deliveries count apart, 120 a minute.
+  for (int i = 0; i < 120; ++i) REQUIRE(b.post("ha", "{}", {{"authorization", "Bearer " + kSecret}}).status == 202);
+  int checks = b.checks;
+  auto full = b.post("ha", "{}", {{"authorization", "Bearer " + kSecret}});
+  CHECK(full.status == 429);
+  CHECK(b.checks == checks);  // a full minute is answered without asking pined
+  CHECK(b.events().size() == 120);
+}
+
+TEST_CASE("hooks: a body nested deeper than 64 levels is 400 before it is parsed; 64 levels work") {
+  HookBench b;
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto r = b.post("anyone", deep, {{"content-type", "application/json"}});
+  CHECK(r.status == 400);
+  CHECK(r.body.dump().find("64 levels") != std::string::npos);
+  CHECK(b.post("anyone", std::string(65, '[') + std::string(65, ']'), {}).status == 400);
+  CHECK(b.events().empty());
+  CHECK(b.post("anyone", std::string(64, '[') + std::string(64, ']'), {}).status == 202);
+  CHECK(b.events().size() == 1);
+}
+
+TEST_CASE("hooks: a form field that is not UTF-8 once decoded is 400, not an internal error") {
+  HookBench b;
+  const std::map<std::string, std::string> form = {{"content-type", "application/x-www-form-urlencoded"}};
+  auto r = b.post("anyone", "a=%FF", form);
+  CHECK(r.status == 400);
+  CHECK(r.body.dump().find("UTF-8") != std::string::npos);
+  CHECK(b.post("anyone", "%C0%AF=x", form).status == 400);
+  CHECK(b.events().empty());
+  CHECK(b.post("anyone", "a=%C3%A9t%C3%A9", form).status == 202);  // "été"
+  REQUIRE(b.events().size() == 1);
+  CHECK(nlohmann::json::parse(b.events()[0].payload)["a"] == "\u00e9t\u00e9");
+}
+
 TEST_CASE("hooks: a form body becomes a JSON object; an open hook takes anyone; other types 415") {
   HookBench b;
   auto r = b.post("anyone", "a=1&b=two+words&b=%21", {{"content-type", "application/x-www-form-urlencoded; charset=utf-8"}});
@@ -209,6 +283,36 @@ TEST_CASE("hooks: a timestamped scheme with its own header and prefix, within th
   CHECK(b.post("stamp", body, {{"x-sig", "v1=" + hmacHex(kSecret, ts + "." + body)}}).status == 401);  // no time
   CHECK(b.post("stamp", body, {{"x-sig", "v1=" + hmacHex(kSecret, body)}, {"x-time", ts}}).status == 401);
   CHECK(b.events().size() == 1);
+}
+
+TEST_CASE("hooks: refusals are audited 300 a minute, then counted; deliveries are audited all the same") {
+  HookBench b;
+  const std::string auditFile = b.root + "/data/logs/audit.jsonl";
+  auto count = [&](const std::string& needle) {
+    std::string a = slurp(auditFile);
+    size_t n = 0;
+    for (size_t p = a.find(needle); p != std::string::npos; p = a.find(needle, p + 1)) ++n;
+    return n;
+  };
+  // A stranger's requests to made-up hooks, and wrong tokens past the hook's minute: each refused.
+  for (int i = 0; i < 350; ++i) REQUIRE(b.post("made-up-" + std::to_string(i), "{}", {}).status == 404);
+  CHECK(count("\"hook.refused\"") == 300);
+  // The made-up names used up their own budget, not the configured hooks'.
+  for (int i = 0; i < 350; ++i) REQUIRE(b.post("ha", "{}", {{"authorization", "Bearer wrong"}}).status / 100 == 4);
+  CHECK(count("\"hook.refused\"") == 600);
+  CHECK(count("\"hook\":\"ha\"") == 300);
+  // The sender's deliveries meanwhile: answered and audited, whatever the refusals used.
+  for (int i = 0; i < 3; ++i) REQUIRE(b.post("ha", "{\"n\":" + std::to_string(i) + "}", {{"authorization", "Bearer " + kSecret}}).status == 202);
+  CHECK(count("\"hook.received\"") == 3);
+  // The next minute: the count of what was not audited, then refusals again.
+  b.now += 60'000;
+  CHECK(b.post("made-up", "{}", {}).status == 404);
+  CHECK(b.post("ha", "{}", {{"authorization", "Bearer wrong"}}).status == 401);
+  CHECK(count("\"hook.refusals_not_audited\"") == 2);
+  CHECK(count("\"count\":50") == 2);
+  CHECK(count("\"hooks\":\"unknown\"") == 1);
+  CHECK(count("\"hooks\":\"configured\"") == 1);
+  CHECK(count("\"hook.refused\"") == 602);
 }
 
 TEST_CASE("hooks: the secret never reaches the audit log or the database; refusals say why") {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "config/check.h"
+#include "config/command_line.h"
 #include "helpers.h"
 
 using namespace pine::config;
@@ -322,4 +323,20 @@ TEST_CASE("note: a persistent browser profile acts as the owner; a fresh one doe
   auto* n = findNote(notes, h.path("agents/scout/agent.yaml"), "mcpServers.browser.profile", "make it act as you");
   REQUIRE_MESSAGE(n, all(notes));
   CHECK(n->message.find("'shopping'") != std::string::npos);
+}
+
+TEST_CASE("a command line is shown with every character that runs, invisible ones as escapes") {
+  using pine::config::shownCommandLine;
+  // A right-to-left override makes a terminal or a page show "rm -rf ~/txt.pdf" for what runs.
+  std::string rlo = "\xe2\x80\xae";
+  CHECK(shownCommandLine({"sh", "-c", "cat " + rlo + "fdp.txt"}) == "sh -c $'cat \\u202efdp.txt'");
+  CHECK(shownCommandLine({"echo", "a\xe2\x80\x8b" "b"}) == "echo $'a\\u200bb'");  // zero-width space
+  CHECK(shownCommandLine({"printf", "x\ty\x1b[2J"}) == "printf $'x\\x09y\\x1b[2J'");
+  CHECK(shownCommandLine({"echo", "bad\xff", "it's"}) == "echo $'bad\\xff' 'it'\\''s'");
+  CHECK(shownCommandLine({"echo", "\xc0\xaf"}) == "echo $'\\xc0\\xaf'");  // an overlong '/'
+  CHECK(shownCommandLine({"echo", "quote' and \\", rlo}) == "echo 'quote'\\'' and \\' $'\\u202e'");
+  // The twins: plain words as they are, other text quoted, letters of any script kept.
+  CHECK(shownCommandLine({"python3", "poll.py", "--every=5"}) == "python3 poll.py --every=5");
+  CHECK(shownCommandLine({"echo", "two words", "\xd7\xa9\xd7\x9c\xd7\x95\xd7\x9d"}) ==
+        "echo 'two words' '\xd7\xa9\xd7\x9c\xd7\x95\xd7\x9d'");
 }

@@ -385,6 +385,24 @@ TEST_CASE("sources: required keys, per-type rules, webhooks need a secret unless
   CHECK(findError(r.errors, "sources[3].use", "file 'source-types/nope.js' does not exist"));
 }
 
+TEST_CASE("sources: an open webhook source cannot be trust: owner; with a secret it can, open it can be untrusted") {
+  TempHome h;
+  h.write(".env", "HOOK=0123456789abcdef01\n");
+  h.write("pine.yaml",
+          "defaults: {model: demo}\n"
+          "sources:\n"
+          "  - {name: a, type: webhook, topic: ci/a, open: true, trust: owner}\n"
+          "  - {name: b, type: webhook, topic: ci/b, secret: HOOK, trust: owner}\n"
+          "  - {name: c, type: webhook, topic: ci/c, open: true}\n");
+  auto r = h.load();
+  std::string all = dump(r.errors);
+  auto* e = findError(r.errors, "sources[0].trust", "an open webhook cannot count as yours");
+  REQUIRE_MESSAGE(e, all);
+  CHECK(e->line == 3);
+  CHECK(e->hint.find("secret") != std::string::npos);
+  CHECK_MESSAGE(r.errors.size() == 1, all);  // b and c are fine
+}
+
 TEST_CASE("telegram sources: base URL, groups, file cap and notices are checked where they are written") {
   TempHome h;
   h.write(".env", "TG=123456789:AAHtesttokenabcdefghijklmnopqrstuvw\n");
@@ -406,6 +424,35 @@ TEST_CASE("telegram sources: base URL, groups, file cap and notices are checked 
   CHECK(findError(r.errors, "sources[2].notify.budget"));
   CHECK_FALSE(findError(r.errors, "sources[3]"));
   CHECK(r.errors.size() == 6);
+}
+
+TEST_CASE("ftp sources: maxInboxMb only with fetch, and never less than maxFileMb") {
+  TempHome h;
+  h.write(".env", "FU=user\nFP=secret-password\n");
+  const std::string ftp = "type: ftp, url: \"ftps://files.example/drop/\", usernameSecret: FU, passwordSecret: FP";
+  h.write("pine.yaml", "defaults: {model: demo}\n"
+                       "sources:\n"
+                       "  - {name: a, " + ftp + ", maxInboxMb: 100}\n"
+                       "  - {name: b, " + ftp + ", fetch: true, maxFileMb: 50, maxInboxMb: 40}\n"
+                       "  - {name: c, " + ftp + ", fetch: true, maxInboxMb: 0}\n"
+                       "  - {name: d, " + ftp + ", fetch: true, maxFileMb: 50, maxInboxMb: 50}\n"
+                       "  - {name: e, " + ftp + ", fetch: true}\n");
+  auto r = h.load();
+  std::string all = dump(r.errors);
+  CHECK_MESSAGE(findError(r.errors, "sources[0].maxInboxMb", "limits the files fetched"), all);
+  CHECK(findError(r.errors, "sources[1].maxInboxMb", "less than maxFileMb (50)"));
+  CHECK(findError(r.errors, "sources[2].maxInboxMb"));
+  CHECK_MESSAGE(r.errors.size() == 3, all);  // d and e are fine
+
+  // The legitimate twins alone load, with what they say (e: the default).
+  h.write("pine.yaml", "defaults: {model: demo}\n"
+                       "sources:\n"
+                       "  - {name: d, " + ftp + ", fetch: true, maxFileMb: 50, maxInboxMb: 50}\n"
+                       "  - {name: e, " + ftp + ", fetch: true}\n");
+  r = h.load();
+  REQUIRE_MESSAGE(r.ok(), dump(r.errors));
+  CHECK(r.home->pine.sources.at(0).maxInboxMb == 50);
+  CHECK(r.home->pine.sources.at(1).maxInboxMb == 1024);
 }
 
 TEST_CASE("agents: tool names, approve patterns, publish topics, delegation and budgets are checked") {

@@ -1,7 +1,10 @@
 // Egress against local servers only (127.0.0.0/8): secrets filled in and redacted,
 // address, scheme and TLS checks, size cap, no redirects, timeouts.
 #include <doctest/doctest.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "egress/egress.h"
 #include "tests/egress/test_server.h"
@@ -417,6 +421,66 @@ TEST_CASE("plain http is refused unless allowed") {
   REQUIRE(r.error);
   CHECK(r.error->find("no headers and no body") != std::string::npos);
   CHECK(plain.requests().size() == 1);  // none of them reached the server
+}
+
+// A listener on loopback that greets each connection with `greeting` and then waits for the
+// client to go (for a server that speaks something other than what egress expects).
+class RawGreeter {
+ public:
+  explicit RawGreeter(std::string greeting) : greeting_(std::move(greeting)) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port_ = ntohs(a.sin_port);
+    REQUIRE(listen(fd_, 4) == 0);
+    thread_ = std::thread([this] {
+      for (int c; (c = accept(fd_, nullptr, nullptr)) >= 0;) {
+        timeval wait{10, 0};  // a client that keeps the connection cannot hold the test forever
+        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+        [[maybe_unused]] auto n = write(c, greeting_.data(), greeting_.size());
+        char buf[256];
+        while (read(c, buf, sizeof buf) > 0) {
+        }
+        close(c);
+      }
+    });
+  }
+  ~RawGreeter() {
+    shutdown(fd_, SHUT_RDWR);  // ends accept()
+    thread_.join();
+    close(fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  std::string greeting_;
+  int fd_ = -1, port_ = 0;
+  std::thread thread_;
+};
+
+TEST_CASE("a server that does not speak FTP is named so, and one that does not speak HTTP so") {
+  EgressPolicy policy = loopbackPolicy();
+  policy.allowPlainHttp = true;
+  RawGreeter notFtp("554 this is a mail server\r\n");  // a reply, but not the 220 an FTP server greets with
+  EgressRequest list;
+  list.method = "FTP-LIST";
+  list.url = "ftp://127.0.0.1:" + std::to_string(notFtp.port()) + "/";
+  Result r = run(list, policy);
+  REQUIRE(r.error);
+  CHECK_MESSAGE(r.error->find("the server's answer is not a valid FTP reply") != std::string::npos, *r.error);
+  CHECK(r.error->find("HTTP") == std::string::npos);
+
+  RawGreeter notHttp("SSH-2.0-OpenSSH_9.2\r\n");
+  EgressRequest get;
+  get.url = "http://127.0.0.1:" + std::to_string(notHttp.port()) + "/";
+  r = run(get, policy);
+  REQUIRE(r.error);
+  CHECK_MESSAGE(r.error->find("the server's answer is not valid HTTP") != std::string::npos, *r.error);
 }
 
 TEST_CASE("the response size cap") {

@@ -217,3 +217,39 @@ TEST_CASE("changes and undo: what a run changed is shown and put back, later run
   // A clean run's changes are not announced.
   for (auto& n : pined.auditJson("owner.notice", later)) CHECK(n["notice"] != "taintedChanges");
 }
+
+TEST_CASE("changes and undo asked the moment a task has answered wait for its last checkpoint") {
+  // pinectl send returns with the answer, before pined has reaped the worker and taken the
+  // checkpoint after it; `pinectl changes` and `undo` typed next must not find it missing.
+  // Many files make that checkpoint slow enough to be asked for while it is taken.
+  TempDir dir;
+  const std::string home = dir.path() + "/home";
+  writeMinimalConfig(home, {"main"});
+  writeText(home + "/providers/replies.yaml", kReplies);
+  writeText(home + "/agents/main/agent.yaml", "description: main\ntools: [read, write, bash, ls]\n");
+  const std::string ws = home + "/agents/main/workspace";
+  writeText(ws + "/later.sh", "echo later >> later.txt\n");
+  for (int d = 0; d < 40; ++d)
+    for (int f = 0; f < 500; ++f)
+      writeText(ws + "/many/" + std::to_string(d) + "/" + std::to_string(f), "file " + std::to_string(f) + "\n");
+  Pined pined(home, {}, {});
+
+  auto one = message(pined, "main", "run later", true, "main");  // returns with the answer
+  REQUIRE(one.value("state", "") == "done");
+  const std::string first = one["id"];
+  auto ch = changesJson(pined, first);
+  CAPTURE(ch.dump(2));
+  REQUIRE(ch["files"].size() == 1);
+  CHECK(ch["files"][0]["path"] == "later.txt");
+  CHECK(ch["files"][0]["change"] == "added");
+
+  auto two = message(pined, "main", "run later", true, "main");
+  REQUIRE(two.value("state", "") == "done");
+  const std::string second = two["id"];
+  CHECK(readText(ws + "/later.txt") == "later\nlater\n");
+  auto undo = pined.ctl({"undo", second});
+  CAPTURE(undo.out);
+  CAPTURE(undo.err);
+  CHECK(undo.exitCode == 0);
+  CHECK(readText(ws + "/later.txt") == "later\n");
+}

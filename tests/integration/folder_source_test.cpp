@@ -121,6 +121,11 @@ TEST_CASE("folder source through the real broker: one event per new file, links 
         CHECK(e["payload"]["sha256"] == kHelloSha);
       }
     CHECK(events.size() == 2);
+    // Each event is counted once (it was twice: the folder source counted too). The broker saves
+    // its counts every 5 s.
+    CHECK(waitUntil([&] { return sourceStatus(home, "drop").events >= 2; }, 10s));
+    std::this_thread::sleep_for(6s);
+    CHECK(sourceStatus(home, "drop").events == 2);
     CHECK(pined.stop() == 0);
   }
   writeText(watched + "/while-down.txt", "hello\n");
@@ -131,6 +136,9 @@ TEST_CASE("folder source through the real broker: one event per new file, links 
   CHECK(countNamed(events, "before.txt") == 1);
   CHECK(countNamed(events, "new.txt") == 1);
   CHECK(events.size() == 3);
+  // Stopped before its next save (every 5 s): the count is saved as the broker stops.
+  CHECK(pined.stop() == 0);
+  CHECK(sourceStatus(home, "drop").events == 3);
 }
 
 TEST_CASE("a folder added by the owner's reload: pined restarts the broker, whose sandbox then holds it") {
@@ -165,4 +173,41 @@ TEST_CASE("a folder added by the owner's reload: pined restarts the broker, whos
   bool audited = false;
   for (auto& e : pined.auditJson("broker.restart")) audited |= e.value("reason", "").find("folder") != std::string::npos;
   CHECK(audited);
+}
+
+TEST_CASE("as root, a folder in an agent's closed workspace: the broker still starts, the source says why it cannot run") {
+  LINUX_BACKEND_ONLY();
+  if (geteuid() != 0) return;  // only root's pined gives workspaces to users of their own
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeMinimalConfig(home, {"main"});
+  std::string base = readText(home + "/pine.yaml");
+  std::string ws = home + "/agents/main/workspace", inbox = ws + "/inbox2";
+  Pined pined(home, {}, {});
+  // A workspace closed to others, as one the agent's own user keeps; a folder in it, as an
+  // agent's add_source may name without a question.
+  std::filesystem::create_directories(inbox);
+  REQUIRE(chmod(ws.c_str(), 0700) == 0);
+  pid_t broker = pined.rolePid("broker");
+  appendSources(home, "  - {name: mine, type: folder, agent: main, path: " + inbox + ", start: always}\n");
+  auto reload = pined.ctl({"reload"});
+  CHECK_MESSAGE(reload.exitCode == 0, std::string(reload.out + reload.err));
+  // Before, the broker's sandbox failed on that folder, and the broker never started again.
+  REQUIRE_MESSAGE(waitUntil([&] { pid_t now = pined.rolePid("broker"); return now > 0 && now != broker; }, 15s),
+                  tailOf(pined.stderrText(), 4000));
+  REQUIRE_MESSAGE(waitUntil([&] { return pined.api("GET", "/v1/events?limit=1").status == 200; }, 15s),
+                  tailOf(pined.stderrText(), 4000));
+  nlohmann::json mine;
+  REQUIRE(waitUntil([&] {
+    auto j = pined.api("GET", "/v1/sources").json();
+    if (j.is_object() && j.contains("sources"))
+      for (auto& s : j["sources"])
+        if (s.value("name", "") == "mine" && s.dump().find("cannot open") != std::string::npos) mine = s;
+    return mine.is_object();
+  }, 10s));
+  CHECK_MESSAGE(mine.dump().find("the broker's own user must be able to read it") != std::string::npos, mine.dump());
+  // And the rest goes on: the owner's reload still works.
+  writeText(home + "/pine.yaml", base);
+  reload = pined.ctl({"reload"});
+  CHECK_MESSAGE(reload.exitCode == 0, std::string(reload.out + reload.err));
 }

@@ -335,6 +335,68 @@ TEST_CASE("ftp source with fetch: each new or changed file lands whole in the ag
   CHECK(readText(ws + "/inbox/ftp-drop/a.txt") == "alpha, second edition\n");
 }
 
+TEST_CASE("ftp source with fetch: the inbox folder holds at most maxInboxMb; what does not fit waits, with the "
+          "reason, and is fetched once room is made") {
+  TempDir dir;
+  std::string home = dir.path() + "/home", root = dir.path() + "/ftp";
+  const size_t size = 700 * 1024;  // two do not fit in 1 MiB, one does
+  // Named like pined's own temporary files, which a server may do: they count all the same.
+  const std::string one = ".fetching-one", two = ".fetching-two";
+  writeText(root + "/" + one, std::string(size, '1'));
+  writeText(root + "/" + two, std::string(size, '2'));
+  FtpServer server(root, kPassword);
+  Pined pined(home);
+  setSecrets(pined);
+  const std::string ws = home + "/agents/main/workspace", inbox = ws + "/inbox/ftp-drop";
+  std::ofstream(home + "/pine.yaml", std::ios::app)
+      << "\nsources:\n  - {name: drop, type: ftp, agent: main, url: \"ftp://127.0.0.1:" << server.port()
+      << "/\", tls: none, network: local, usernameSecret: FTP_USER, passwordSecret: FTP_PASSWORD, start: always, "
+         "intervalSec: 60, fetch: true, maxFileMb: 1, maxInboxMb: 1}\n";
+  auto held = [&] {
+    unsigned long long sum = 0;
+    for (auto& e : std::filesystem::directory_iterator(inbox))
+      if (e.is_regular_file()) sum += e.file_size();
+    return sum;
+  };
+  REQUIRE(pined.ctl({"reload"}).exitCode == 0);
+  // The first file fits; the second is stopped on its way in, and nothing of it stays.
+  REQUIRE_MESSAGE(waitUntil([&] { return contains(statusOf(home, "drop").error, "would hold more than 1048576 bytes"); }, 30s),
+                  statusOf(home, "drop").error);
+  CHECK(contains(statusOf(home, "drop").error, "maxInboxMb: 1"));
+  auto events = eventsOf(pined, "ftp/drop");
+  REQUIRE(events.size() == 1);
+  const std::string first = events[0]["payload"]["name"], second = first == one ? two : one;
+  CHECK(waitUntil([&] { return held() == size; }, 10s));
+  CHECK(!std::filesystem::exists(inbox + "/" + second));
+  // By the listing's size it could not fit: it was refused before a byte was fetched (each look
+  // would otherwise fetch it again, up to the limit, and throw it away).
+  auto fetchedOnce = [&](const std::string& name) { return contains(server.log(), "/" + name + " completed="); };
+  CHECK_MESSAGE(fetchedOnce(first), server.log());
+  CHECK(!fetchedOnce(second));
+
+  // The agent moves the file away but leaves a megabyte of its own there: still no room.
+  std::filesystem::remove(inbox + "/" + first);
+  writeText(inbox + "/notes.txt", std::string(1 << 20, 'n'));
+  setInterval(home, 60, 61);
+  REQUIRE(pined.ctl({"reload"}).exitCode == 0);
+  CHECK_MESSAGE(waitUntil([&] { return contains(statusOf(home, "drop").error, "holds 1048576 bytes, all it may"); }, 30s),
+                statusOf(home, "drop").error);
+  CHECK(eventsOf(pined, "ftp/drop").size() == 1);
+  CHECK(held() == 1u << 20);
+  CHECK(!fetchedOnce(second));
+
+  // Room made: the file that waited is fetched whole (and the first, gone from the inbox but
+  // unchanged on the server, is not fetched again).
+  std::filesystem::remove(inbox + "/notes.txt");
+  setInterval(home, 61, 62);
+  REQUIRE(pined.ctl({"reload"}).exitCode == 0);
+  REQUIRE_MESSAGE(waitUntil([&] { return eventsOf(pined, "ftp/drop").size() == 2; }, 30s), statusOf(home, "drop").error);
+  events = eventsOf(pined, "ftp/drop");
+  CHECK(events[1]["payload"]["name"] == second);
+  CHECK(readText(inbox + "/" + second) == std::string(size, second == one ? '1' : '2'));
+  CHECK(!std::filesystem::exists(inbox + "/" + first));
+}
+
 TEST_CASE("ftp source over TLS: AUTH TLS on ftp:// and implicit ftps://, listed and fetched with the login only "
           "inside TLS; a server whose certificate pine does not trust gets no login") {
   namespace et = pine::egress::test;

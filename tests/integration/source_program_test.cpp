@@ -2,7 +2,7 @@
 // owner's program runs with pine's rights in its own folder with a minimal environment, its
 // JSON lines become events with the source's trust, garbage and over-long lines are skipped and
 // counted, a flood is paced without loss, a program that ends is started again, publishing
-// reaches it only on its publish list, and it does not outlive pined. add_source_type: only
+// reaches it only on its publish list, and nothing of its session outlives pined. add_source_type: only
 // main, never in a tainted conversation, always asked with the program's facts, and what runs is
 // the copy the owner confirmed.
 #include <doctest/doctest.h>
@@ -176,7 +176,7 @@ TEST_CASE("source programs: events with the source's trust, garbage counted, flo
   CHECK(spPayload(crashes[0]) != spPayload(crashes[1]));  // two processes
   CHECK(waitUntil([&] { return spHas(spSource(pined, "crashy"), "why", "exited with 7"); }, 20s));
 
-  // It never outlives pined.
+  // Nothing of its session outlives pined.
   pid_t pid = spPayload(spEvents(pined, "prog", "prog/hello")[0])["pid"].get<int>();
   CHECK(alive(pid));
   pined.stop();

@@ -83,3 +83,33 @@ TEST_CASE("webhook: a secret under 16 bytes is refused by reload and by check, w
   CHECK(contains(c.out + c.err, "pine.yaml:"));
   CHECK(contains(c.out + c.err, "secret 'GH_HOOK' is shorter than 16 bytes"));
 }
+
+TEST_CASE("webhook: a secret rotated by editing .env is in force after pinectl reload, and the old one is refused") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  Pined pined(home);
+  REQUIRE(pined.ctl({"secret", "set", "GH_HOOK"}, kHookSecret + "\n").exitCode == 0);
+  std::ofstream(home + "/pine.yaml", std::ios::app)
+      << "\nwebhooks:\n  - {name: gh, topic: ci/github, secret: GH_HOOK, auth: hmac}\n";
+  REQUIRE(pined.ctl({"reload"}).exitCode == 0);
+  // A body of its own each time: the same signed body again would be a repeat (the replay window).
+  auto post = [&](const std::string& key, int n) {
+    const std::string body = "{\"n\":" + std::to_string(n) + "}";
+    return postHook(home, "gh", body,
+                    {"X-Hub-Signature-256: sha256=" + hookHmac(key, body), "X-GitHub-Delivery: r-" + std::to_string(n)});
+  };
+  REQUIRE(post(kHookSecret, 1) == 202);
+
+  // The owner's editor, in place: the old line gives way to a new secret.
+  const std::string rotated = "it-hook-secret-rotated-83b1c0";
+  std::string env = readText(home + "/.env");
+  auto at = env.find("GH_HOOK=");
+  REQUIRE(at != std::string::npos);
+  env.replace(at, env.find('\n', at) - at, "GH_HOOK=" + rotated);
+  std::ofstream(home + "/.env", std::ios::trunc) << env;
+  auto r = pined.ctl({"reload"});
+  REQUIRE_MESSAGE(r.exitCode == 0, r.err);
+  CHECK(post(kHookSecret, 2) == 401);
+  CHECK(post(rotated, 3) == 202);
+  CHECK(pined.api("GET", "/v1/events?topic=ci/github").json()["events"].size() == 2);
+}

@@ -71,6 +71,16 @@ TEST_CASE("topics: what can be published") {
   CHECK(validateTopic(std::string("a\0b", 3)));
   CHECK(validateTopic("caf\xc3"));          // cut UTF-8
   CHECK(validateTopic("a\xc2\x85" "b"));    // C1 control (NEL)
+  // Characters that reorder or hide what the owner is shown: a right-to-left override, a
+  // zero-width space, a byte order mark; the reason names it without carrying it.
+  for (const char* hidden : {"c/\xe2\x80\xae" "gnp", "a\xe2\x80\x8b" "b", "\xef\xbb\xbf" "x", "a\xe2\x81\xa6" "b"}) {
+    CAPTURE(hidden);
+    auto w = validateTopic(hidden);
+    REQUIRE(w);
+    CHECK(w->find("invisible") != std::string::npos);
+    CHECK(w->find("\xe2\x80") == std::string::npos);
+  }
+  CHECK_FALSE(validateTopic("\xd7\xa9\xd7\x9c\xd7\x95\xd7\x9d/\xd8\xb3\xd9\x84\xd8\xa7\xd9\x85"));  // the twin: right-to-left letters
   auto why = validateTopic("house/+/on");
   REQUIRE(why);
   CHECK(why->find("'+'") != std::string::npos);

@@ -898,6 +898,27 @@ TEST_CASE("the broker's sandbox: the home but .env, data/ only, no program but i
   }
 }
 
+TEST_CASE("a granted folder out of the sandboxed uid's reach is skipped, not a reason to fail the start") {
+  // As root, pine's broker runs as a user of its own; a watched folder inside an agent's workspace
+  // (mode 700, the agent's user) is out of its reach. That folder stays closed, and everything else
+  // the broker needs still starts: before, one such rule stopped the broker from starting at all.
+  Fixture& f = fx();
+  std::string closed = f.root + "/closed", inner = closed + "/inner";
+  fs::create_directories(inner);
+  writeText(inner + "/note.txt", "not the broker's\n");
+  chmod(closed.c_str(), 0);  // not even its owner may pass (the probe runs as another uid under root)
+  Opt b;
+  b.broker = true;
+  b.extraRead = {inner};
+  REFUSED(run({"read", inner + "/note.txt"}, b));
+  WORKS(run({"read", f.pine + "/pine.yaml"}, b));
+  REFUSED(run({"read", f.pine + "/.env"}, b));
+  // The twin: the same folder, reachable, is granted.
+  chmod(closed.c_str(), 0755);
+  WORKS(run({"read", inner + "/note.txt"}, b));
+  fs::remove_all(closed);
+}
+
 TEST_CASE("pine-launch reports the step that failed, and refuses to start with an environment of its own") {
   Opt gone;
   gone.cwd = fx().root + "/no-such-folder";

@@ -250,6 +250,37 @@ TEST_CASE("command source, lines: a flood is bounded, dropped lines are counted 
   CHECK_MESSAGE(src.droppedLines() <= 2 * (2 + 10 * secs) * 2731, ("lines read and dropped: " + std::to_string(src.droppedLines())));
 }
 
+TEST_CASE("command source, lines: a line that does not end is read at the pace of lines, not as fast as it is written") {
+  {  // one event loop at a time
+    Harness h;
+    auto limits = fastLimits();
+    limits.maxLineBytes = 1000;  // a line's worth of tokens each 1,000 bytes
+    limits.linesPerSec = 10;
+    limits.lineBurst = 50;
+    // 30 KB fit in the burst: read at once, one cut line (the legitimate twin). Then 5 MB without a
+    // newline: read in full before, well within a second; now at about 10 KB a second.
+    CommandSource src(h.loop.io, commandSource("lines"),
+                      h.starter({"/bin/sh", "-c", "head -c 30000 /dev/zero | tr '\\0' x; echo; "
+                                                  "head -c 5000000 /dev/zero | tr '\\0' y; echo; echo done; sleep 1000"}),
+                      h.loop.sink(), h.status(), limits);
+    REQUIRE(h.loop.until([&] { return h.loop.drafts.size() >= 1; }, 5s));
+    auto first = payload(h.loop.drafts[0]);
+    CHECK(first["cut"] == true);
+    CHECK(first["bytes"] == 30000);
+    h.loop.run(3000ms);
+    CHECK_MESSAGE(h.loop.drafts.size() == 1, payload(h.loop.drafts.back()).dump().substr(0, 200));
+  }
+
+  // Whole lines pay with their token alone: 90 lines just under the cap all fit a burst of 100.
+  Harness whole;
+  CommandSource lines(whole.loop.io, commandSource("lines"),
+                      whole.starter({"/bin/sh", "-c", "for i in $(seq 90); do head -c 4000 /dev/zero | tr '\\0' z; echo; done; "
+                                                      "sleep 1000"}),
+                      whole.loop.sink(), whole.status(), fastLimits());
+  CHECK(whole.loop.until([&] { return whole.loop.drafts.size() == 90; }, 10s));
+  CHECK(lines.droppedLines() == 0);
+}
+
 TEST_CASE("command source, lines: a command that exits is restarted, with backoff, and says so") {
   Harness h;
   CommandSource src(h.loop.io, commandSource("lines"), h.starter({"/bin/sh", "-c", "echo hi; exit 4"}), h.loop.sink(),

@@ -260,7 +260,7 @@ TEST_CASE("ftp poller with fetch: the event says where the file is; a file not f
   std::map<std::string, int> asked;
   bool bFails = true;
   auto services = b.services();
-  services.fetch = [&](const std::string& source, const std::string& file) {
+  services.fetch = [&](const std::string& source, const std::string& file, long long) {
     CHECK(source == "drop");
     ++asked[file];
     FtpFetched f;

@@ -213,3 +213,21 @@ TEST_CASE("http poller: an error answer, a 404 and pined's refusal are errors, n
   CHECK(b.errors[1].find("HTTP 404") != std::string::npos);
   CHECK(b.events.empty());
 }
+
+TEST_CASE("http poller: an ETag or Last-Modified that could not be sent back is not kept") {
+  // pined refuses a look whose validators hold a placeholder, a control character or more than
+  // 1 KiB: kept, such a value (the server's choice) stopped the source for good.
+  PageMemory before;
+  for (std::string bad : {std::string("\"${secret:TOK}\""), std::string("\"a\nb\""), std::string(1025, 'x')}) {
+    auto look = judgePage(before, "https://example.com/p", page(200, "body", {{"ETag", bad}, {"Last-Modified", bad}}));
+    CHECK(look.verdict == PageVerdict::Changed);  // the change is still an event
+    CHECK(look.memory.etag.empty());
+    CHECK(look.memory.lastModified.empty());
+    CHECK(look.memory.sha256.size() == 64);  // and the body's hash still tells the next change
+  }
+  // The twin: values that can go back are kept.
+  auto look = judgePage(before, "https://example.com/p",
+                        page(200, "body", {{"ETag", "\"v1\""}, {"Last-Modified", "Wed, 02 Dec 2026 10:00:00 GMT"}}));
+  CHECK(look.memory.etag == "\"v1\"");
+  CHECK(look.memory.lastModified == "Wed, 02 Dec 2026 10:00:00 GMT");
+}

@@ -198,6 +198,13 @@ TEST_CASE("manager: invalid UTF-8 becomes U+FFFD, oversize messages are dropped 
   CHECK(find(loop.drafts, "house/limit")->payload.size() == pine::sources::kMaxPayloadBytes + 2);
   CHECK(count(loop.drafts, "house/big") == 0);
   CHECK(log.occurrences("dropped a message of 262145 bytes on \"house/big\"") == 1);
+  // A sender that keeps sending them: still that one line in the next 10 s, not one a message.
+  for (int i = 0; i < 30; ++i) client.publish("house/big", std::string(pine::sources::kMaxPayloadBytes + 1, 'x'));
+  client.publish("house/after", "x");
+  REQUIRE(loop.until([&] { return find(loop.drafts, "house/after") != nullptr; }, 5s));
+  loop.run(std::chrono::milliseconds(300));
+  CHECK(log.occurrences("dropped a message of 262145 bytes") == 1);
+  CHECK(count(loop.drafts, "house/big") == 0);
 }
 
 TEST_CASE("manager: messages on pine's own topics are dropped, others pass") {
@@ -350,4 +357,80 @@ TEST_CASE("manager: while its broker is away a source refuses to publish, and st
   manager.update({});  // in the middle of backing off
   CHECK(std::chrono::steady_clock::now() - began < 2s);
   CHECK(manager.running().empty());
+}
+
+namespace {
+
+// What a source remembers, in memory only: it outlives the managers that use it, as the store does.
+struct MapMemory final : pine::sources::SourceMemory {
+  std::map<std::string, std::map<std::string, std::string>> kept;
+  std::map<std::string, std::string> recall(const std::string& s) override { return kept[s]; }
+  void remember(const std::string& s, const std::string& k, const std::string& v) override { kept[s][k] = v; }
+  void rememberAll(const std::string& s, const std::map<std::string, std::string>& values) override {
+    for (auto& [k, v] : values) kept[s][k] = v;
+  }
+  void forget(const std::string& s, const std::string& k) override { kept[s].erase(k); }
+  void forgetAll(const std::string& s) override { kept.erase(s); }
+  void noteError(const std::string&, const std::string&) override {}
+};
+
+}  // namespace
+
+TEST_CASE("manager: a retained message is delivered once, not again at each new subscription; a new value is") {
+  Mosquitto broker;
+  Loop loop;
+  Client client(broker.port());
+  Connectors conns;
+  auto memory = std::make_shared<MapMemory>();
+  auto options = fast();
+  options.memory = memory;
+  auto house = mqttSource("house", broker.url(), {"house/#"});
+  auto on = [&](const std::string& topic) {
+    std::vector<std::string> out;
+    for (const auto& d : loop.drafts)
+      if (d.topic == topic) out.push_back(d.payload);
+    return out;
+  };
+  auto states = [&] { return on("house/state"); };
+  client.publish("house/state", "\"on\"", true);
+  loop.run(300ms);
+  {
+    SourceManager manager(loop.io, loop.sink(), conns.opener(loop.io), options);
+    manager.update({house});
+    REQUIRE(loop.until([&] { return states().size() == 1; }, 10s));  // the stored value, once
+    REQUIRE(waitSubscribed(loop, client, "house/probe", 10s));
+    client.publish("house/state", "\"off\"", true);  // live: heard as it is published
+    REQUIRE(loop.until([&] { return states().size() == 2; }, 5s));
+    // A topic first heard live, its value retained: the server sends it again at the next
+    // subscription, with the flag this time.
+    client.publish("house/new", "1", true);
+    REQUIRE(loop.until([&] { return on("house/new").size() == 1; }, 5s));
+  }
+  // Started again (a restart of pined, a reconnect): the server sends "off" again; it is the last
+  // message heard on its topic.
+  {
+    SourceManager manager(loop.io, loop.sink(), conns.opener(loop.io), options);
+    manager.update({house});
+    REQUIRE(waitSubscribed(loop, client, "house/probe2", 10s));
+    loop.run(300ms);
+    CHECK(states() == std::vector<std::string>{"\"on\"", "\"off\""});
+    CHECK(on("house/new").size() == 1);
+    CHECK(manager.running() == std::vector<std::string>{"house"});
+  }
+  // The legitimate twin: changed while nobody listened, the new stored value is delivered.
+  client.publish("house/state", "\"dim\"", true);
+  loop.run(300ms);
+  SourceManager manager(loop.io, loop.sink(), conns.opener(loop.io), options);
+  manager.update({house});
+  REQUIRE(loop.until([&] { return states().size() == 3; }, 10s));
+  CHECK(states().back() == "\"dim\"");
+  // Another server's topics are other topics: what was kept goes with the server it came from.
+  auto moved = house;
+  moved.url = "mqtt://127.0.0.1:1";
+  CHECK(memory->kept["house"].count("house/state") == 1);  // saved when the link went
+  CHECK(memory->kept["house"].count("#server") == 1);
+  pine::sources::Sink sink = loop.sink();
+  pine::sources::OpenConnector open = conns.opener(loop.io);
+  pine::sources::MqttLink other(loop.io, moved, sink, open, {200, 1000}, memory);
+  CHECK(memory->kept["house"].size() == 1);  // only the new server's note
 }

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 #include <kj/async-io.h>
 
+#include <functional>
+
 #include "broker/sources/program_line.h"
 #include "broker/sources/program_source.h"
 
@@ -23,6 +25,18 @@ std::string readLine(kj::AsyncIoStream& s, kj::WaitScope& ws) {
   char c;
   while (s.tryRead(&c, 1, 1).wait(ws) == 1 && c != '\n') out += c;
   return out;
+}
+
+// Starts "the program" as a pipe whose other end the test holds in prog.end; it exits with 0.
+std::function<kj::Promise<ProgramLink>(const std::string&)> pipeStarter(kj::AsyncIoContext& io, Program& prog) {
+  return [&io, &prog](const std::string&) -> kj::Promise<ProgramLink> {
+    auto pipe = io.provider->newTwoWayPipe();
+    prog.end = kj::mv(pipe.ends[1]);
+    ProgramLink link;
+    link.stream = kj::mv(pipe.ends[0]);
+    link.exited = [] { return kj::Promise<std::string>(std::string("exited with 0")); };
+    return link;
+  };
 }
 
 }  // namespace
@@ -90,6 +104,98 @@ TEST_CASE("program source: events, status, garbage counted, publish written, res
   timer.afterDelay(1200 * kj::MILLISECONDS).wait(ws);
   CHECK(prog.starts == 2);
   CHECK_FALSE(source.whyNotRunning());
+}
+
+TEST_CASE("program source: status lines and lines to skip count against the pace, as events do") {
+  // A program printing status or garbage without pause held the broker's loop (a store write a
+  // status line): every line now counts, so the program waits, not the broker.
+  for (unsigned perSecond : {10u, 1000u}) {
+    auto io = kj::setupAsyncIo();
+    auto& ws = io.waitScope;
+    auto& timer = io.provider->getTimer();
+    Program prog;
+    std::vector<Draft> drafts;
+    int statuses = 0;
+    pine::config::Source src;
+    src.name = "prog";
+    pine::sources::ProgramLimits limits;
+    limits.eventsPerSecond = perSecond;
+    auto starter = pipeStarter(io, prog);
+    ProgramSource source(timer, src, starter, [&](Draft d) { drafts.push_back(std::move(d)); },
+                         [&](const std::string&, const std::string& f, const std::string&) { statuses += !f.empty(); },
+                         limits);
+    timer.afterDelay(50 * kj::MILLISECONDS).wait(ws);
+    readLine(*prog.end, ws);  // the source's first line to the program
+    std::string flood;
+    for (int i = 0; i < 50; ++i) flood += "{\"status\":{\"found\":" + std::to_string(i) + "}}\nnot json\n";
+    prog.end->write(flood.data(), flood.size()).wait(ws);
+    timer.afterDelay(200 * kj::MILLISECONDS).wait(ws);
+    CHECK(statuses == 50);
+    std::string event = "{\"topic\":\"a/b\",\"payload\":1}\n";
+    prog.end->write(event.data(), event.size()).wait(ws);
+    timer.afterDelay(300 * kj::MILLISECONDS).wait(ws);
+    if (perSecond == 10) CHECK(drafts.empty());  // 100 lines at 10 a second: the program waits
+    else CHECK(drafts.size() == 1);               // the twin: under the pace, the event comes at once
+  }
+}
+
+TEST_CASE("program source: bytes count against the pace too, so a line that never ends is read slowly") {
+  for (size_t perSecond : {size_t{100'000}, size_t{8} << 20}) {
+    auto io = kj::setupAsyncIo();
+    auto& ws = io.waitScope;
+    auto& timer = io.provider->getTimer();
+    Program prog;
+    std::vector<Draft> drafts;
+    pine::config::Source src;
+    src.name = "prog";
+    pine::sources::ProgramLimits limits;
+    limits.bytesPerSecond = perSecond;
+    auto starter = pipeStarter(io, prog);
+    ProgramSource source(timer, src, starter, [&](Draft d) { drafts.push_back(std::move(d)); },
+                         [&](const std::string&, const std::string&, const std::string&) {}, limits);
+    timer.afterDelay(50 * kj::MILLISECONDS).wait(ws);
+    readLine(*prog.end, ws);
+    // 400 KB of a line that is not an event (skipped), then an event.
+    std::string endless(400'000, 'x');
+    std::string event = "\n{\"topic\":\"a/b\",\"payload\":1}\n";
+    auto written = prog.end->write(endless.data(), endless.size())
+                       .then([&]() { return prog.end->write(event.data(), event.size()); })
+                       .eagerlyEvaluate(nullptr);
+    timer.afterDelay(500 * kj::MILLISECONDS).wait(ws);
+    if (perSecond == 100'000) CHECK(drafts.empty());  // 400 KB at 100 KB a second: the program waits
+    else CHECK(drafts.size() == 1);                    // the twin: under the pace, read at once
+  }
+}
+
+TEST_CASE("program source: skipped lines within a second of a report are reported once it is over") {
+  // Reported at most once a second; before, what followed a report in its second was never told.
+  auto io = kj::setupAsyncIo();
+  auto& ws = io.waitScope;
+  auto& timer = io.provider->getTimer();
+  Program prog;
+  std::vector<std::string> errors;
+  pine::config::Source src;
+  src.name = "prog";
+  auto starter = pipeStarter(io, prog);
+  ProgramSource source(timer, src, starter, [](Draft) {},
+                       [&](const std::string&, const std::string&, const std::string& e) {
+                         if (!e.empty()) errors.push_back(e);
+                       },
+                       pine::sources::ProgramLimits{});
+  timer.afterDelay(50 * kj::MILLISECONDS).wait(ws);
+  readLine(*prog.end, ws);
+  std::string lines = "garbage\n[1]\n{\"topic\":\"pine/x\",\"payload\":1}\n";
+  prog.end->write(lines.data(), lines.size()).wait(ws);
+  timer.afterDelay(200 * kj::MILLISECONDS).wait(ws);
+  REQUIRE(errors.size() == 1);  // the first at once
+  CHECK(errors[0].find("1 line(s)") != std::string::npos);
+  timer.afterDelay(1100 * kj::MILLISECONDS).wait(ws);
+  REQUIRE(errors.size() == 2);  // the other two once the second is over, with the last reason
+  CHECK(errors[1].find("3 line(s)") != std::string::npos);
+  CHECK(errors[1].find("pine") != std::string::npos);
+  timer.afterDelay(1100 * kj::MILLISECONDS).wait(ws);
+  CHECK(errors.size() == 2);  // nothing new, nothing more
+  CHECK(source.dropped() == 3);
 }
 
 TEST_CASE("program source: checkProgramTopic refuses pine's own topics and wildcards") {

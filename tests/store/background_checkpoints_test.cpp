@@ -77,9 +77,11 @@ TEST_CASE("background checkpoints: under a steady load the WAL still starts agai
   s->checkpointInBackground({50, 200});
   commitGroups(*s, 0, 1);
   uint32_t before = walRestarts(dir.db());
-  commitGroups(*s, 1, 300);  // about 5,400 frames without a pause: the thread never catches up alone
+  commitGroups(*s, 1, 300);  // about 5,400 frames without a pause: the thread seldom catches up alone
+  // Restarts, whoever copied the last pages: in a fast build the commits' own checkpoints
+  // (without them this fails), in a slow one (the sanitizers) the thread may now and then
+  // finish first, so how many were the commits' is not a thing to count on.
   CHECK(walRestarts(dir.db()) >= before + 3);
-  CHECK(s->restartCheckpoints() >= 3);
   // Restarting, the WAL stays far below the 22 MB those frames would fill.
   CHECK(fileSize(dir.db() + "-wal") < 8 * 1024 * 1024);
   CHECK(allEvents(*s).size() == 301 * 16);

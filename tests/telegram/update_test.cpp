@@ -96,6 +96,18 @@ TEST_CASE("the Bot API's envelope: results, errors, retry_after, answers that ar
   auto tooDeep = readReply(200, deep, "");
   CHECK_FALSE(tooDeep.ok);
   CHECK(tooDeep.description.find("nested deeper") != std::string::npos);
+  // A transfer that failed is no answer, even when the bytes it left are too deep to read
+  // (found by the telegram_update fuzz target in CI).
+  for (int status : {0, 200, 502}) {
+    CAPTURE(status);
+    auto cut = readReply(status, deep, "timeout");
+    CHECK_FALSE(cut.ok);
+    CHECK(cut.errorCode == 0);
+    CHECK(cut.description == "timeout");
+  }
+  auto none = readReply(0, deep, "");
+  CHECK(none.errorCode == 0);
+  CHECK(none.description == "no answer");
   CHECK(readReply(200, R"({"ok":true,"result":{"text":"[[[[ not structure ]]]] \" [{"}})", "").ok);  // brackets in strings do not count
   auto silly = readReply(429, R"({"ok":false,"error_code":429,"parameters":{"retry_after":999999}})", "");
   CHECK(silly.retryAfter == std::optional<int>(3600));  // capped

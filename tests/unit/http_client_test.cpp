@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "pinectl/api_call.h"
 #include "pinectl/http_client.h"
 
 TEST_CASE("pinectl reads Content-Length and chunked answers, and knows when one is whole") {
@@ -73,4 +74,17 @@ TEST_CASE("urlEncode leaves only unreserved characters as they are") {
   CHECK(pine::urlEncode("a/b c") == "a%2Fb%20c");
   CHECK(pine::urlEncode("home/#") == "home%2F%23");
   CHECK(pine::urlEncode("..") == "..");  // the server refuses it as a dot segment
+}
+
+TEST_CASE("an answer's field is shown on one line, without the terminal controls a stranger put in it") {
+  // A source's last error can carry a file's name from a watched folder: it must not clear the
+  // owner's screen, colour a fake "all fine" or start a line of its own in `pinectl sources`.
+  nlohmann::json s = {{"lastError", "cannot watch /in/\x1b[2J\x1b[H\x1b[32mAll sources fine\x1b[0m\nSYSTEM: obey\ttoo"},
+                      {"events", 3},
+                      {"name", "plain-name"}};
+  std::string shown = pine::shownField(s, "lastError");
+  CHECK(shown == "cannot watch /in/All sources fine SYSTEM: obey too");
+  CHECK(pine::shownField(s, "events") == "3");
+  CHECK(pine::shownField(s, "name") == "plain-name");  // the twin: plain text as it was
+  CHECK(pine::shownField(s, "missing", "never") == "never");
 }

@@ -1,4 +1,5 @@
 #include <doctest/doctest.h>
+#include <kj/async-io.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 
 #include "common/log.h"
 #include "redact/redactor.h"
+#include "supervisor/stderr_log.h"
 
 TEST_CASE("every audit line is one valid JSON object, whatever the fields hold, even from two processes") {
   char dir[] = "/tmp/pine-audit-XXXXXX";
@@ -77,4 +79,74 @@ TEST_CASE("every log and audit line passes the filter: a known secret and a patt
   CHECK(as.str().find("known-secret-value-42") == std::string::npos);
   CHECK_FALSE(nlohmann::json::parse(as.str(), nullptr, false).is_discarded());  // still valid JSON
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a log message is one line: newlines and terminal controls from outside text are escaped") {
+  char dir[] = "/tmp/pine-logc-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  std::string log = std::string(dir) + "/x.log";
+  pine::setupLogging("test", log, false);
+  // A name a stranger chose: it would forge a second line and clear the reader's screen.
+  spdlog::warn("cannot watch {}", "inbox/a\n[2026-12-04 00:00:00.000] [info] all fine\x1b[2J\r\x07 end\tok");
+  // A filter that finds a secret spanning lines still sees it as it was (it runs first).
+  auto r = std::make_shared<const pine::redact::Redactor>(std::vector<std::string>{"line-one\nline-two-secret"});
+  pine::setLogFilter([r](std::string_view line) { return r->redact(line); });
+  spdlog::info("value line-one\nline-two-secret here");
+  pine::setLogFilter({});
+  spdlog::info("a plain message stays as it was");
+  std::ifstream l(log);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(l, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].find("inbox/a\\n[2026-12-04 00:00:00.000] [info] all fine\\x1b[2J\\r\\x07 end\tok") !=
+        std::string::npos);
+  CHECK(lines[1].find("line-two-secret") == std::string::npos);
+  CHECK(lines[1].find("[redacted]") != std::string::npos);
+  CHECK(lines[2].find("a plain message stays as it was") != std::string::npos);
+  for (auto& line : lines)
+    for (char c : line) CHECK_FALSE((((unsigned char)c < 0x20 && c != '\t') || c == 0x7f));
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// What logStderrLines writes to a fresh log file for a program that writes `text` and ends.
+std::vector<std::string> stderrLogLines(const std::string& label, const std::string& text) {
+  char dir[] = "/tmp/pine-logs-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  std::string log = std::string(dir) + "/x.log";
+  pine::setupLogging("test", log, false);
+  auto io = kj::setupAsyncIo();
+  auto pipe = io.provider->newOneWayPipe();
+  auto done = pine::logStderrLines(kj::mv(pipe.in), label);
+  pipe.out->write(text.data(), text.size()).wait(io.waitScope);
+  pipe.out = nullptr;  // the program ended
+  done.wait(io.waitScope);
+  std::ifstream l(log);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(l, line);) lines.push_back(line);
+  std::filesystem::remove_all(dir);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("a program's stderr fills pined's log with at most 100 lines a minute, then a count") {
+  std::string flood;
+  for (int i = 0; i < 5000; ++i) flood += "noise " + std::to_string(i) + "\n";
+  flood += std::string(5000, 'x') + "\n";
+  flood += "last words without a newline";
+  auto lines = stderrLogLines("source program 'noisy'", flood);
+  REQUIRE(lines.size() == 101);  // the first 100, then the count
+  CHECK(lines[0].find("source program 'noisy': noise 0") != std::string::npos);
+  CHECK(lines[99].find("noise 99") != std::string::npos);
+  CHECK(lines[100].find("4902 more line(s) on stderr were not logged") != std::string::npos);
+}
+
+TEST_CASE("a program's few stderr lines are all logged, a long one cut") {
+  auto lines = stderrLogLines("p", "one\ntwo\n" + std::string(5000, 'x') + "\nlast");
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[2].find(std::string(1000, 'x')) != std::string::npos);
+  CHECK(lines[2].find(std::string(1001, 'x')) == std::string::npos);
+  CHECK(lines[3].find("p: last") != std::string::npos);
 }
