@@ -275,6 +275,12 @@ kj::Promise<void> Supervisor::keepBroker() {
                                                             std::to_string(*options_.admin->adminGid)});
   if (options_.foreground) spec.args.push_back("--log-stderr");
   spec.env = box.env;
+#ifdef __GLIBC__
+  // glibc keeps 7 freed blocks of a size per thread; a group of requests frees dozens at once, and
+  // the rest took malloc's slow paths: 256 gave single events about 10 % more a second at the same
+  // peak RSS (bench/RESULTS.md, sixth round).
+  spec.env.push_back("GLIBC_TUNABLES=glibc.malloc.tcache_count=256");
+#endif
   addSanitizerEnv(spec.env, true);
   spec.fd3 = theirs.get();
   useSandbox(spec, box);
