@@ -41,8 +41,9 @@ int cmdEvents(const std::string& home, bool follow, const std::string& topic, bo
     if (ev.event != "event" || !e.is_object()) return true;
     out << (json ? e.dump() : formatEvent(e)) << "\n";
     out.flush();
-    return true;
+    return bool(out);  // its reader went away (`| head -1`): done, as tail -f | head ends
   });
+  if (!out) return 0;
   if (r.status != 200) return reportFailure(ApiAnswer{r.status, nlohmann::json::parse(r.body, nullptr, false)}, err);
   err << (fellBehind ? "pinectl: this terminal fell behind the events; run it again to go on\n"
                      : "pinectl: pine closed the event stream\n");

@@ -107,6 +107,7 @@ int cmdLogs(const std::string& home, const LogsOptions& o, std::ostream& out, st
     }
     if (!o.follow) return 0;
     out.flush();
+    if (!out) return 0;  // its reader went away (`| head -1`): done
     usleep(200 * 1000);
     struct stat st;
     if (stat(path.c_str(), &st) == 0 && (st.st_ino != inode || (in && st.st_size < (off_t)in.tellg()))) {

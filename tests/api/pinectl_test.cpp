@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
 
 #include "common/home.h"
@@ -12,6 +13,19 @@
 
 using namespace pine::apitest;
 using namespace std::chrono_literals;
+
+// An output whose reader went away after `room` bytes, as a pipe into `head -1` does.
+struct ReaderGone : std::streambuf {
+  explicit ReaderGone(size_t room) : room(room) {}
+  size_t room;
+  std::string got;
+  int_type overflow(int_type c) override {
+    if (room == 0 || traits_type::eq_int_type(c, traits_type::eof())) return traits_type::eof();
+    --room;
+    got += traits_type::to_char_type(c);
+    return c;
+  }
+};
 
 static bool waitFor(ApiServer& s, const std::function<bool(FakeBackend&)>& pred) {
   for (int i = 0; i < 300; i++) {
@@ -184,4 +198,47 @@ TEST_CASE("pinectl logs: the last N lines, since a time, one event or a family o
   auto bad = run(recent, 2);
   REQUIRE(bad.size() == 1);
   CHECK(bad[0].find("write a time ago (90s, 10m, 2h, 3d) or a UTC time") != std::string::npos);
+}
+
+TEST_CASE("pinectl events -f and logs -f end when their reader has gone; with a reader they go on") {
+  auto s = std::make_unique<ApiServer>();
+  s->run([](FakeBackend& b) { b.addEvent("home/door", "open"); });
+  // events -f: the listed event fits, the next one finds the reader gone.
+  ReaderGone gone(40);  // the listed line (29 bytes) fits, the next does not
+  std::ostream out(&gone);
+  std::ostringstream err;
+  auto follow = std::async(std::launch::async, [&] { return pine::cmdEvents(s->home(), true, "", false, out, err); });
+  REQUIRE(waitFor(*s, [](FakeBackend& b) { return b.feedObj.subscribers() == 1; }));
+  s->run([](FakeBackend& b) { b.addEvent("home/hall", "light"); });
+  REQUIRE(follow.wait_for(5s) == std::future_status::ready);  // before: it followed until pine went away
+  CHECK(follow.get() == 0);
+  CHECK(gone.got.find("home/door") != std::string::npos);
+  CHECK(err.str().empty());
+
+  // logs -f: the same with the audit log.
+  const std::string path = pine::Home{s->home()}.audit();
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << R"({"ts":"2026-01-01T10:00:00.000Z","event":"task.start","role":"broker","pid":1,"agent":"main"})" "\n";
+  pine::LogsOptions o;
+  o.follow = true;
+  o.json = true;
+  ReaderGone goneLogs(10);
+  std::ostream logsOut(&goneLogs);
+  std::ostringstream logsErr;
+  auto logs = std::async(std::launch::async, [&] { return pine::cmdLogs(s->home(), o, logsOut, logsErr); });
+  REQUIRE(logs.wait_for(5s) == std::future_status::ready);  // before: it polled the file for ever
+  CHECK(logs.get() == 0);
+
+  // The twin: a reader that stays gets the next event and the stream goes on.
+  std::ostringstream kept, kerr;
+  int rc = -1;
+  std::thread t([&] { rc = pine::cmdEvents(s->home(), true, "", false, kept, kerr); });
+  REQUIRE(waitFor(*s, [](FakeBackend& b) { return b.feedObj.subscribers() == 1; }));
+  s->run([](FakeBackend& b) { b.addEvent("home/stairs", "light"); });
+  std::this_thread::sleep_for(300ms);
+  s.reset();
+  t.join();
+  CHECK(rc == 1);  // it followed until the server went away
+  CHECK(kept.str().find("home/stairs") != std::string::npos);
+
 }
