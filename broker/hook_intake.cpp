@@ -153,8 +153,9 @@ kj::Promise<ApiReply> HookIntake::deliver(const std::string& name, HookDelivery 
   std::string bodyHash = sha256Hex(timestamp + "." + d.body);
   RepeatKeys keys;
   for (const char* h : kDeliveryIdHeaders)
-    if (auto v = headerOf(h); !v.empty() && v.size() <= 256) {
-      keys.push_back({"id:" + v + ":" + bodyHash, kDeliveryIdKeepMs});
+    if (auto v = headerOf(h); !v.empty()) {
+      // A long id is known by its hash: kept small, and still a repeat when it comes again.
+      keys.push_back({"id:" + (v.size() <= 256 ? v : "sha256:" + sha256Hex(v)) + ":" + bodyHash, kDeliveryIdKeepMs});
       break;
     }
   if (!a.open && a.auth == config::WebhookAuth::Hmac)
@@ -194,7 +195,8 @@ kj::Promise<ApiReply> HookIntake::accept(Hook hook, HookDelivery d, RepeatKeys k
   // without bound.
   std::string type = hookLower(d.headers.count("content-type") ? d.headers["content-type"] : "");
   type = type.substr(0, type.find(';'));
-  while (!type.empty() && type.back() == ' ') type.pop_back();
+  // Spaces or tabs may stand before the ';' (RFC 9110 5.6.6).
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.pop_back();
   nlohmann::json payload;
   if (type == "application/x-www-form-urlencoded") {
     auto form = formObject(d.body);

@@ -161,6 +161,23 @@ TEST_CASE("hooks: a repeat by delivery id or by the same signed body is acknowle
   CHECK(b.events().size() == 3);
 }
 
+TEST_CASE("hooks: a delivery id of any length makes a repeat; another id is another delivery") {
+  HookBench b;
+  const std::string longId(300, 'd'), otherLong = std::string(299, 'd') + "e";
+  auto bearer = [&](const std::string& id) {
+    return std::map<std::string, std::string>{{"authorization", "Bearer " + kSecret}, {"x-github-delivery", id}};
+  };
+  auto first = b.post("ha", "{}", bearer(longId));
+  CHECK(first.status == 202);
+  auto again = b.post("ha", "{}", bearer(longId));  // before: ids past 256 bytes were ignored, so 202 again
+  CHECK(again.status == 200);
+  CHECK(again.body["event"] == first.body["event"]);
+  CHECK(b.post("ha", "{}", bearer(otherLong)).status == 202);
+  CHECK(b.post("ha", "{}", bearer("short")).status == 202);
+  CHECK(b.post("ha", "{}", bearer("short")).status == 200);
+  CHECK(b.events().size() == 3);
+}
+
 TEST_CASE("hooks: a captured signed body sent again under a new delivery id is still a repeat") {
   HookBench b;
   std::string body = R"({"pay":100})";
@@ -268,6 +285,11 @@ TEST_CASE("hooks: a form body becomes a JSON object; an open hook takes anyone; 
   REQUIRE(ev.size() == 1);
   CHECK(nlohmann::json::parse(ev[0].payload) == nlohmann::json::parse(R"({"a":"1","b":["two words","!"]})"));
   CHECK(ev[0].topic == "open/x");
+  // Spaces or a tab before the parameters: the same types.
+  CHECK(b.post("anyone", "{}", {{"content-type", "application/json\t; charset=utf-8"}}).status == 202);
+  CHECK(b.post("anyone", "{}", {{"content-type", "application/vnd.x+json \t;a=b"}}).status == 202);
+  CHECK(b.post("anyone", "a=1", {{"content-type", "application/x-www-form-urlencoded\t;charset=utf-8"}}).status == 202);
+  CHECK(b.post("anyone", "<x/>", {{"content-type", "text/xml\t; charset=utf-8"}}).status == 415);
   CHECK(b.post("anyone", "<x/>", {{"content-type", "text/xml"}}).status == 415);
   CHECK(b.post("anyone", "{not json", {{"content-type", "application/json"}}).status == 400);
   CHECK(b.checks == 0);  // an open hook never asks pined
