@@ -241,6 +241,29 @@ class ControlApi::LimitedConnection final : public ForwardingStream {
   }
 };
 
+namespace {
+// The answer of a request after which its connection ends (it asked to close, or HTTP/1.0): its
+// head says so (Connection: close, RFC 9112 9.6). kj-http writes that header when shouldClose(),
+// which it asks inside send(), says true.
+class ClosingResponse final : public kj::HttpService::Response {
+ public:
+  ClosingResponse(kj::HttpService::Response& inner, bool& closing) : inner_(inner), closing_(closing) {}
+  kj::Own<kj::AsyncOutputStream> send(uint status, kj::StringPtr text, const kj::HttpHeaders& headers,
+                                      kj::Maybe<uint64_t> size) override {
+    closing_ = true;
+    KJ_DEFER(closing_ = false);
+    return inner_.send(status, text, headers, size);
+  }
+  kj::Own<kj::WebSocket> acceptWebSocket(const kj::HttpHeaders& headers) override {
+    return inner_.acceptWebSocket(headers);
+  }
+
+ private:
+  kj::HttpService::Response& inner_;
+  bool& closing_;
+};
+}  // namespace
+
 // Serves one connection's requests: knows the connection, to tell when its sender was answered.
 class ControlApi::ConnectionService final : public kj::HttpService {
  public:
@@ -261,9 +284,11 @@ class ControlApi::ConnectionService final : public kj::HttpService {
     connection_->since = timer.now();
     // HTTP/1.0 closes after each answer unless it asked to be kept.
     const bool close = connection_->takeHttp10() ? !connectionHas(headers, "keep-alive") : connectionHas(headers, "close");
+    auto closing = close ? kj::heap<ClosingResponse>(response, endpoint_.api_.closingAnswer_) : kj::Own<ClosingResponse>();
+    Response& answer = close ? static_cast<Response&>(*closing) : response;
     // evalNow: a handler that throws still gets the defer, so the connection is not kept on.
-    return kj::evalNow([&]() { return endpoint_.api_.handle(endpoint_, connection_, method, url, headers, body, response); })
-        .attach(kj::defer([c = connection_, &timer, close]() {
+    return kj::evalNow([&]() { return endpoint_.api_.handle(endpoint_, connection_, method, url, headers, body, answer); })
+        .attach(kj::mv(closing), kj::defer([c = connection_, &timer, close]() {
           c->kept = false;  // waiting for its next request: it may make room again
           c->since = timer.now();
           if (close) c->endAfterAnswer();
@@ -348,8 +373,10 @@ kj::Promise<void> ControlApi::handleClientProtocolError(kj::HttpHeaders::Protoco
   return sendError(response, error.statusCode, std::string(error.description.cStr()));
 }
 
-static kj::HttpServerSettings serverSettings(const ControlApiLimits& limits, kj::HttpServerErrorHandler& errors) {
+static kj::HttpServerSettings serverSettings(const ControlApiLimits& limits, kj::HttpServerErrorHandler& errors,
+                                             kj::HttpServerCallbacks& callbacks) {
   kj::HttpServerSettings settings;
+  settings.callbacks = callbacks;
   settings.headerTimeout = limits.headerTimeout;  // a slow client cannot hold a connection open for ever
   settings.pipelineTimeout = limits.headerTimeout;
   settings.errorHandler = errors;
@@ -357,14 +384,14 @@ static kj::HttpServerSettings serverSettings(const ControlApiLimits& limits, kj:
 }
 
 void ControlApi::listenUnix(const std::string& path) {
-  unixEndpoint_ = kj::heap<Endpoint>(*this, ApiListener::Unix, 0, serverSettings(limits_, *this));
+  unixEndpoint_ = kj::heap<Endpoint>(*this, ApiListener::Unix, 0, serverSettings(limits_, *this, *this));
   unixReceiver_ = listenUnixSocket(*io_.lowLevelProvider, path);
   unixPath_ = path;
   tasks_.add(acceptLoop(*unixReceiver_, *unixEndpoint_));
 }
 
 void ControlApi::serveHandedOver(const std::string& path) {
-  unixEndpoint_ = kj::heap<Endpoint>(*this, ApiListener::Unix, 0, serverSettings(limits_, *this));
+  unixEndpoint_ = kj::heap<Endpoint>(*this, ApiListener::Unix, 0, serverSettings(limits_, *this, *this));
   unixPath_ = path;
 }
 
@@ -415,7 +442,7 @@ int ControlApi::listenTcp(const std::string& host, int port) {
   tcpReceiver_ = io_.lowLevelProvider->wrapListenSocketFd(
       owned.release(), kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP | kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC |
                            kj::LowLevelAsyncIoProvider::ALREADY_NONBLOCK);
-  tcpEndpoint_ = kj::heap<Endpoint>(*this, ApiListener::Tcp, boundPort, serverSettings(limits_, *this));
+  tcpEndpoint_ = kj::heap<Endpoint>(*this, ApiListener::Tcp, boundPort, serverSettings(limits_, *this, *this));
   tcpHost_ = host;
   tcpPort_ = boundPort;
   tasks_.add(acceptLoop(*tcpReceiver_, *tcpEndpoint_));

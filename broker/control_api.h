@@ -33,7 +33,9 @@ struct ControlApiLimits {
   kj::Duration senderReturn = kj::MILLISECONDS;    // how long an answered event's sender counts as coming back
 };
 
-class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServerErrorHandler {
+class ControlApi final : private kj::TaskSet::ErrorHandler,
+                         private kj::HttpServerErrorHandler,
+                         private kj::HttpServerCallbacks {
  public:
   ControlApi(kj::AsyncIoContext& io, ApiBackend& backend, ControlApiLimits limits = {});
   ~ControlApi() noexcept(false);
@@ -110,6 +112,9 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
                                            kj::Maybe<kj::HttpService::Response&> response) override;
   kj::Promise<void> handleClientProtocolError(kj::HttpHeaders::ProtocolError error,
                                               kj::HttpService::Response& response) override;
+  // kj-http asks as it writes an answer's head: true while the answer of a connection that ends
+  // after it is being started (closingAnswer_), so that the head says Connection: close.
+  bool shouldClose() override { return closingAnswer_; }
 
   kj::AsyncIoContext& io_;
   ApiBackend& backend_;
@@ -126,6 +131,7 @@ class ControlApi final : private kj::TaskSet::ErrorHandler, private kj::HttpServ
   std::set<LimitedConnection*> tcpConnections_;
   size_t evicting_ = 0;
   bool busyWarned_ = false;
+  bool closingAnswer_ = false;  // see shouldClose()
   LineBudget refusalsLogged_{60};  // refused requests in the log, a minute (the rest counted)
   std::string tcpProblem_;
   ReturningSenders returning_;  // before the connections, which leave it when they end

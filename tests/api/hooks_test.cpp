@@ -101,20 +101,28 @@ TEST_CASE("Connection: close ends the connection after its answer; without it th
   limits.headerTimeout = 5 * kj::SECONDS;
   ApiServer s(limits);
   const std::string host = "Host: 127.0.0.1:" + std::to_string(s.port()) + "\r\n";
-  // Sends `req` on a new connection: its answer's status, and whether the connection closed after it.
+  // Sends `req` on a new connection: its answer's status, whether the connection closed after it,
+  // and whether the answer said it would (Connection: close, RFC 9112 9.6).
   auto answered = [&](const std::string& req) {
     auto c = RawConn::tcp(s.port());
     c.send(req);
-    int status = parse(c.readResponse()).status;
-    return std::make_pair(status, c.closedWithin(1000ms));
+    const std::string raw = c.readResponse();
+    std::string head = raw.substr(0, raw.find("\r\n\r\n"));
+    for (auto& ch : head) ch = (char)std::tolower((unsigned char)ch);
+    return std::make_tuple(parse(raw).status, c.closedWithin(1000ms), head.find("\r\nconnection: close") != std::string::npos);
   };
-  CHECK(answered("GET /health HTTP/1.1\r\n" + host + "Connection: keep-alive, Close\r\n\r\n") == std::make_pair(200, true));
+  CHECK(answered("GET /health HTTP/1.1\r\n" + host + "Connection: keep-alive, Close\r\n\r\n") ==
+        std::make_tuple(200, true, true));
   CHECK(answered("POST /hooks/gh HTTP/1.1\r\n" + host +
                  "Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}") ==
-        std::make_pair(202, true));
+        std::make_tuple(202, true, true));
+  CHECK(answered("POST /hooks/none HTTP/1.1\r\n" + host + "Content-Length: 2\r\nConnection: close\r\n\r\n{}") ==
+        std::make_tuple(404, true, true));
   // HTTP/1.0 closes after each answer unless it asks to be kept.
-  CHECK(answered("GET /health HTTP/1.0\r\n" + host + "\r\n") == std::make_pair(200, true));
-  CHECK(answered("GET /health HTTP/1.0\r\n" + host + "Connection: Keep-Alive\r\n\r\n") == std::make_pair(200, false));
+  CHECK(answered("GET /health HTTP/1.0\r\n" + host + "\r\n") == std::make_tuple(200, true, true));
+  CHECK(answered("GET /health HTTP/1.0\r\n" + host + "Connection: Keep-Alive\r\n\r\n") ==
+        std::make_tuple(200, false, false));
+  CHECK(answered("GET /health HTTP/1.1\r\n" + host + "\r\n") == std::make_tuple(200, false, false));
   // Pipelined, the version is each request's own: a 1.1 request ahead of a 1.0 one is answered
   // and the connection closes only after the second.
   auto both = RawConn::tcp(s.port());
