@@ -644,7 +644,11 @@ kj::Promise<void> ControlApi::hookRequest(LimitedConnection* connection, kj::Htt
         if (b.refusal) return sendError(response, b.refusal->status, b.refusal->message);
         // What came with the body's end was refused (trailer fields): not delivered.
         if (connection)
-          if (auto r = connection->takeRefusal()) return sendError(response, r->status, r->message);
+          if (auto r = connection->takeRefusal()) {  // the framing is broken: the connection ends, and says so
+            auto closing = kj::heap<ClosingResponse>(response, closingAnswer_);
+            auto& answer = *closing;
+            return sendError(answer, r->status, r->message).attach(kj::mv(closing));
+          }
         // Arrived whole: it waits for its commit now, and is not closed to make room meanwhile
         // (its sender would send it again).
         if (connection) connection->kept = true;

@@ -79,9 +79,11 @@ TEST_CASE("hooks: trailer fields after the last chunk are one 400, and nothing i
                            "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
   auto c = RawConn::tcp(s.port());
   c.send(head + "2\r\n{}\r\n0\r\nX-T: 1\r\n\r\n");
-  auto r = parse(c.readResponse());
+  const std::string raw = c.readResponse();
+  auto r = parse(raw);
   CHECK(r.status == 400);
   CHECK(r.body.find("trailer fields") != std::string::npos);
+  CHECK(raw.substr(0, raw.find("\r\n\r\n")).find("\r\nConnection: close") != std::string::npos);
   CHECK(c.closedWithin(2000ms));
   CHECK(c.received().find("HTTP/1.1", 8) == std::string::npos);  // one answer, not a 202 and then a 400
   size_t n = 1;
