@@ -18,14 +18,23 @@ struct Running {
 
 }  // namespace
 
-kj::Promise<void> pump(kj::AsyncInputStream& in, kj::ArrayPtr<kj::byte> buf, std::function<void(const char*, size_t)> f) {
+namespace {
+// A read, then the next: a chain KJ keeps flat however long the output is. Nothing may wrap each
+// step (a catch_ a read made the stack one level deeper each 16 KiB, and 20 MB of output
+// overflowed the broker's stack).
+kj::Promise<void> pumpEach(kj::AsyncInputStream& in, kj::ArrayPtr<kj::byte> buf,
+                           std::function<void(const char*, size_t)> f) {
   return in.tryRead(buf.begin(), 1, buf.size())
       .then([&in, buf, f = std::move(f)](size_t n) mutable -> kj::Promise<void> {
         if (n == 0) return kj::READY_NOW;
         f(reinterpret_cast<const char*>(buf.begin()), n);
-        return pump(in, buf, std::move(f));
-      })
-      .catch_([](kj::Exception&&) {});
+        return pumpEach(in, buf, std::move(f));
+      });
+}
+}  // namespace
+
+kj::Promise<void> pump(kj::AsyncInputStream& in, kj::ArrayPtr<kj::byte> buf, std::function<void(const char*, size_t)> f) {
+  return pumpEach(in, buf, std::move(f)).catch_([](kj::Exception&&) {});
 }
 
 std::string describeExit(const CommandExit& e) {

@@ -194,6 +194,31 @@ TEST_CASE("command source, interval: stdout past its cap is cut and counted; a f
   CHECK(h.anyError("exited with 3"));
 }
 
+TEST_CASE("command source: 30 MB on stdout and on stderr are read to their end, the stack kept flat") {
+  // Before: each 16 KiB read nested the next one a level deeper, and 20 MB overflowed the stack
+  // (the broker died, and again after each restart, as the command ran again).
+  Harness h;
+  auto limits = fastLimits();
+  limits.maxStdoutBytes = 1000;
+  CommandSource src(h.loop.io, commandSource("interval", 60),
+                    h.starter({"/bin/sh", "-c", "head -c 30000000 /dev/zero | tr '\\0' x; head -c 30000000 /dev/zero >&2"}),
+                    h.loop.sink(), h.status(), limits);
+  REQUIRE(h.loop.until([&] { return h.loop.drafts.size() == 1; }, 60s));
+  auto p = payload(h.loop.drafts[0]);
+  CHECK(p["stdoutBytes"] == 30000000);
+  CHECK(p["stdoutCut"] == true);
+  CHECK(p["exitCode"] == 0);
+}
+
+TEST_CASE("command source, lines: 30 MB on stderr are read to their end, the stack kept flat") {
+  Harness lh;
+  CommandSource lines(lh.loop.io, commandSource("lines"),
+                      lh.starter({"/bin/sh", "-c", "head -c 30000000 /dev/zero >&2; echo done; sleep 1000"}),
+                      lh.loop.sink(), lh.status(), fastLimits());
+  REQUIRE(lh.loop.until([&] { return lh.loop.drafts.size() == 1; }, 60s));
+  CHECK(payload(lh.loop.drafts[0]) == nlohmann::json{{"line", "done"}});
+}
+
 TEST_CASE("command source, interval: a run past timeoutSec is killed, with what it started") {
   Harness h;
   CommandSource src(h.loop.io, commandSource("interval", 60, 1),
