@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -89,6 +90,9 @@ std::optional<std::string> FolderSource::start() {
   listening_ = listen().eagerlyEvaluate([name = source_.name](kj::Exception&& e) {
     spdlog::error("source '{}': stopped watching: {}", name, e.getDescription().cStr());
   });
+  keepingRoot_ = keepRoot().eagerlyEvaluate([name = source_.name](kj::Exception&& e) {
+    spdlog::error("source '{}': stopped checking its folder: {}", name, e.getDescription().cStr());
+  });
   lookAll();
   return std::nullopt;
 }
@@ -120,6 +124,11 @@ void FolderSource::onNotices(std::vector<FolderNotice> notices) {
 }
 
 void FolderSource::notice(const FolderNotice& n) {
+  if (!root_.ok()) return;  // the folder is gone; a look follows when it is back
+  if (n.dir.empty() && n.name.empty() && !rootStillHere()) {  // the folder's own entry changed
+    rootGone();
+    return;
+  }
   auto depthOf = [](const std::string& rel) { return rel.empty() ? 0 : (int)std::count(rel.begin(), rel.end(), '/') + 1; };
   if (n.name.empty()) {
     lookAt(n.dir, depthOf(n.dir));
@@ -173,6 +182,10 @@ void FolderSource::lookSome(size_t& budget) {
       l.number = ++lookCount_;
       --budget;
       ++calls_;
+      if (l.dir.empty() && !rootStillHere()) {  // moved away while its notice was lost
+        rootGone();
+        return;
+      }
       Fd d = openDirBeneath(root_.get(), l.dir);
       if (!d.ok()) {  // gone, or a link put in its place: the notice about it says so
         looks_.pop_front();
@@ -261,6 +274,80 @@ void FolderSource::touch(const std::string& name) {
   pending_.emplace(name, Pending{statBeneath(name), due});
   due_.insert({due, name});
   wake();
+}
+
+bool FolderSource::rootStillHere() {
+  struct stat opened, here;
+  calls_ += 2;
+  return root_.ok() && fstat(root_.get(), &opened) == 0 && lstat(source_.path.c_str(), &here) == 0 &&
+         S_ISDIR(here.st_mode) && here.st_dev == opened.st_dev && here.st_ino == opened.st_ino;
+}
+
+void FolderSource::rootGone() {
+  std::string why = "its folder " + source_.path +
+                    " was moved away or deleted: its files are reported removed, and the folder is looked for again";
+  spdlog::warn("source '{}': {}", source_.name, why);
+  memory_->noteError(source_.name, why);
+  // Its watches and descriptor follow the folder where it went: what is written there now is
+  // not this source's (it is outside the configured path).
+  notify_->unwatch("");
+  watched_.clear();
+  root_ = Fd();
+  notices_.clear();
+  looks_.clear();
+  lookQueued_.clear();
+  wholeFrom_ = 0;
+  wholeSwept_ = false;
+  lookAgain_ = false;
+  if (hashing_) {
+    touch(hashing_->name);
+    hashing_.reset();
+  }
+  // Every reported file, a few a turn: with no folder to find it in, each is reported removed.
+  sweeps_.clear();
+  sweeps_.push_back(Sweep{"", false, UINT64_MAX, "", false});
+  rootWhy_.clear();
+}
+
+kj::Promise<void> FolderSource::keepRoot() {
+  return io_.provider->getTimer().afterDelay(options_.rootCheckMs * kj::MILLISECONDS).then([this]() {
+    if (root_.ok()) {
+      // Deleted, it sends no notice while the source holds it open; moved, the notice may be lost.
+      if (!rootStillHere()) rootGone();
+    } else {
+      lookForRoot();
+    }
+    return keepRoot();
+  });
+}
+
+void FolderSource::lookForRoot() {
+  Fd d(open(source_.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!d.ok()) {
+    int e = errno;
+    // A folder there again that the sandbox does not grant: the broker's sandbox granted the
+    // folder that went (Landlock holds it, not its path).
+    std::string why = "its folder " + source_.path + " was moved away or deleted, and cannot be opened now: " +
+                      strerror(e) +
+                      (e == EACCES || e == EPERM ? " (the broker's sandbox holds the folder that went: `pinectl "
+                                                   "reload` restarts it with the one there now)"
+                                                 : "");
+    if (why != rootWhy_) {
+      spdlog::warn("source '{}': {}", source_.name, why);
+      memory_->noteError(source_.name, why);
+      rootWhy_ = why;
+    }
+    return;
+  }
+  root_ = std::move(d);
+  spdlog::info("source '{}': its folder {} is there again: looking at it", source_.name, source_.path);
+  if (auto why = notify_->watch(source_.path, "")) {
+    spdlog::warn("source '{}': {}", source_.name, *why);
+    memory_->noteError(source_.name, *why);
+  } else {
+    watched_.insert("");
+  }
+  lookAll();
 }
 
 void FolderSource::dropChange(const char* what) {

@@ -39,6 +39,8 @@ struct FolderOptions {
   // it is not reported, and the source's status says so, until reported files are removed.
   size_t maxFiles = 100000;
   int maxDepth = 32;  // sub-folders deeper than this are not looked into
+  // How often the folder is checked (still the one at its path?) and, once gone, looked for again.
+  long long rootCheckMs = 5000;
 };
 
 class FolderSource {
@@ -118,6 +120,14 @@ class FolderSource {
   void report(const std::string& name, const char* change, const Seen* seen);
   void rememberQuietly(const std::string& name, const Seen& seen);
   bool overCap();
+  // Whether the folder opened at start is still the one at the configured path (not moved away,
+  // deleted or replaced).
+  bool rootStillHere();
+  // It is not: nothing more is read through it, and what was reported is reported removed.
+  void rootGone();
+  // Every rootCheckMs: whether the folder is still there, or once gone, whether one is again.
+  kj::Promise<void> keepRoot();
+  void lookForRoot();
 
   kj::AsyncIoContext& io_;
   config::Source source_;
@@ -148,6 +158,8 @@ class FolderSource {
   bool working_ = false;
   kj::Promise<void> listening_ = nullptr;
   kj::Promise<void> work_ = nullptr;
+  kj::Promise<void> keepingRoot_ = nullptr;
+  std::string rootWhy_;                    // why it could not be opened again, last time
 };
 
 }  // namespace pine::sources

@@ -537,3 +537,55 @@ TEST_CASE("folder: pointed at another folder, a source starts afresh: its files 
   rig.loop.run(600ms);
   CHECK(rig.events.empty());
 }
+
+TEST_CASE("folder: the folder itself moved away: its files removed, nothing from where it went, the new one watched") {
+  for (bool recursive : {false, true}) {
+    CAPTURE(recursive);
+    Rig rig;
+    const std::string w = rig.dir.watched(), moved = rig.dir.path + "/watched.old";
+    std::filesystem::create_directories(w + "/sub");
+    write(w + "/x", "x");
+    write(w + "/sub/s", "s");
+    FolderOptions o;
+    o.rootCheckMs = 200;
+    auto src = rig.start(rig.source(recursive, 100), o);
+    REQUIRE(rig.waitFor("x", "new"));
+    if (recursive) REQUIRE(rig.waitFor("sub/s", "new"));
+    std::filesystem::rename(w, moved);
+    // Before: the source went on through the folder where it went, reported no removal, and
+    // reported what was written there (outside the configured path).
+    REQUIRE(rig.waitFor("x", "removed"));
+    if (recursive) REQUIRE(rig.waitFor("sub/s", "removed"));
+    write(moved + "/outside", "o");
+    write(moved + "/sub/outside", "o");
+    std::filesystem::create_directories(w);
+    write(w + "/after", "a");
+    REQUIRE(rig.waitFor("after", "new"));
+    write(w + "/later", "l");  // watched, not only looked at once
+    REQUIRE(rig.waitFor("later", "new"));
+    rig.loop.run(400ms);
+    CHECK(rig.named("outside") == 0);
+    CHECK(rig.named("sub/outside") == 0);
+    CHECK(rig.named("x") == 2);
+  }
+}
+
+TEST_CASE("folder: the folder deleted and made again; its twin, a folder that stays, reports as before") {
+  Rig rig;
+  const std::string w = rig.dir.watched();
+  write(w + "/x", "x");
+  FolderOptions o;
+  o.rootCheckMs = 200;
+  auto src = rig.start(rig.source(false, 100), o);
+  REQUIRE(rig.waitFor("x", "new"));
+  write(w + "/y", "y");  // the twin: the folder stays, a new file is one event
+  REQUIRE(rig.waitFor("y", "new"));
+  std::filesystem::remove_all(w);
+  REQUIRE(rig.waitFor("x", "removed"));
+  REQUIRE(rig.waitFor("y", "removed"));
+  rig.loop.run(500ms);  // a few tries find nothing there
+  std::filesystem::create_directories(w);
+  write(w + "/x", "x");
+  REQUIRE(rig.loop.until([&] { return rig.named("x", "new") == 2; }, 5s));
+  CHECK(rig.named("y") == 2);
+}
