@@ -99,7 +99,10 @@ kj::Promise<void> ProgramSource::run() {
 }
 
 kj::Promise<void> ProgramSource::readLines(ProgramLink& link) {
-  return link.stream->tryRead(buf_.begin(), 1, buf_.size()).then([this, &link](size_t n) -> kj::Promise<void> {
+  // A line is a byte at least: one read holds no more lines than this second has left (a 64 KiB
+  // read of short lines was thousands of events at once, past the pace).
+  const size_t left = limits_.eventsPerSecond > linesThisSecond_ ? limits_.eventsPerSecond - linesThisSecond_ : 1;
+  return link.stream->tryRead(buf_.begin(), 1, std::min(buf_.size(), left)).then([this, &link](size_t n) -> kj::Promise<void> {
     if (n == 0) return kj::READY_NOW;
     bytesThisSecond_ += n;
     std::string_view chunk(buf_.begin(), n);
@@ -136,7 +139,9 @@ kj::Promise<void> ProgramSource::pace() {
   // Over the pace: stop reading for as long as those lines (or bytes: a line that never ends is
   // no line at all) were worth. The program's writes block in the meantime; nothing piles up
   // here, and other sources keep their turn.
-  auto wait = std::max<uint64_t>(linesThisSecond_ / limits_.eventsPerSecond, bytesThisSecond_ / limits_.bytesPerSecond) * kj::SECONDS;
+  auto seconds = [](uint64_t n, uint64_t perSecond) { return (n + perSecond - 1) / perSecond; };  // 1,999 lines: 2 s
+  auto wait = std::max(seconds(linesThisSecond_, limits_.eventsPerSecond), seconds(bytesThisSecond_, limits_.bytesPerSecond)) *
+              kj::SECONDS;
   linesThisSecond_ = 0;
   bytesThisSecond_ = 0;
   return timer_.atTime(secondStart_ + wait).then([this]() { secondStart_ = timer_.now(); });
