@@ -229,7 +229,8 @@ void CommandSource::refill() {
 
 void CommandSource::line(std::string text, size_t cut) {
   if (!cut && !text.empty() && text.back() == '\r') text.pop_back();
-  if (text.empty() && cut == 0) return;  // a blank line is no event
+  // A blank line (nothing, or only spaces and tabs) is no event.
+  if (cut == 0 && text.find_first_not_of(" \t") == std::string::npos) return;
   refill();
   if (tokens_ < 1) {
     ++dropped_;

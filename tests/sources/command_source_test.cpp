@@ -240,7 +240,7 @@ TEST_CASE("command source, lines: each line is an event; a long line is cut and 
   auto limits = fastLimits();
   limits.maxLineBytes = 100;
   CommandSource src(h.loop.io, commandSource("lines"),
-                    h.starter({"/bin/sh", "-c", "printf 'one\\r\\n\\ntwo\\n'; head -c 5000 /dev/zero | tr '\\0' y; "
+                    h.starter({"/bin/sh", "-c", "printf 'one\\r\\n\\n \\t \\ntwo\\n'; head -c 5000 /dev/zero | tr '\\0' y; "
                                                 "echo; printf tail; sleep 1000"}),
                     h.loop.sink(), h.status(), limits);
   REQUIRE(h.loop.until([&] { return h.loop.drafts.size() >= 3; }, 5s));
