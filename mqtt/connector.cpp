@@ -11,6 +11,7 @@
 #include "common/rpc_link.h"
 #include "mqtt/session.h"
 #include "proto/mqtt.capnp.h"
+#include "redact/redactor.h"
 
 namespace pine::mqtt {
 namespace {
@@ -60,8 +61,11 @@ class SessionServer final : public proto::mqtt::MqttSession::Server {
 
 // Hands what the session heard to the broker: its state changes, and each batch of messages,
 // whose answer (committed or not) goes back to the session thread waiting to acknowledge them.
-kj::Promise<void> pump(Handoff& handoff, proto::mqtt::MqttEvents::Client& events) {
-  return handoff.next().then([&handoff, &events](Taken taken) {
+// `known`: the login's values, and secret-shaped strings, as pine-egress redacts what comes back.
+// A device that echoes them (its configuration, say) must not put them into events: known values
+// are redacted from events, and this process is the only one that knows these.
+kj::Promise<void> pump(Handoff& handoff, proto::mqtt::MqttEvents::Client& events, const redact::Redactor& known) {
+  return handoff.next().then([&handoff, &events, &known](Taken taken) {
     kj::Promise<void> chain = kj::READY_NOW;
     for (auto& note : taken.notes) {
       chain = chain.then([&events, note = std::move(note)]() {
@@ -73,10 +77,17 @@ kj::Promise<void> pump(Handoff& handoff, proto::mqtt::MqttEvents::Client& events
       });
     }
     if (taken.batch) {
-      chain = chain.then([&handoff, &events, batch = std::move(*taken.batch)]() {
+      chain = chain.then([&handoff, &events, &known, batch = std::move(*taken.batch)]() mutable {
         auto req = events.messagesRequest();
         auto list = req.initMessages(static_cast<unsigned>(batch.size()));
         for (size_t i = 0; i < batch.size(); ++i) {
+          if (!known.find(batch[i].topic).empty()) batch[i].topic = known.redact(batch[i].topic);
+          auto& p = batch[i].payload;
+          if (!known.find(p).empty()) {
+            const size_t first = p.find_first_not_of(" \t\r\n");
+            const bool json = first != std::string::npos && (p[first] == '{' || p[first] == '[');
+            p = json ? known.redact(p, redact::Format::kJson) : known.redact(p);  // JSON stays JSON
+          }
           list[i].setTopic(batch[i].topic);
           list[i].setRetained(batch[i].retained);
           list[i].setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(batch[i].payload.data()),
@@ -90,7 +101,7 @@ kj::Promise<void> pump(Handoff& handoff, proto::mqtt::MqttEvents::Client& events
                                });
       });
     }
-    return chain.then([&handoff, &events]() { return pump(handoff, events); });
+    return chain.then([&handoff, &events, &known]() { return pump(handoff, events, known); });
   });
 }
 
@@ -127,6 +138,7 @@ int runConnector(int fd) {
   }
   Handoff handoff;
   Session session(job, handoff);
+  const redact::Redactor known({job.username, job.password});  // what heard messages must not carry on
   OPENSSL_cleanse(job.password.data(), job.password.size());
   auto cannot = session.start();
   RpcLink link(kj::mv(stream), capnp::rpc::twoparty::Side::CLIENT, kj::heap<SessionServer>(session),
@@ -140,7 +152,7 @@ int runConnector(int fd) {
     req.send().ignoreResult().catch_([](kj::Exception&&) {}).wait(io.waitScope);
     return kConnectorCannotRun;
   }
-  auto pumping = pump(handoff, events).catch_([](kj::Exception&& e) {
+  auto pumping = pump(handoff, events, known).catch_([](kj::Exception&& e) {
     std::fprintf(stderr, "pine-mqtt: the link to the broker broke: %s\n", e.getDescription().cStr());
   });
   link.onDisconnect().exclusiveJoin(kj::mv(pumping)).wait(io.waitScope);

@@ -58,6 +58,26 @@ TEST_CASE("mqtt: the login from .env reaches only pine-mqtt; events arrive; the 
   CHECK(events["events"][0]["trust"] == "untrusted");
   CHECK(events["events"][0]["payload"]["open"] == true);
   CHECK(pined.auditEvents("mqtt.start").size() == 1);
+  // A device that echoes the login (its configuration, in a payload and in a topic): the event
+  // says [redacted], its JSON still JSON; the broker never receives the value (the memory scan
+  // below). Before, both went into the event and the database as they came.
+  bool echoed = waitUntil([&] {
+    client.publish("house/echo", R"({"config": {"user": ")" + user + R"(", "password": ")" + password + R"("}, "n": 1})");
+    client.publish("house/" + password, "plain " + password);
+    auto a = pined.api("GET", "/v1/events?topic=house/echo").json(), b = pined.api("GET", "/v1/events?topic=house/%23").json();
+    return a.is_object() && !a["events"].empty() && b.is_object() && b["events"].size() >= 3;
+  }, 20s);
+  REQUIRE(echoed);
+  auto echo = pined.api("GET", "/v1/events?topic=house/echo").json()["events"][0]["payload"];
+  CHECK(echo["config"]["password"] == "[redacted]");
+  CHECK(echo["n"] == 1);
+  bool topicRedacted = false;
+  const auto all = pined.api("GET", "/v1/events?topic=house/%23").json();
+  for (auto& e : all["events"]) {
+    CHECK(e.dump().find(password) == std::string::npos);
+    topicRedacted |= e["topic"] == "house/[redacted]" && e["payload"] == "plain [redacted]";
+  }
+  CHECK(topicRedacted);
 
   auto connectors = running("pine-mqtt");
   auto brokers = running("pine-broker");
