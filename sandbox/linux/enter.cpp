@@ -118,10 +118,15 @@ void closeAllExcept(int keep) noexcept {
   exitLike(n == (ssize_t)sizeof worker ? worker : status);
 }
 
+// The init and the worker run on stacks made here (clone), which AddressSanitizer does not know:
+// before each call that does not return it would print a warning on stderr, the program's own
+// stderr, and a command's output would carry it (sanitizer builds only). Not instrumented.
+#define PINE_ON_OWN_STACK __attribute__((no_sanitize("address")))
+
 // pid 1 of the namespace: reaps orphans, forwards signals (an init only
 // receives signals it has a handler for), and when the worker ends, reports its
 // status and exits, which makes the kernel kill whatever is left inside.
-[[noreturn]] void init(pid_t worker, int statusWrite) noexcept {
+[[noreturn]] PINE_ON_OWN_STACK void init(pid_t worker, int statusWrite) noexcept {
   closeAllExcept(statusWrite);
   gInitForwardTo = worker;
   startForwarding(initForward);
@@ -226,7 +231,7 @@ Failure finishAndExec(const LinuxPlan& plan, const ExecTarget& target, pid_t par
 [[noreturn]] void failWith(const ExecTarget& target, Failure f) noexcept { failWith(target, f.stage, f.err); }
 
 // pid 2: the worker. Runs on its own stack in the init's memory until exec (the init waits, CLONE_VFORK).
-int workerMain(void* arg) {
+PINE_ON_OWN_STACK int workerMain(void* arg) {
   auto& st = *static_cast<PidNsStart*>(arg);
   close(st.statusRead);
   close(st.statusWrite);
@@ -236,7 +241,7 @@ int workerMain(void* arg) {
 }
 
 // pid 1: starts the worker, then reaps until it ends.
-int initMain(void* arg) {
+PINE_ON_OWN_STACK int initMain(void* arg) {
   auto& st = *static_cast<PidNsStart*>(arg);
   // Its parent (the monitor) is outside and has no pid here.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) failWith(*st.target, kStageParentDeath, errno);
