@@ -39,6 +39,34 @@ std::function<kj::Promise<ProgramLink>(const std::string&)> pipeStarter(kj::Asyn
   };
 }
 
+// A started program under `limits`, its first line (the source's options) already read: events go
+// to drafts, status lines are counted.
+struct PacedProgram {
+  kj::AsyncIoContext io = kj::setupAsyncIo();
+  kj::WaitScope& ws = io.waitScope;
+  kj::Timer& timer = io.provider->getTimer();
+  Program prog;
+  std::vector<Draft> drafts;
+  int statuses = 0;
+  pine::config::Source src;
+  ProgramSource source;
+
+  explicit PacedProgram(pine::sources::ProgramLimits limits)
+      : src([] {
+          pine::config::Source s;
+          s.name = "prog";
+          return s;
+        }()),
+        source(timer, src, pipeStarter(io, prog), [this](Draft d) { drafts.push_back(std::move(d)); },
+               [this](const std::string&, const std::string& f, const std::string&) { statuses += !f.empty(); },
+               limits) {
+    timer.afterDelay(50 * kj::MILLISECONDS).wait(ws);
+    readLine(*prog.end, ws);
+  }
+  void write(const std::string& text) { prog.end->write(text.data(), text.size()).wait(ws); }
+  void wait(int ms) { timer.afterDelay(ms * kj::MILLISECONDS).wait(ws); }
+};
+
 }  // namespace
 
 TEST_CASE("program source: events, status, garbage counted, publish written, restarted after its end") {
@@ -110,33 +138,19 @@ TEST_CASE("program source: status lines and lines to skip count against the pace
   // A program printing status or garbage without pause held the broker's loop (a store write a
   // status line): every line now counts, so the program waits, not the broker.
   for (unsigned perSecond : {10u, 1000u}) {
-    auto io = kj::setupAsyncIo();
-    auto& ws = io.waitScope;
-    auto& timer = io.provider->getTimer();
-    Program prog;
-    std::vector<Draft> drafts;
-    int statuses = 0;
-    pine::config::Source src;
-    src.name = "prog";
     pine::sources::ProgramLimits limits;
     limits.eventsPerSecond = perSecond;
-    auto starter = pipeStarter(io, prog);
-    ProgramSource source(timer, src, starter, [&](Draft d) { drafts.push_back(std::move(d)); },
-                         [&](const std::string&, const std::string& f, const std::string&) { statuses += !f.empty(); },
-                         limits);
-    timer.afterDelay(50 * kj::MILLISECONDS).wait(ws);
-    readLine(*prog.end, ws);  // the source's first line to the program
+    PacedProgram p(limits);
     std::string flood;
     for (int i = 0; i < 50; ++i) flood += "{\"status\":{\"found\":" + std::to_string(i) + "}}\nnot json\n";
-    prog.end->write(flood.data(), flood.size()).wait(ws);
-    timer.afterDelay(200 * kj::MILLISECONDS).wait(ws);
-    if (perSecond == 10) CHECK(statuses <= 10);  // the first second's lines, no more
-    else CHECK(statuses == 50);
-    std::string event = "{\"topic\":\"a/b\",\"payload\":1}\n";
-    prog.end->write(event.data(), event.size()).wait(ws);
-    timer.afterDelay(300 * kj::MILLISECONDS).wait(ws);
-    if (perSecond == 10) CHECK(drafts.empty());  // 100 lines at 10 a second: the program waits
-    else CHECK(drafts.size() == 1);               // the twin: under the pace, the event comes at once
+    p.write(flood);
+    p.wait(200);
+    if (perSecond == 10) CHECK(p.statuses <= 10);  // the first second's lines, no more
+    else CHECK(p.statuses == 50);
+    p.write("{\"topic\":\"a/b\",\"payload\":1}\n");
+    p.wait(300);
+    if (perSecond == 10) CHECK(p.drafts.empty());  // 100 lines at 10 a second: the program waits
+    else CHECK(p.drafts.size() == 1);               // the twin: under the pace, the event comes at once
   }
 }
 
@@ -145,66 +159,44 @@ TEST_CASE("program source: a flood of short lines is read at the pace, not a who
   // 1,753 events in 100 ms), and 1,999 lines waited only one second.
   for (unsigned perSecond : {100u, 100000u}) {
     CAPTURE(perSecond);
-    auto io = kj::setupAsyncIo();
-    auto& ws = io.waitScope;
-    auto& timer = io.provider->getTimer();
-    Program prog;
-    std::vector<Draft> drafts;
-    pine::config::Source src;
-    src.name = "prog";
     pine::sources::ProgramLimits limits;
     limits.eventsPerSecond = perSecond;
-    auto starter = pipeStarter(io, prog);
-    ProgramSource source(timer, src, starter, [&](Draft d) { drafts.push_back(std::move(d)); },
-                         [&](const std::string&, const std::string&, const std::string&) {}, limits);
-    timer.afterDelay(50 * kj::MILLISECONDS).wait(ws);
-    readLine(*prog.end, ws);
+    PacedProgram p(limits);
     std::string flood;
     for (int i = 0; i < 1000; ++i) flood += "{\"payload\":" + std::to_string(i) + "}\n";  // 15 to 17 bytes a line
     const auto began = std::chrono::steady_clock::now();
-    auto writing = prog.end->write(flood.data(), flood.size()).eagerlyEvaluate(nullptr);
+    auto writing = p.prog.end->write(flood.data(), flood.size()).eagerlyEvaluate(nullptr);
     // At most 100 for each second begun since (the pace's seconds start at the first line).
     auto mostSoFar = [&] {
       auto s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
       return 100 * (1 + static_cast<size_t>(s));
     };
-    timer.afterDelay(500 * kj::MILLISECONDS).wait(ws);
+    p.wait(500);
     if (perSecond == 100) {
-      CHECK(drafts.size() <= mostSoFar());
-      timer.afterDelay(1000 * kj::MILLISECONDS).wait(ws);
-      CHECK(drafts.size() > 100);  // the next second's came
-      CHECK(drafts.size() <= mostSoFar());
+      CHECK(p.drafts.size() <= mostSoFar());
+      p.wait(1000);
+      CHECK(p.drafts.size() > 100);  // the next second's came
+      CHECK(p.drafts.size() <= mostSoFar());
     } else {
-      CHECK(drafts.size() == 1000);  // the twin: under the pace, all of them at once
+      CHECK(p.drafts.size() == 1000);  // the twin: under the pace, all of them at once
     }
   }
 }
 
 TEST_CASE("program source: bytes count against the pace too, so a line that never ends is read slowly") {
   for (size_t perSecond : {size_t{100'000}, size_t{8} << 20}) {
-    auto io = kj::setupAsyncIo();
-    auto& ws = io.waitScope;
-    auto& timer = io.provider->getTimer();
-    Program prog;
-    std::vector<Draft> drafts;
-    pine::config::Source src;
-    src.name = "prog";
     pine::sources::ProgramLimits limits;
     limits.bytesPerSecond = perSecond;
-    auto starter = pipeStarter(io, prog);
-    ProgramSource source(timer, src, starter, [&](Draft d) { drafts.push_back(std::move(d)); },
-                         [&](const std::string&, const std::string&, const std::string&) {}, limits);
-    timer.afterDelay(50 * kj::MILLISECONDS).wait(ws);
-    readLine(*prog.end, ws);
+    PacedProgram p(limits);
     // 400 KB of a line that is not an event (skipped), then an event.
     std::string endless(400'000, 'x');
     std::string event = "\n{\"topic\":\"a/b\",\"payload\":1}\n";
-    auto written = prog.end->write(endless.data(), endless.size())
-                       .then([&]() { return prog.end->write(event.data(), event.size()); })
+    auto written = p.prog.end->write(endless.data(), endless.size())
+                       .then([&]() { return p.prog.end->write(event.data(), event.size()); })
                        .eagerlyEvaluate(nullptr);
-    timer.afterDelay(500 * kj::MILLISECONDS).wait(ws);
-    if (perSecond == 100'000) CHECK(drafts.empty());  // 400 KB at 100 KB a second: the program waits
-    else CHECK(drafts.size() == 1);                    // the twin: under the pace, read at once
+    p.wait(500);
+    if (perSecond == 100'000) CHECK(p.drafts.empty());  // 400 KB at 100 KB a second: the program waits
+    else CHECK(p.drafts.size() == 1);                    // the twin: under the pace, read at once
   }
 }
 
