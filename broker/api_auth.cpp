@@ -221,6 +221,7 @@ size_t RequestFraming::scan(const char* data, size_t size) {
           ok = refuse(400, "a chunk's data must be followed by CRLF (Transfer-Encoding: chunked)", true);
         } else {
           ok = refuse(400, "trailer fields after the last chunk are not supported: end the body with 0 CRLF CRLF", false);
+          refusal_->trailer = true;
         }
         break;
       case State::Closed:

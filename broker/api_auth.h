@@ -69,6 +69,9 @@ struct FramingRefusal {
   // In a body the HTTP server is reading: its reader fails and the route answers (400). Else in a
   // head (or after a body, where the next head would start): the connection answers and closes.
   bool inBody;
+  // Fields after a chunked body's last chunk: kj-http ended that body before them, and the request
+  // they came with is refused with them (its route asks, LimitedConnection::takeRefusal).
+  bool trailer = false;
 };
 
 // Follows one connection's bytes request after request as HTTP/1.1 frames them: the head line by

@@ -18,6 +18,7 @@
 #include "common/json_depth.h"
 #include "common/log.h"
 #include "common/names.h"
+#include "common/outside_json.h"
 #include "common/unix_socket.h"
 #include "common/cloexec.h"
 
@@ -185,10 +186,11 @@ class ControlApi::LimitedConnection final : public ForwardingStream {
     set.insert(this);
   }
 
-  // A refusal already found in what was read (trailer fields that came with a body's last chunk:
-  // kj-http ends the body before them). The caller answers it: it is not answered again.
+  // A refusal of trailer fields that came with a body's last chunk (kj-http ends the body before
+  // them). The caller answers it: it is not answered again. Not one found in a request pipelined
+  // after this one: that is answered once this one has been (tryRead).
   std::optional<ApiRefusal> takeRefusal() {
-    if (!framing_.refusal() || answered_) return std::nullopt;
+    if (!framing_.refusal() || !framing_.refusal()->trailer || answered_) return std::nullopt;
     answered_ = true;
     return ApiRefusal{framing_.refusal()->status, framing_.refusal()->message};
   }
@@ -724,7 +726,7 @@ kj::Promise<void> ControlApi::withJsonBody(const kj::HttpHeaders& headers, kj::A
         if (jsonNestingDepth(b.text) > kMaxBodyNesting)
           return sendError(response, 400, "the body nests deeper than " + std::to_string(kMaxBodyNesting) +
                                               " levels of [ and {");
-        json j = json::parse(b.text, nullptr, false);
+        json j = parseOutsideJson(b.text);
         if (j.is_discarded() || !j.is_object())
           return sendError(response, 400, "the body must be a JSON object (see docs/api.md for this route)");
         return then(kj::mv(j));

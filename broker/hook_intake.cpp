@@ -3,6 +3,7 @@
 #include "broker/api_auth.h"
 #include "common/json_depth.h"
 #include "common/log.h"
+#include "common/outside_json.h"
 #include "common/sha256_hex.h"
 
 #include <spdlog/spdlog.h>
@@ -152,12 +153,12 @@ kj::Promise<ApiReply> HookIntake::deliver(const std::string& name, HookDelivery 
   // kept as long as pined would accept that signature, a time up to toleranceSec ahead included.
   std::string bodyHash = sha256Hex(timestamp + "." + d.body);
   RepeatKeys keys;
+  // Each id header that came is a key of its own: a proxy or a client library may add a new
+  // X-Request-Id to each attempt of a delivery whose Idempotency-Key stays the same.
   for (const char* h : kDeliveryIdHeaders)
-    if (auto v = headerOf(h); !v.empty()) {
+    if (auto v = headerOf(h); !v.empty())
       // A long id is known by its hash: kept small, and still a repeat when it comes again.
       keys.push_back({"id:" + (v.size() <= 256 ? v : "sha256:" + sha256Hex(v)) + ":" + bodyHash, kDeliveryIdKeepMs});
-      break;
-    }
   if (!a.open && a.auth == config::WebhookAuth::Hmac)
     keys.push_back({"body:" + bodyHash, (2LL * a.toleranceSec + 1) * 1000});
   if (a.open) {
@@ -212,7 +213,7 @@ kj::Promise<ApiReply> HookIntake::accept(Hook hook, HookDelivery d, RepeatKeys k
       auditRefusal(hook.name, 400, "JSON nested too deep");
       return apiError(400, "the body nests deeper than " + std::to_string(kMaxNesting) + " levels of [ and {");
     }
-    payload = nlohmann::json::parse(d.body, nullptr, false);
+    payload = parseOutsideJson(d.body);
     if (payload.is_discarded()) {
       auditRefusal(hook.name, 400, "malformed JSON body");
       return apiError(400, "the body is not JSON");

@@ -204,7 +204,7 @@ void readWebhookFields(Map& m, std::string& topic, HookAuth& h) {
   m.boolean("open", h.open);
   // The prefix may be empty (a bare hex signature).
   readHeaderName(m, "signatureHeader", h.signatureHeader);
-  if (m.str("signaturePrefix", h.signaturePrefix) && h.signaturePrefix.size() > 32)
+  if (m.str("signaturePrefix", h.signaturePrefix, {.nonEmpty = false}) && h.signaturePrefix.size() > 32)
     m.ctx().error(m.valuePos("signaturePrefix"), m.pathOf("signaturePrefix"), "longer than 32 bytes");
   readHeaderName(m, "timestampHeader", h.timestampHeader);
   m.integer("toleranceSec", h.toleranceSec, 10, 86400);

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/outside_json.h"
+
 namespace pine::sources {
 bool jsonNestingWithin(std::string_view s, int limit) {
   int depth = 0;
@@ -26,7 +28,7 @@ std::optional<std::string> payloadToJson(std::string_view bytes) {
   using nlohmann::json;
   if (bytes.size() > kMaxPayloadBytes) return std::nullopt;
   if (jsonNestingWithin(bytes, kMaxJsonDepth)) {
-    json parsed = json::parse(bytes.begin(), bytes.end(), nullptr, /*allow_exceptions=*/false);
+    json parsed = parseOutsideJson(bytes);
     if (!parsed.is_discarded()) return parsed.dump(-1, ' ', false, json::error_handler_t::replace);
   }
   return json(std::string(bytes)).dump(-1, ' ', false, json::error_handler_t::replace);

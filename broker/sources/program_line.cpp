@@ -4,6 +4,7 @@
 
 #include "broker/sources/payload.h"
 #include "broker/sources/program_source.h"
+#include "common/outside_json.h"
 
 namespace pine::sources {
 namespace {
@@ -24,7 +25,7 @@ ProgramLine readProgramLine(std::string_view text, const std::string& defaultTop
   if (text.find_first_not_of(" \t") == std::string_view::npos) return {};
   if (!jsonNestingWithin(text, kMaxJsonDepth))
     return skipped("a line nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  auto j = nlohmann::json::parse(text, nullptr, false);
+  auto j = parseOutsideJson(text);
   if (j.is_discarded() || !j.is_object()) return skipped("a line that is not a JSON object");
   if (j.contains("status")) {
     const auto& st = j["status"];

@@ -97,6 +97,32 @@ TEST_CASE("hooks: trailer fields after the last chunk are one 400, and nothing i
   CHECK(n == 1);
 }
 
+TEST_CASE("hooks: a broken request pipelined after a delivery is refused after it; the delivery is not lost") {
+  // The broken head arrived with the delivery's body (one write): it was taken for a refusal of
+  // the delivery's own end and answered in its place, so a valid delivery was lost (a sender does
+  // not retry a 400).
+  ApiServer s;
+  const std::string host = "Host: 127.0.0.1:" + std::to_string(s.port()) + "\r\n";
+  const std::string delivery =
+      "POST /hooks/gh HTTP/1.1\r\n" + host + "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+  for (const std::string& broken : {std::string("G\x01\r\n\r\n"), std::string("GET /health HTTP/2.0\r\n\r\n"),
+                                   "GET /health HTTP/1.1\r\n" + host + "X-A : 1\r\n\r\n"}) {
+    CAPTURE(broken);
+    size_t before = 0, after = 0;
+    s.run([&](FakeBackend& b) { before = b.hooks.size(); });
+    auto c = RawConn::tcp(s.port());
+    c.send(delivery + broken);
+    CHECK(c.closedWithin(2000ms));
+    const std::string all = c.received();
+    CHECK(parse(all).status == 202);
+    size_t second = all.find("HTTP/1.1", 8);
+    REQUIRE(second != std::string::npos);
+    CHECK(parse(all.substr(second)).status == 400);
+    s.run([&](FakeBackend& b) { after = b.hooks.size(); });
+    CHECK(after == before + 1);
+  }
+}
+
 TEST_CASE("Connection: close ends the connection after its answer; without it the connection waits for more") {
   auto limits = ApiServer::testLimits();
   limits.keepalive = 5 * kj::SECONDS;  // long enough that only the request's wish can close it

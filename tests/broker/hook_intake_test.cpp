@@ -56,6 +56,8 @@ struct HookBench {
                                       "  - {name: stamp, topic: pay/x, secret: GH_HOOK, auth: hmac, signatureHeader: X-Sig,\n"
                                       "     signaturePrefix: 'v1=', timestampHeader: X-Time, toleranceSec: 60}\n"
                                       "  - {name: anyone, topic: open/x, open: true}\n"
+                                      "  - {name: bare, topic: bare/x, secret: GH_HOOK, auth: hmac, signatureHeader: X-Signature,\n"
+                                      "     signaturePrefix: ''}\n"
                                       "sources:\n"
                                       "  - {name: mine, type: webhook, topic: owner/x, secret: GH_HOOK, trust: owner}\n");
     brokertest::writeFile(root + "/.env", "GH_HOOK=" + kSecret + "\n");
@@ -178,6 +180,37 @@ TEST_CASE("hooks: a delivery id of any length makes a repeat; another id is anot
   CHECK(b.events().size() == 3);
 }
 
+TEST_CASE("hooks: each delivery id header makes a repeat, whatever other id headers change") {
+  HookBench b;
+  auto bearer = [&](std::map<std::string, std::string> ids) {
+    ids["authorization"] = "Bearer " + kSecret;
+    return ids;
+  };
+  // A proxy adds a new X-Request-Id to each attempt; the Idempotency-Key stays (before: only the
+  // first id header present counted, so the retry was delivered twice).
+  auto first = b.post("ha", R"({"n":1})", bearer({{"x-request-id", "r-1"}, {"idempotency-key", "k-1"}}));
+  CHECK(first.status == 202);
+  auto retry = b.post("ha", R"({"n":1})", bearer({{"x-request-id", "r-2"}, {"idempotency-key", "k-1"}}));
+  CHECK(retry.status == 200);
+  CHECK(retry.body["event"] == first.body["event"]);
+  // The twin: new ids on both headers, or another body under the same key, are new deliveries.
+  CHECK(b.post("ha", R"({"n":1})", bearer({{"x-request-id", "r-3"}, {"idempotency-key", "k-2"}})).status == 202);
+  CHECK(b.post("ha", R"({"n":2})", bearer({{"x-request-id", "r-4"}, {"idempotency-key", "k-1"}})).status == 202);
+  CHECK(b.events().size() == 3);
+}
+
+TEST_CASE("hooks: an empty signature prefix takes a bare signature, and only the right one") {
+  HookBench b;  // bare: signatureHeader X-Signature, signaturePrefix ''
+  std::string body = R"({"b":1})";
+  std::string good = hmacHex(kSecret, body);
+  CHECK(b.post("bare", body, {{"x-signature", hmacHex(kSecret, "{}")}}).status == 401);
+  CHECK(b.post("bare", body, {{"x-signature", hmacHex("another-secret-0123456789", body)}}).status == 401);
+  CHECK(b.post("bare", body, {}).status == 401);
+  CHECK(b.events().empty());
+  CHECK(b.post("bare", body, {{"x-signature", good}}).status == 202);
+  CHECK(b.events().size() == 1);
+}
+
 TEST_CASE("hooks: a captured signed body sent again under a new delivery id is still a repeat") {
   HookBench b;
   std::string body = R"({"pay":100})";
@@ -261,6 +294,19 @@ TEST_CASE("hooks: a body nested deeper than 64 levels is 400 before it is parsed
   CHECK(b.post("anyone", std::string(65, '[') + std::string(65, ']'), {}).status == 400);
   CHECK(b.events().empty());
   CHECK(b.post("anyone", std::string(64, '[') + std::string(64, ']'), {}).status == 202);
+  CHECK(b.events().size() == 1);
+}
+
+TEST_CASE("hooks: a signed body with a NUL byte is 400, not the JSON before the NUL") {
+  using namespace std::string_literals;
+  HookBench b;
+  for (const std::string& body : {"{\"a\":1}\0{\"b\":2}"s, "{\"a\":1}\0"s}) {
+    auto r = b.post("gh", body, {{"x-hub-signature-256", "sha256=" + hmacHex(kSecret, body)}});
+    CHECK(r.status == 400);
+  }
+  CHECK(b.events().empty());
+  std::string twin = R"({"a":"\u0000"})";  // an escaped NUL is JSON
+  CHECK(b.post("gh", twin, {{"x-hub-signature-256", "sha256=" + hmacHex(kSecret, twin)}}).status == 202);
   CHECK(b.events().size() == 1);
 }
 

@@ -31,6 +31,14 @@ TEST_CASE("payload: JSON stays JSON, anything else becomes a JSON string") {
   }
 }
 
+TEST_CASE("payload: bytes with a NUL are a string, all of them; an escaped NUL in JSON is JSON") {
+  // The parser stopped at a NUL: {"a":1} was stored and what followed it was lost.
+  using namespace std::string_literals;
+  CHECK(*payloadToJson("{\"a\":1}\0tail"s) == "\"{\\\"a\\\":1}\\u0000tail\"");
+  CHECK(*payloadToJson("1\0"s) == "\"1\\u0000\"");
+  CHECK(*payloadToJson(R"({"a":"x\u0000y"})") == R"({"a":"x\u0000y"})");
+}
+
 TEST_CASE("payload: nesting deeper than 64 is kept as a string, 64 is JSON") {
   std::string ok = std::string(64, '[') + std::string(64, ']');
   CHECK(*payloadToJson(ok) == ok);

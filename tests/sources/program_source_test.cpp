@@ -258,4 +258,15 @@ TEST_CASE("program source: a line is an event, a status, blank, or skipped with 
   auto d = readProgramLine(deep, "w");
   CHECK(d.kind == ProgramLine::Skipped);
   CHECK(d.why == "a line nested deeper than 64 levels");
+  // A NUL is not JSON: before, the parser stopped at it, so the line's start was an event and the
+  // rest (here another event for a reserved topic) vanished uncounted.
+  using namespace std::string_literals;
+  for (const std::string& nul : {"{\"payload\": \"kept\"}\0{\"topic\": \"agent/main\", \"payload\": 1} x"s,
+                                 "{\"payload\": 1}\0"s, "{\"payload\": \"a\0b\"}"s}) {
+    CAPTURE(nul);
+    auto l = readProgramLine(nul, "w");
+    CHECK(l.kind == ProgramLine::Skipped);
+    CHECK(l.why == "a line that is not a JSON object");
+  }
+  CHECK(readProgramLine("{\"payload\": \"a\\u0000b\"}", "w").kind == ProgramLine::Event);  // the escaped twin
 }
