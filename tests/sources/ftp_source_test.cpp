@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -145,8 +146,26 @@ TEST_CASE("ftp look (pined): a file only for a fetching source, and only a plain
   CHECK(ok.request.method == "FTP-RETR");
   CHECK(ok.request.url == "ftps://${secret:FTP_USER}:${secret:FTP_PASSWORD}@files.example/drop/report%201.pdf");
   CHECK(ok.policy.maxResponseBytes == 2u << 20);
-  for (const char* bad : {"../x", "a/b", "..", ".", "x${secret:OTHER}", "a\nb"})
+  for (const char* bad : {"../x", "a/b", "..", ".", "a\nb"})
     CHECK_MESSAGE(!pine::ftpLook(s, bad).refused.empty(), bad);
+  // A name that reads like a placeholder is fetched (the broker lists it as a file, so a refusal
+  // here left it failing on every look), and reaches the URL only percent-encoded: the egress
+  // process never fills it in.
+  auto odd = pine::ftpLook(s, "x${secret:OTHER}");
+  REQUIRE(odd.refused.empty());
+  CHECK(odd.request.url == "ftps://${secret:FTP_USER}:${secret:FTP_PASSWORD}@files.example/drop/x%24%7Bsecret%3AOTHER%7D");
+}
+
+TEST_CASE("ftp names: the broker lists as a file exactly what pined will fetch") {
+  // Else a listed file that pined refuses fails on every look and never gets its event.
+  auto s = ftpSource("ftps://files.example/drop/");
+  s.fetch = true;
+  for (const std::string& name :
+       std::vector<std::string>{"a.txt", "report ${date}.txt", "x${secret:OTHER}", "%2e%2e%2fx", " lead", "caf\xc3\xa9.csv", "..", ".", "../x",
+        "a/b", "a\\b", "a\nb", "a\x7f", std::string(255, 'n'), std::string(256, 'n')}) {
+    CAPTURE(name);
+    CHECK(pine::sources::ftpNameProblem(name).empty() == pine::ftpLook(s, name).refused.empty());
+  }
 }
 
 namespace {
