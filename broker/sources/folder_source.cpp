@@ -137,6 +137,7 @@ void FolderSource::notice(const FolderNotice& n) {
   std::string rel = joinRel(n.dir, n.name);
   FileFacts f = statBeneath(rel);
   const bool look = f.dir && source_.recursive && depthOf(rel) <= options_.maxDepth;
+  if (f.dir && source_.recursive && !look) unseen("sub-folders more than " + std::to_string(options_.maxDepth) + " deep");
   if (watched_.count(rel)) {
     // A watched folder's own entry changed: moved away, deleted, replaced by another folder of
     // the same name, or only its mode. Its watches go (they may follow the folder elsewhere),
@@ -208,7 +209,9 @@ void FolderSource::lookSome(size_t& budget) {
       --budget;  // every name read costs, a file's stat or not
       std::string rel = joinRel(l.dir, e.name);
       if (e.dir) {
-        if (source_.recursive && l.depth < options_.maxDepth) lookAt(rel, l.depth + 1);
+        if (!source_.recursive) continue;
+        if (l.depth < options_.maxDepth) lookAt(rel, l.depth + 1);
+        else unseen("sub-folders more than " + std::to_string(options_.maxDepth) + " deep");
         continue;
       }
       if (!e.regular || secretsFileName(e.name)) continue;  // links, pipes, devices, .env: never read
@@ -479,6 +482,15 @@ void FolderSource::hashSome(size_t& budget) {
     finishHash(*hashing_);
     hashing_.reset();
   }
+}
+
+void FolderSource::unseen(const std::string& what) {
+  // Once a kind, without the folder's name (names are outside content): files there are not
+  // reported, and the owner should know why rather than see nothing.
+  if (!unseenNoted_.insert(what).second) return;
+  std::string why = "files in " + what + " are not reported";
+  spdlog::warn("source '{}': {}", source_.name, why);
+  memory_->noteError(source_.name, why);
 }
 
 bool FolderSource::overCap() {

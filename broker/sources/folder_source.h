@@ -120,6 +120,7 @@ class FolderSource {
   void report(const std::string& name, const char* change, const Seen* seen);
   void rememberQuietly(const std::string& name, const Seen& seen);
   bool overCap();
+  void unseen(const std::string& what);
   // Whether the folder opened at start is still the one at the configured path (not moved away,
   // deleted or replaced).
   bool rootStillHere();
@@ -155,6 +156,7 @@ class FolderSource {
   size_t calls_ = 0;  // this turn's (largestTurn)
   bool lookAgain_ = false;  // the whole folder again once the queue has drained
   bool overCap_ = false;    // a new file went unreported (maxFiles): look again once files go
+  std::set<std::string> unseenNoted_;  // kinds of folders not looked into, said once each (unseen)
   bool working_ = false;
   kj::Promise<void> listening_ = nullptr;
   kj::Promise<void> work_ = nullptr;

@@ -397,6 +397,30 @@ TEST_CASE("folder: past maxFiles new files go unreported, with the reason, until
   CHECK(names.size() == 25);
 }
 
+TEST_CASE("folder: sub-folders deeper than maxDepth are not looked into, and the status line says so") {
+  // Before, files there were left out without a word: the owner saw nothing and no reason.
+  Rig rig;
+  const std::string w = rig.dir.watched();
+  std::filesystem::create_directories(w + "/a/b/c/secretname");
+  write(w + "/a/b/c/shallow.txt", "3 deep");
+  write(w + "/a/b/c/secretname/deep.txt", "4 deep");
+  FolderOptions o;
+  o.maxDepth = 3;
+  auto src = rig.start(rig.source(true, 50), o);
+  REQUIRE(rig.waitFor("a/b/c/shallow.txt", "new"));  // the legitimate twin, at the limit
+  rig.loop.run(500ms);
+  CHECK(rig.named("a/b/c/secretname/deep.txt") == 0);
+  auto status = rig.store->sourceStatus("drop");
+  REQUIRE(status);
+  CHECK(status->error.find("more than 3 deep") != std::string::npos);
+  CHECK(status->error.find("secretname") == std::string::npos);  // no folder's name: outside content
+  // A folder made deeper while watched is told the same way, and nothing in it is reported.
+  std::filesystem::create_directories(w + "/a/b/c/later");
+  write(w + "/a/b/c/later/x.txt", "x");
+  rig.loop.run(700ms);
+  CHECK(rig.named("a/b/c/later/x.txt") == 0);
+}
+
 TEST_CASE("folder: a sub-folder of many files moved away, and a folder of many names that are not files, a few a turn") {
   Rig rig;
   const std::string w = rig.dir.watched();
