@@ -61,11 +61,19 @@ TEST_CASE("mqtt: the login from .env reaches only pine-mqtt; events arrive; the 
   // A device that echoes the login (its configuration, in a payload and in a topic): the event
   // says [redacted], its JSON still JSON; the broker never receives the value (the memory scan
   // below). Before, both went into the event and the database as they came.
+  // Also: the password written with a JSON escape (what the broker stores is decoded), and a message
+  // too large to be an event on a topic holding it (dropped, and the drop is said in the log).
+  // Before, both reached the broker: the escaped one into pine.db, the topic into broker.log.
+  std::string escaped = password;
+  escaped.replace(escaped.find('-'), 1, "\\u002d");
   bool echoed = waitUntil([&] {
     client.publish("house/echo", R"({"config": {"user": ")" + user + R"(", "password": ")" + password + R"("}, "n": 1})");
     client.publish("house/" + password, "plain " + password);
+    client.publish("house/escaped", R"({"p": ")" + escaped + R"("})");
+    client.publish("house/" + password + "/big", std::string(300 * 1024, 'x'));
     auto a = pined.api("GET", "/v1/events?topic=house/echo").json(), b = pined.api("GET", "/v1/events?topic=house/%23").json();
-    return a.is_object() && !a["events"].empty() && b.is_object() && b["events"].size() >= 3;
+    return a.is_object() && !a["events"].empty() && b.is_object() && b["events"].size() >= 4 &&
+           readText(home + "/data/logs/broker.log").find("dropped a message of") != std::string::npos;
   }, 20s);
   REQUIRE(echoed);
   auto echo = pined.api("GET", "/v1/events?topic=house/echo").json()["events"][0]["payload"];
@@ -78,6 +86,9 @@ TEST_CASE("mqtt: the login from .env reaches only pine-mqtt; events arrive; the 
     topicRedacted |= e["topic"] == "house/[redacted]" && e["payload"] == "plain [redacted]";
   }
   CHECK(topicRedacted);
+  auto esc = pined.api("GET", "/v1/events?topic=house/escaped").json()["events"];
+  REQUIRE(!esc.empty());
+  CHECK(esc[0]["payload"]["p"] == "[redacted]");
 
   auto connectors = running("pine-mqtt");
   auto brokers = running("pine-broker");
