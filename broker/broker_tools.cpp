@@ -5,6 +5,7 @@
 #include "broker/event_bus.h"
 #include "broker/policy/profile.h"
 #include "broker/policy/routing.h"
+#include "broker/policy/setup_rules.h"
 #include "broker/policy/topics.h"
 #include "broker/run_mcp.h"
 #include "common/log.h"
@@ -184,7 +185,8 @@ ToolAnswer BrokerTools::subscribe(const nlohmann::json& args) {
   for (auto& s : run_.config->pine.sources)
     if (s.name == source) src = &s;
   if (!src) return toolError("no source '" + source + "' in pine.yaml");
-  if (!src->agent.empty() && src->agent != req.agent) return toolError("source '" + source + "' belongs to " + src->agent);
+  // What the owner's `pinectl subscribe` refuses, refused here too (before: "a/#/b" was stored).
+  if (auto problem = policy::subscriptionProblem(*src, req.agent, args.value("topic", ""))) return toolError(*problem);
   store::SubscriptionRow row;
   row.id = newId("s");
   row.agent = req.agent;

@@ -4,7 +4,7 @@
 // mark the conversation, unless the source is marked trust: owner).
 #include "broker/event_bus.h"
 #include "broker/owner_api.h"
-#include "config/schema.h"
+#include "broker/policy/setup_rules.h"
 #include "common/log.h"
 #include "common/names.h"
 
@@ -66,13 +66,8 @@ ApiReply OwnerApi::subscribe(const nlohmann::json& body) {
     if (s.name == *source) src = &s;
   }
   if (!src) return apiError(404, "no source '" + *source + "' in pine.yaml; the sources are: " + names(sourceNames));
-  if (src->type == "telegram")
-    return apiError(400, "source '" + *source + "' is an owner channel (telegram): it talks to agents itself");
-  if (!src->agent.empty() && src->agent != *agent)
-    return apiError(403, "source '" + *source + "' belongs to agent " + src->agent + ", not " + *agent);
-  if (!topic->empty())
-    if (auto problem = config::detail::topicPatternProblem(*topic, true); !problem.empty())
-      return apiError(400, "\"topic\": " + problem);
+  if (auto problem = policy::subscriptionProblem(*src, *agent, *topic))
+    return apiError(!src->agent.empty() && src->agent != *agent ? 403 : 400, *problem);
   if (body.contains("separate") && !body["separate"].is_boolean())
     return apiError(400, "\"separate\" must be true or false");
   bool separate = body.value("separate", false);

@@ -33,18 +33,39 @@ std::vector<ToolSpecText> Run::brokerTools() {
   return out;
 }
 
+namespace {
+
+// An argument of another type than the tool's schema gives (a number for a name): nlohmann throws
+// where a rule or a tool reads it. It is the model's mistake, told to it as such; before, the
+// exception ended the worker and with it the task.
+std::optional<std::string> wrongArgumentType(const kj::Exception& e) {
+  std::string what = e.getDescription().cStr();
+  size_t at = what.find("[json.exception.type_error.");
+  if (at == std::string::npos) return std::nullopt;
+  return "an argument has another type than the tool's schema gives (" + what.substr(at, 160) +
+         "): call it again with the types its schema gives";
+}
+
+}  // namespace
+
 kj::Promise<GateAnswer> Run::checkTool(std::string tool, std::string argsJson) {
-  return gate_.checkWorkerTool(tool, argsJson);
+  return kj::evalNow([&]() { return gate_.checkWorkerTool(tool, argsJson); })
+      .catch_([](kj::Exception&& e) -> GateAnswer {
+        if (auto why = wrongArgumentType(e)) return GateAnswer{false, *why};
+        kj::throwFatalException(kj::mv(e));
+      });
 }
 
 void Run::toolRan(std::string tool, bool isError, std::string firstLine) { gate_.workerRan(tool, isError, firstLine); }
 
 kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
-  return gate_.checkBrokerTool(tool, argsJson).then([this, tool](RunGate::BrokerCall c) -> kj::Promise<ToolAnswer> {
+  auto checked = kj::evalNow([&]() { return gate_.checkBrokerTool(tool, argsJson); });
+  return checked.then([this, tool](RunGate::BrokerCall c) -> kj::Promise<ToolAnswer> {
     if (!c.allowed) return ToolAnswer{c.answer, c.isError};
     long long seq = c.seq;
-    // The journal says what came of it; a call that threw is journalled failed and the error passed on.
-    return tools_.carryOut(tool, c.args)
+    // The journal says what came of it; a call that threw is journalled failed and the error passed
+    // on, unless it was an argument of the wrong type (the model's to fix).
+    return kj::evalNow([&]() { return tools_.carryOut(tool, c.args); })
         .then([this, seq, tool](ToolAnswer a) {
           ctx_.journal.end(seq, !a.isError, a.result);
           gate_.auditResult(tool, a.isError, a.result, "broker");
@@ -52,8 +73,12 @@ kj::Promise<ToolAnswer> Run::callTool(std::string tool, std::string argsJson) {
         },
               [this, seq](kj::Exception&& e) -> ToolAnswer {
                 ctx_.journal.end(seq, false, describeRemote(e));
+                if (auto why = wrongArgumentType(e)) return ToolAnswer{*why, true};
                 kj::throwFatalException(kj::mv(e));
               });
+  }, [](kj::Exception&& e) -> kj::Promise<ToolAnswer> {
+    if (auto why = wrongArgumentType(e)) return ToolAnswer{*why, true};
+    return kj::mv(e);
   });
 }
 

@@ -38,7 +38,16 @@ struct RunContext {
 
   const config::AgentConfig& agent() const { return config->agents.at(req.agent); }
   bool untrusted() const { return req.trust == config::Trust::Untrusted; }
-  policy::SessionFacts facts() const { return services.sessions().facts(agent(), req.session, untrusted()); }
+  // A conversation with the owner: the owner's own message, or a sub-agent working on it (not a
+  // schedule, an event or another agent's delegation).
+  bool withOwner() const {
+    return req.trust == config::Trust::Owner && (req.origin == "owner" || req.origin.rfind("subagent:", 0) == 0);
+  }
+  policy::SessionFacts facts() const {
+    auto f = services.sessions().facts(agent(), req.session, untrusted());
+    f.withOwner = withOwner();
+    return f;
+  }
   bool tainted() const { return services.sessions().tainted(req.agent, req.session); }
 };
 

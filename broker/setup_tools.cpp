@@ -187,8 +187,7 @@ policy::AddSourceRequest addSourceRequest(const RunContext& run, const nlohmann:
   policy::AddSourceRequest r;
   const auto src = args.value("source", nlohmann::json::object());
   r.name = src.value("name", "");
-  // A conversation with the owner: the owner's own message, or a sub-agent working on it.
-  r.withOwner = run.req.trust == config::Trust::Owner && (run.req.origin == "owner" || run.req.origin.rfind("subagent:", 0) == 0);
+  r.withOwner = run.withOwner();
   r.forAllAgents = args.value("forAllAgents", false);
   r.trustOwner = src.value("trust", "untrusted") != "untrusted";
   if (src.value("type", "") == "http" && src.contains("url") && src["url"].is_string()) {

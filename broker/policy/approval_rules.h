@@ -49,6 +49,9 @@ struct SessionFacts {
   config::Network shellNetwork = config::Network::None;  // sandbox.network plus grants of this conversation
   bool networkGrantedWhileTainted = false;  // counts as "always" for the shell and downloads
   bool mainConversation = true;  // the agent's main conversation (not a side one)
+  // A conversation with the owner: the owner's own message, or a sub-agent working on it; not a run
+  // started by a schedule, an event or another agent (RunContext::withOwner). False unless said.
+  bool withOwner = false;
 };
 
 // The mode that applies. Untrusted runs: auto. Bypass is paused (auto, and

@@ -1,5 +1,7 @@
 #include "broker/policy/setup_rules.h"
 
+#include "config/schema.h"
+
 namespace pine::policy {
 namespace {
 
@@ -11,6 +13,9 @@ const char* kReducedRun = "a run started by outside content (or by a separate su
 
 Verdict decideSubscribe(const SessionFacts& facts) {
   if (facts.untrustedRun) return refused(std::string(kReducedRun) + "has no subscribe tool");
+  if (!facts.withOwner)
+    return refused("subscribe is only for a conversation with you: this run was started by a schedule or another "
+                   "agent, and what it starts listening to would arrive where you do not talk");
   config::Mode mode = effectiveMode(facts);
   if (mode == config::Mode::Bypass) return allowed("bypass mode");
   const std::string scope = "tool:subscribe";
@@ -25,6 +30,16 @@ Verdict decideSubscribe(const SessionFacts& facts) {
     return asked("subscribe waits for your approval: manual mode", scope);
   }
   return allowed("auto mode, a conversation that has read no outside content");
+}
+
+std::optional<std::string> subscriptionProblem(const config::Source& source, const std::string& agent,
+                                               const std::string& topic) {
+  if (source.type == "telegram") return "source '" + source.name + "' is an owner channel (telegram): it talks to agents itself";
+  if (!source.agent.empty() && source.agent != agent)
+    return "source '" + source.name + "' belongs to agent " + source.agent + ", not " + agent;
+  if (!topic.empty())
+    if (auto problem = config::detail::topicPatternProblem(topic, true); !problem.empty()) return "\"topic\": " + problem;
+  return std::nullopt;
 }
 
 Verdict decideAddSkill(const config::AgentConfig& agent, const SessionFacts& facts, const AddSkillRequest& req) {

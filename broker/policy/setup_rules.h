@@ -1,6 +1,7 @@
 // The tools that set things up or listen (layers 4, 5, 8 and "What no mode
 // opens"): subscribe, add_skill, add_source, create_agent, request_access.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "broker/policy/approval_rules.h"
@@ -9,9 +10,15 @@
 
 namespace pine::policy {
 
-// Reduced runs have no subscribe tool (refused); tainted: asked ("always"
-// offered); manual: asked unless "always"; effective bypass and auto: allowed.
+// Reduced runs have no subscribe tool, and a run not in a conversation with the owner (started by
+// a schedule or by another agent) may not subscribe: refused. Tainted: asked ("always" offered);
+// manual: asked unless "always"; effective bypass and auto: allowed.
 Verdict decideSubscribe(const SessionFacts& facts);
+
+// What the owner's `pinectl subscribe` and an agent's subscribe tool both refuse, as a sentence:
+// an owner channel (telegram), a source that belongs to another agent, a malformed topic filter.
+std::optional<std::string> subscriptionProblem(const config::Source& source, const std::string& agent,
+                                               const std::string& topic);
 
 struct AddSkillRequest {
   std::string name;

@@ -302,6 +302,16 @@ TEST_CASE("subscriptions: events of a subscribed source arrive in the conversati
   auto sent = pined.ctl({"send", "relay-sub", "CALL subscribe {\"source\": \"nope\"}\n"});
   CHECK_MESSAGE(contains(sent.err, "  subscribe: failed: no source 'nope' in pine.yaml"), sent.err);
 
+  // Refused as `pinectl subscribe` refuses it: a topic filter with '#' before its end (before: stored).
+  auto hashMid = message(pined, "relay-sub", "CALL subscribe {\"source\": \"owner\", \"topic\": \"a/#/b\"}\n");
+  CHECK(has(hashMid, "answer", "subscribe: error: \"topic\": "));
+  // An argument of the wrong type is a tool error the model can mend, and the task goes on (before:
+  // the worker ended, and the task failed with it).
+  auto typed = message(pined, "relay-sub", "CALL subscribe {\"source\": \"owner\", \"topic\": 5}\n");
+  CAPTURE(typed.dump());
+  CHECK(typed["state"] == "done");
+  CHECK(has(typed, "answer", "subscribe: error: an argument has another type"));
+
   auto sub = message(pined, "relay-sub", "CALL subscribe {\"source\": \"owner\", \"topic\": \"feed/#\"}\n");
   CAPTURE(sub.dump());
   CHECK(has(sub, "answer", "subscribe: ok: subscribed"));

@@ -45,6 +45,7 @@ config::Home approvalsHome() {
 SessionFacts clean(Mode mode = Mode::Auto) {
   SessionFacts f;
   f.configuredMode = mode;
+  f.withOwner = true;
   return f;
 }
 

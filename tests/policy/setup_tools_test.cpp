@@ -14,6 +14,7 @@ SessionFacts setupFacts(Mode mode = Mode::Auto, bool taint = false, bool mainCon
   f.tainted = taint;
   f.taintReason = taint ? "web page" : "";
   f.mainConversation = mainConv;
+  f.withOwner = true;
   return f;
 }
 
@@ -43,6 +44,31 @@ TEST_CASE("setup: subscribe") {
   auto f = setupFacts(Mode::Auto, true);
   f.always = {AlwaysAnswer{"tool:subscribe", true}};
   check("always given while tainted", decideSubscribe(f), Decision::Allow);
+  // Not a conversation with the owner (a schedule's run, another agent's delegation): refused in
+  // every mode, bypass included (before: allowed without a word).
+  for (Mode m : {Mode::Auto, Mode::Manual, Mode::Bypass}) {
+    auto d = setupFacts(m);
+    d.withOwner = false;
+    check("not with the owner", decideSubscribe(d), Decision::Refuse);
+  }
+}
+
+TEST_CASE("setup: what a subscription may name, for the owner's command and the agent's tool alike") {
+  pine::config::Source hook;
+  hook.name = "hook0";
+  hook.type = "webhook";
+  CHECK_FALSE(subscriptionProblem(hook, "main", ""));
+  CHECK_FALSE(subscriptionProblem(hook, "main", "a/+/b"));
+  CHECK_FALSE(subscriptionProblem(hook, "main", "a/#"));
+  CHECK(subscriptionProblem(hook, "main", "a/#/b"));
+  CHECK(subscriptionProblem(hook, "main", "a//b"));
+  hook.agent = "house";
+  CHECK(subscriptionProblem(hook, "main", "")->find("belongs to agent house") != std::string::npos);
+  CHECK_FALSE(subscriptionProblem(hook, "house", ""));
+  pine::config::Source tg;
+  tg.name = "tg";
+  tg.type = "telegram";
+  CHECK(subscriptionProblem(tg, "main", "")->find("owner channel") != std::string::npos);
 }
 
 TEST_CASE("setup: add_skill") {

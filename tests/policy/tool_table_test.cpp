@@ -59,6 +59,7 @@ config::Home tableHome() {
 
 SessionFacts withNetwork(SessionFacts f) {
   f.shellNetwork = Network::All;  // a download needs a way out; everything else ignores it
+  f.withOwner = true;             // the owner's conversation (subscribe needs one)
   return f;
 }
 
