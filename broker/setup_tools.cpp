@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "broker/broker_tools.h"
+#include "broker/policy/quote.h"
 #include "broker/skills.h"
 #include "broker/sources/source_kinds.h"
 #include "broker/yaml_blocks.h"
@@ -211,7 +212,14 @@ policy::AddSourceRequest addSourceRequest(const RunContext& run, const nlohmann:
   const std::string type = src.value("type", "");
   for (const auto& t : run.config->pine.sourceTypes)
     if (t.name == type) r.program = "'" + t.name + "' (" + t.file + ")";
-  if (type == "mqtt" && src.contains("url") && src["url"].is_string()) r.connectsTo = src["url"].get<std::string>();
+  if (type == "mqtt" && src.contains("url") && src["url"].is_string()) {
+    r.connectsTo = src["url"].get<std::string>();
+    // The certificate it would trust is part of what the owner says yes to: a CA the agent chose
+    // lets whoever holds its key pose as the server (and hear the login).
+    if (src.contains("caFile") && src["caFile"].is_string())
+      r.connectsTo += ", trusting the certificate authority in " + policy::quoteText(src["caFile"].get<std::string>()) +
+                      " instead of the system's";
+  }
   if (type == "webhook") {
     r.webhook = "/hooks/" + r.name;
     r.webhookOpen = src.value("open", false);

@@ -1020,6 +1020,20 @@ TEST_CASE("add_source: only types that run; a registered source program asks, na
   CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/approve", "{}").status == 200);
   t = waitTask(pined, "relay-kinds", started["task"]);
   CHECK_MESSAGE(has(t, "answer", "add_source: ok: source 'house' added"), t.dump());
+  // A certificate authority of the agent's choosing is named in the question (whoever holds its key
+  // can pose as the server): before, the question said only the address. Denied: nothing written.
+  started = message(pined, "relay-kinds",
+                    add(R"({"name": "tls", "type": "mqtt", "url": "mqtts://127.0.0.1:8883", "topics": ["a/#"], )"
+                        R"("caFile": "agents/relay-kinds/workspace/ca.pem"})"),
+                    false);
+  a = pendingFor(pined, "relay-kinds");
+  REQUIRE(a.is_object());
+  CHECK_MESSAGE(contains(a["reason"].get<std::string>(), "it connects to mqtts://127.0.0.1:8883, trusting the certificate "
+                                                         "authority in 'agents/relay-kinds/workspace/ca.pem'"),
+                a.dump());
+  CHECK(pined.api("POST", "/v1/approvals/" + a["id"].get<std::string>() + "/deny", "{}").status == 200);
+  waitTask(pined, "relay-kinds", started["task"]);
+  CHECK(readText(home + "/pine.yaml").find("\"tls\"") == std::string::npos);
 }
 
 TEST_CASE("add_source: a command asks even in bypass mode, and the question shows its command line") {
