@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/fd.h"
+#include "common/outside_text.h"
 
 namespace pine {
 namespace {
@@ -17,24 +18,60 @@ namespace {
 std::function<std::string(std::string_view)> g_filter;
 std::function<std::string(std::string_view)> g_auditFilter;
 
-// Control characters (but tab) as \n, \r or \xHH; false, and nothing written, when there are none.
+// A C1 control (U+0080..U+009F: U+009B is a CSI to terminals that read UTF-8) or a code point that
+// shows as nothing or reorders the line (invisibleCodePoint), written as UTF-8 at i: its length,
+// and the code point in *cp; 0 for anything else.
+size_t hiddenAt(std::string_view t, size_t i, unsigned long* cp) {
+  auto b = [&](size_t k) { return i + k < t.size() ? (unsigned char)t[i + k] : 0u; };
+  const unsigned c = b(0);
+  if (c == 0xC2 && b(1) >= 0x80 && b(1) <= 0x9F) {
+    *cp = b(1);
+    return 2;
+  }
+  if (c >= 0xC2 && c <= 0xDF && (b(1) & 0xC0) == 0x80) {
+    *cp = ((c & 0x1Fu) << 6) | (b(1) & 0x3Fu);
+    return invisibleCodePoint(*cp) ? 2 : 0;
+  }
+  if (c >= 0xE0 && c <= 0xEF && (b(1) & 0xC0) == 0x80 && (b(2) & 0xC0) == 0x80) {
+    *cp = ((c & 0x0Fu) << 12) | ((b(1) & 0x3Fu) << 6) | (b(2) & 0x3Fu);
+    return invisibleCodePoint(*cp) ? 3 : 0;
+  }
+  return 0;
+}
+
+// Control characters (but tab) as \n, \r or \xHH, C1 controls and invisible code points as \uHHHH
+// (a log line is read on a terminal: outside text in it must not drive or reorder it); false, and
+// nothing written, when there are none.
 bool escapeControls(std::string_view text, std::string& out) {
+  auto plain = [&](size_t i) {
+    unsigned char c = (unsigned char)text[i];
+    unsigned long cp;
+    return !(c < 0x20 && c != '\t') && c != 0x7f && (c < 0x80 || hiddenAt(text, i, &cp) == 0);
+  };
   size_t i = 0;
-  while (i < text.size() && !((unsigned char)text[i] < 0x20 && text[i] != '\t') && text[i] != 0x7f) ++i;
+  while (i < text.size() && plain(i)) ++i;
   if (i == text.size()) return false;
   out.assign(text.substr(0, i));
   static const char hex[] = "0123456789abcdef";
-  for (; i < text.size(); ++i) {
+  while (i < text.size()) {
     unsigned char c = (unsigned char)text[i];
+    unsigned long cp = 0;
+    size_t len = c >= 0x80 ? hiddenAt(text, i, &cp) : 0;
     if (c == '\n') out += "\\n";
     else if (c == '\r') out += "\\r";
     else if ((c < 0x20 && c != '\t') || c == 0x7f) {
       out += "\\x";
       out += hex[c >> 4];
       out += hex[c & 15];
+    } else if (len > 0) {
+      out += "\\u";
+      for (int shift = 12; shift >= 0; shift -= 4) out += hex[(cp >> shift) & 15];
+      i += len;
+      continue;
     } else {
       out += (char)c;
     }
+    ++i;
   }
   return true;
 }

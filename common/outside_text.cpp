@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <stdexcept>
 
 namespace pine {
@@ -126,6 +127,29 @@ std::string stripTerminalControls(std::string_view s) {
       continue;
     }
     out.append(s.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+std::string shownToOwner(std::string_view text) {
+  const std::string s = stripTerminalControls(text);  // valid UTF-8 from here on
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    const size_t len = utf8Length(s, i, &cp);
+    if (len == 0) {  // cannot happen after stripping; kept whole rather than looped on
+      out += s[i++];
+      continue;
+    }
+    if (invisibleCodePoint(cp)) {
+      char name[16];
+      snprintf(name, sizeof name, "<U+%04X>", (unsigned)cp);
+      out += name;
+    } else {
+      out.append(s, i, len);
+    }
     i += len;
   }
   return out;

@@ -25,6 +25,11 @@ inline bool invisibleCodePoint(unsigned long cp) {
          (cp >= 0x2060 && cp <= 0x2069) || cp == 0xFEFF;
 }
 
+// For the owner's terminal (pinectl): stripTerminalControls, and each invisibleCodePoint written
+// out as <U+202E>, so that what is shown is what is there (a right-to-left override cannot
+// reorder a line of outside text into something else).
+std::string shownToOwner(std::string_view text);
+
 // The text (stripped as above) between a header naming where it came from
 // and a closing line, both carrying a fence drawn at random for this call.
 // Content cannot close the fence early: it cannot know the fence, and a fence

@@ -76,7 +76,12 @@ RedirectHop redirectHop(std::string_view configured, std::string_view current, s
   } else if (noFragment.substr(0, 2) == "//") {
     target = base->substr(0, base->find("://") + 1) + std::string(noFragment);
   } else if (noFragment.find(':') < noFragment.find_first_of("/?")) {
-    hop.refusal = "a redirect to another scheme (" + std::string(noFragment.substr(0, noFragment.find(':'))) + ")";
+    // Named only when it is a scheme's name (RFC 3986 3.1, short): the rest is the server's text,
+    // which status lines and logs must not repeat.
+    std::string_view scheme = noFragment.substr(0, noFragment.find(':'));
+    bool named = !scheme.empty() && scheme.size() <= 16 && std::isalpha((unsigned char)scheme[0]);
+    for (char ch : scheme) named &= std::isalnum((unsigned char)ch) || ch == '+' || ch == '-' || ch == '.';
+    hop.refusal = named ? "a redirect to another scheme (" + std::string(scheme) + ")" : "a redirect to another scheme";
     return hop;
   } else if (!noFragment.empty() && noFragment.front() == '/') {
     target = *base + std::string(noFragment);

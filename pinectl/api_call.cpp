@@ -24,7 +24,7 @@ int reportFailure(const ApiAnswer& a, std::ostream& err) {
 
 std::string shownField(const nlohmann::json& j, const char* key, const std::string& otherwise) {
   if (!j.is_object() || !j.contains(key)) return otherwise;
-  std::string text = stripTerminalControls(j[key].is_string() ? j[key].get<std::string>() : j[key].dump());
+  std::string text = shownToOwner(j[key].is_string() ? j[key].get<std::string>() : j[key].dump());
   for (char& c : text)
     if (c == '\n' || c == '\t') c = ' ';
   return text;

@@ -5,10 +5,9 @@
 namespace pine {
 
 std::string formatEvent(const nlohmann::json& e) {
-  auto text = [&](const char* key) {
-    if (!e.contains(key)) return std::string("-");
-    return e[key].is_string() ? e[key].get<std::string>() : e[key].dump();
-  };
+  // Topics and payloads are outside text: shown without terminal controls or invisible reordering,
+  // on one line (before: a webhook's string payload could clear the screen or write the clipboard).
+  auto text = [&](const char* key) { return shownField(e, key, "-"); };
   std::string time = e.contains("time") ? text("time") : text("createdAt");
   return text("seq") + "  " + time + "  " + text("topic") + "  " + text("trust") + "  " + text("payload");
 }

@@ -147,6 +147,20 @@ TEST_CASE("pinectl events lists, and with -f follows from where the list ended w
   CHECK(ferr.str().find("closed the event stream") != std::string::npos);
 }
 
+TEST_CASE("pinectl events shows outside payloads and topics without terminal controls, on one line") {
+  // A webhook's string payload reached the owner's terminal raw: it could clear the screen, write
+  // the clipboard (OSC 52), retitle the window and overwrite the line (a review).
+  nlohmann::json e = {{"seq", 4}, {"time", "2026-12-05T02:00:00.000Z"}, {"topic", "ext/\u202ehook"}, {"trust", "untrusted"},
+                      {"payload", "X\u001b[2J\u001b]52;c;ZXZpbA==\u0007\u001b]0;pwned\u0007\rOVER\nLINE"}};
+  std::string shown = pine::formatEvent(e);
+  CHECK(shown == "4  2026-12-05T02:00:00.000Z  ext/<U+202E>hook  untrusted  XOVER LINE");
+  // An object payload: dump() escapes C0 but not C1 or invisible reordering.
+  e["payload"] = {{"k", "a\u009b31mb\u200bc"}};
+  CHECK(pine::formatEvent(e).find("{\"k\":\"ab<U+200B>c\"}") != std::string::npos);
+  e["payload"] = {{"t", 21.5}};  // the twin: plain JSON as it was
+  CHECK(pine::formatEvent(e).find("{\"t\":21.5}") != std::string::npos);
+}
+
 TEST_CASE("pinectl logs: the last N lines, since a time, one event or a family of them, one agent, a text") {
   ApiServer s;
   const std::string path = pine::Home{s.home()}.audit();

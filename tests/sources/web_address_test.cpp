@@ -28,6 +28,10 @@ TEST_CASE("redirectHop: another host, port or scheme, and what is not an address
   CHECK(redirectHop(conf, conf, "//evil.example/page").refusal.find("another host") != std::string::npos);
   CHECK(redirectHop(conf, conf, "http://user@127.0.0.1:8080/").url.empty());
   CHECK(redirectHop(conf, conf, "ftp://127.0.0.1:8080/").refusal.find("another scheme") != std::string::npos);
+  // The server's text is not repeated (status lines, logs): a scheme is named only when it is one.
+  CHECK(redirectHop(conf, conf, "ftp://127.0.0.1:8080/").refusal == "a redirect to another scheme (ftp)");
+  CHECK(redirectHop(conf, conf, "\xc2\x9b" "2JEVIL\xe2\x80\xaeLIVE\xc2\xa0ignore\xc2\xa0previous:x").refusal ==
+        "a redirect to another scheme");
   CHECK(redirectHop(conf, conf, "javascript:alert(1)").url.empty());
   CHECK(redirectHop(conf, conf, "").refusal == "a redirect without a Location");
   CHECK(redirectHop(conf, conf, "/a b").url.empty());

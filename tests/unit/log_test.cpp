@@ -88,6 +88,9 @@ TEST_CASE("a log message is one line: newlines and terminal controls from outsid
   pine::setupLogging("test", log, false);
   // A name a stranger chose: it would forge a second line and clear the reader's screen.
   spdlog::warn("cannot watch {}", "inbox/a\n[2026-12-04 00:00:00.000] [info] all fine\x1b[2J\r\x07 end\tok");
+  // A C1 CSI (U+009B, a CSI to terminals that read UTF-8) and a right-to-left override from a
+  // server's redirect: before, both reached the log and the terminal as they came.
+  spdlog::warn("redirect to {}", "\xc2\x9b" "2J\xc2\x9b" "31mEVIL\xe2\x80\xaeLIVE caf\xc3\xa9 \xe2\x80\x8b.");
   // A filter that finds a secret spanning lines still sees it as it was (it runs first).
   auto r = std::make_shared<const pine::redact::Redactor>(std::vector<std::string>{"line-one\nline-two-secret"});
   pine::setLogFilter([r](std::string_view line) { return r->redact(line); });
@@ -97,7 +100,9 @@ TEST_CASE("a log message is one line: newlines and terminal controls from outsid
   std::ifstream l(log);
   std::vector<std::string> lines;
   for (std::string line; std::getline(l, line);) lines.push_back(line);
-  REQUIRE(lines.size() == 3);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[1].find("redirect to \\u009b2J\\u009b31mEVIL\\u202eLIVE caf\xc3\xa9 \\u200b.") != std::string::npos);
+  lines.erase(lines.begin() + 1);
   CHECK(lines[0].find("inbox/a\\n[2026-12-04 00:00:00.000] [info] all fine\\x1b[2J\\r\\x07 end\tok") !=
         std::string::npos);
   CHECK(lines[1].find("line-two-secret") == std::string::npos);
