@@ -557,6 +557,14 @@ kj::Promise<void> ControlApi::sendError(Response& response, unsigned status, con
   return sendJson(response, status, json{{"error", message}});
 }
 
+kj::Promise<void> ControlApi::sendClosingError(Response& response, unsigned status, const std::string& message) {
+  // The body was refused unread or read in part (its framing, over the cap, too slow): the
+  // connection cannot carry another request, and the answer says so (Connection: close).
+  auto closing = kj::heap<ClosingResponse>(response, closingAnswer_);
+  auto& answer = *closing;
+  return sendError(answer, status, message).attach(kj::mv(closing));
+}
+
 kj::Promise<void> ControlApi::sendReply(Response& response, ApiReply reply) {
   if (reply.status < 100 || reply.status > 599) reply.status = 500;
   if (!reply.text.empty()) return sendText(response, (unsigned)reply.status, kj::mv(reply.text) + "\n", reply.retryAfterSec);
@@ -629,7 +637,7 @@ kj::Promise<void> ControlApi::hookRequest(LimitedConnection* connection, kj::Htt
   std::optional<uint64_t> declared;
   if (auto r = checkBodyFraming(header(headers, kj::HttpHeaderId::CONTENT_LENGTH),
                                 header(headers, kj::HttpHeaderId::TRANSFER_ENCODING), limit, &declared))
-    return sendError(response, r->status, r->message);
+    return sendClosingError(response, r->status, r->message);
   HookDelivery d;
   headers.forEach([&d](kj::StringPtr n, kj::StringPtr v) {
     std::string key(n.cStr());
@@ -643,7 +651,7 @@ kj::Promise<void> ControlApi::hookRequest(LimitedConnection* connection, kj::Htt
   });
   return readBody(body, limit, declared).then(
       [this, &response, name, d = kj::mv(d), connection](BodyResult b) mutable -> kj::Promise<void> {
-        if (b.refusal) return sendError(response, b.refusal->status, b.refusal->message);
+        if (b.refusal) return sendClosingError(response, b.refusal->status, b.refusal->message);
         // What came with the body's end was refused (trailer fields): not delivered.
         if (connection)
           if (auto r = connection->takeRefusal()) {  // the framing is broken: the connection ends, and says so
@@ -715,12 +723,12 @@ kj::Promise<void> ControlApi::withJsonBody(const kj::HttpHeaders& headers, kj::A
   std::optional<uint64_t> declared;
   if (auto r = checkBodyFraming(header(headers, kj::HttpHeaderId::CONTENT_LENGTH),
                                 header(headers, kj::HttpHeaderId::TRANSFER_ENCODING), limit, &declared))
-    return sendError(response, r->status, r->message);
+    return sendClosingError(response, r->status, r->message);
   if (auto r = checkContentType(header(headers, hContentType_), !declared || *declared > 0))
     return sendError(response, r->status, r->message);
   return readBody(body, limit, declared).then(
       [this, &response, emptyIsObject, then = kj::mv(then)](BodyResult b) mutable -> kj::Promise<void> {
-        if (b.refusal) return sendError(response, b.refusal->status, b.refusal->message);
+        if (b.refusal) return sendClosingError(response, b.refusal->status, b.refusal->message);
         if (b.text.empty() && emptyIsObject) return then(json::object());
         // Before the parse: a copy, dump or destructor of a value nested this deep recurses past the stack.
         if (jsonNestingDepth(b.text) > kMaxBodyNesting)

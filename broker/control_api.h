@@ -105,6 +105,7 @@ class ControlApi final : private kj::TaskSet::ErrorHandler,
                                 kj::HttpService::Response& response);
   kj::Promise<void> sendReply(kj::HttpService::Response& response, ApiReply reply);
   kj::Promise<void> sendError(kj::HttpService::Response& response, unsigned status, const std::string& message);
+  kj::Promise<void> sendClosingError(kj::HttpService::Response& response, unsigned status, const std::string& message);
   kj::Own<kj::AsyncOutputStream> startSse(kj::HttpService::Response& response);
 
   void taskFailed(kj::Exception&& e) override;

@@ -60,6 +60,21 @@ TEST_CASE("hooks: a body over the hook's cap is 413 and never reaches the backen
   CHECK(n == 0);
 }
 
+TEST_CASE("hooks: a refused body's answer says the connection closes, and it does") {
+  // The body is not read: the connection cannot carry another request. Before, the 413 came
+  // without Connection: close and a keep-alive sender's next request met a closed socket.
+  ApiServer s;
+  auto c = RawConn::tcp(s.port());
+  c.send("POST /hooks/gh HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port()) +
+         "\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n");
+  const std::string raw = c.readResponse();
+  CHECK(parse(raw).status == 413);
+  std::string head = raw.substr(0, raw.find("\r\n\r\n"));
+  for (auto& ch : head) ch = (char)std::tolower((unsigned char)ch);
+  CHECK(head.find("\r\nconnection: close") != std::string::npos);
+  CHECK(c.closedWithin(2000ms));
+}
+
 TEST_CASE("hooks: the backend's 429 carries Retry-After") {
   ApiServer s;
   auto r = roundTrip(s, request(s, "POST", "/hooks/gh", "flood", {}, true, false));
