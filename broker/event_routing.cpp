@@ -29,7 +29,9 @@ sources::SourceStatus sourceStatus(store::Store& store) {
 
 EventRouter::EventRouter(store::Store& store, const std::shared_ptr<const config::Home>& config, Feed& feed,
                          Submit submit)
-    : store_(store), config_(config), feed_(feed), submit_(std::move(submit)), subscriptions_(store.subscriptions()) {}
+    : store_(store), config_(config), feed_(feed), submit_(std::move(submit)), subscriptions_(store.subscriptions()) {
+  countMissed();
+}
 
 EventRouter::~EventRouter() {
   flushCounts();  // the broker stops: what was counted since the last save is not lost
@@ -76,14 +78,39 @@ bool EventRouter::removeSubscription(const std::string& id) {
   return true;
 }
 
+bool EventRouter::configuredSource(const std::string& name) const {
+  for (auto& s : config_->pine.sources)
+    if (s.name == name) return true;
+  for (auto& h : config_->pine.webhooks)
+    if (h.name == name) return true;
+  return false;
+}
+
 void EventRouter::countEvent(const store::Event& e) {
-  bool configured = false;
-  for (auto& s : config_->pine.sources) configured = configured || s.name == e.source;
-  for (auto& h : config_->pine.webhooks) configured = configured || h.name == e.source;
-  if (!configured) return;
+  countedSeq_ = std::max(countedSeq_, e.seq);  // every event: the counts cover everything up to here
+  if (!configuredSource(e.source)) return;
   auto& c = unsaved_[e.source];
   c.events++;
   c.lastMs = std::max(c.lastMs, e.timeMs);
+}
+
+void EventRouter::countMissed() {
+  try {
+    countedSeq_ = savedSeq_ = store_.sourceCountsSeq();
+    long long missed = 0;
+    for (auto& row : store_.sourceEventsAfter(countedSeq_)) {
+      countedSeq_ = std::max(countedSeq_, row.lastSeq);
+      if (!configuredSource(row.source)) continue;
+      auto& c = unsaved_[row.source];
+      c.events += row.events;
+      c.lastMs = std::max(c.lastMs, row.lastMs);
+      missed += row.events;
+    }
+    if (missed > 0) spdlog::info("sources: {} events committed after the last saved count (the broker stopped before it saved) are counted now", missed);
+    flushCounts();
+  } catch (std::exception& e) {
+    spdlog::warn("sources: could not count the events after the last saved count: {}", e.what());
+  }
 }
 
 kj::Promise<void> EventRouter::saveCounts(kj::Timer& timer) {
@@ -94,14 +121,14 @@ kj::Promise<void> EventRouter::saveCounts(kj::Timer& timer) {
 }
 
 void EventRouter::flushCounts() {
-  auto counts = std::move(unsaved_);
-  unsaved_.clear();
-  for (auto& [source, c] : counts) {
-    try {
-      store_.noteSourceEvents(source, c.lastMs, c.events);
-    } catch (std::exception& ex) {
-      spdlog::warn("sources: could not count {}'s events: {}", source, ex.what());
-    }
+  if (unsaved_.empty() && countedSeq_ == savedSeq_) return;
+  try {
+    // The counts and how far they reach, together: a crash keeps both or neither.
+    store_.saveSourceCounts(unsaved_, countedSeq_);
+    unsaved_.clear();
+    savedSeq_ = countedSeq_;
+  } catch (std::exception& ex) {
+    spdlog::warn("sources: could not save the sources' event counts (kept for the next try): {}", ex.what());
   }
 }
 

@@ -56,12 +56,13 @@ class EventRouter {
   // Drops the memory and status line of each source that left the configuration: a source of that
   // name added later starts afresh (an ftp folder's files are new to it again).
   void forgetLeftSources();
+  bool configuredSource(const std::string& name) const;
   void countEvent(const store::Event& e);
+  // What a broker that stopped without saving its counts (killed) left uncounted: the events
+  // after the seq the last save covered, counted now.
+  void countMissed();
   kj::Promise<void> saveCounts(kj::Timer& timer);
   void flushCounts();
-  struct Count {
-    long long events = 0, lastMs = 0;
-  };
   store::Store& store_;
   const std::shared_ptr<const config::Home>& config_;
   Feed& feed_;
@@ -69,8 +70,10 @@ class EventRouter {
   std::vector<store::SubscriptionRow> subscriptions_;
   std::unique_ptr<sources::SourceManager> sources_;
   // Events per configured source not yet added to the store's status lines: written every few
-  // seconds, not in the event's own transaction, so counting costs the intake nothing.
-  std::map<std::string, Count> unsaved_;
+  // seconds, not in the event's own transaction, so counting costs the intake nothing; with the
+  // seq of the last event counted, which a crash leaves behind (countMissed).
+  std::map<std::string, store::Store::SourceCount> unsaved_;
+  long long countedSeq_ = 0, savedSeq_ = 0;
   kj::Promise<void> saving_ = nullptr;
 };
 

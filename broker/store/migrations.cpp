@@ -302,6 +302,18 @@ ALTER TABLE tasks ADD COLUMN unpriced_tokens INTEGER NOT NULL DEFAULT 0;
 UPDATE tasks SET unpriced_tokens = tokens_in + tokens_out WHERE cost = 0 AND tokens_in + tokens_out > 0;
 )sql";
 
+// v11: how far the sources' event counts reach (the seq of the last event counted), written in one
+// transaction with the counts. The broker saves counts every few seconds: one that was killed
+// counts at its next start what was committed after that seq, instead of leaving the status
+// lines short for good. Events stored before v11 were counted by then.
+constexpr const char* kV11 = R"sql(
+CREATE TABLE source_counts (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  counted_seq INTEGER NOT NULL
+);
+INSERT INTO source_counts (id, counted_seq) SELECT 1, coalesce(max(seq), 0) FROM events;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -316,6 +328,7 @@ const std::vector<Migration>& migrations() {
       {8, "adding what each task changed in its workspace", kV8},
       {9, "adding conversations' opened folders", kV9},
       {10, "adding cache tokens and unpriced usage to tasks", kV10},
+      {11, "adding how far the sources' event counts reach", kV11},
   };
   return list;
 }

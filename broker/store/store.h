@@ -172,6 +172,18 @@ class Store {
   // The status line. A found value that is not a number or a single word is stored as "".
   void noteSourceLook(const std::string& source, long long nowMs, const std::string& found);
   void noteSourceEvents(const std::string& source, long long nowMs, long long count);
+  // Counts of many sources, and the seq of the last event they cover, in one transaction.
+  struct SourceCount {
+    long long events = 0, lastMs = 0;
+  };
+  void saveSourceCounts(const std::map<std::string, SourceCount>& counts, long long countedSeq);
+  long long sourceCountsSeq() const;  // the last seq saveSourceCounts covered
+  // Each source's events after `seq`, with the newest time and the last seq among them.
+  struct SourceEventsAfter {
+    std::string source;
+    long long events = 0, lastMs = 0, lastSeq = 0;
+  };
+  std::vector<SourceEventsAfter> sourceEventsAfter(long long seq) const;
   void noteSourceError(const std::string& source, long long nowMs, const std::string& error);
   std::optional<SourceStatusRow> sourceStatus(const std::string& source) const;
   std::vector<SourceStatusRow> sourceStatuses() const;  // by source

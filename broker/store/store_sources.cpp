@@ -108,6 +108,32 @@ void Store::noteSourceEvents(const std::string& source, long long nowMs, long lo
   st.run();
 }
 
+void Store::saveSourceCounts(const std::map<std::string, SourceCount>& counts, long long countedSeq) {
+  Tx tx(*db_, "saving the sources' event counts");
+  for (const auto& [source, c] : counts) noteSourceEvents(source, c.lastMs, c.events);
+  auto st = db_->prepare("INSERT INTO source_counts (id, counted_seq) VALUES (1, ?1) "
+                         "ON CONFLICT (id) DO UPDATE SET counted_seq = max(counted_seq, excluded.counted_seq)",
+                         "saving how far the sources' counts reach");
+  st.bind(1, countedSeq);
+  st.run();
+  tx.commit();
+}
+
+long long Store::sourceCountsSeq() const {
+  auto st = db_->prepare("SELECT counted_seq FROM source_counts WHERE id = 1", "reading how far the sources' counts reach");
+  return st.step() ? st.i64(0) : 0;
+}
+
+std::vector<Store::SourceEventsAfter> Store::sourceEventsAfter(long long seq) const {
+  // A range of the primary key: only what came after the last save is read.
+  auto st = db_->prepare("SELECT source, count(*), max(time_ms), max(seq) FROM events WHERE seq > ?1 GROUP BY source",
+                         "counting the sources' events after a seq");
+  st.bind(1, seq);
+  std::vector<SourceEventsAfter> out;
+  while (st.step()) out.push_back({st.text(0), st.i64(1), st.i64(2), st.i64(3)});
+  return out;
+}
+
 void Store::noteSourceError(const std::string& source, long long nowMs, const std::string& error) {
   requireNonEmpty(source, "source status source");
   auto st = db_->prepare(

@@ -665,6 +665,33 @@ TEST_CASE("sources: events and errors are counted; the last error is kept") {
   CHECK(all[1].events == 0);
 }
 
+TEST_CASE("sources: counts are saved with the seq they reach; the events after it are found by source") {
+  TempDir dir;
+  auto s = Store::open(dir.db());
+  CHECK(s->sourceCountsSeq() == 0);
+  std::vector<Event> b = {ev("e1"), ev("e2"), ev("e3")};
+  b[0].source = b[1].source = "hook";
+  b[2].source = "mqtt";
+  b[2].timeMs = 77;
+  s->appendEvents(b);
+  // Nothing saved yet: all three are after the saved seq, by source.
+  auto after = s->sourceEventsAfter(s->sourceCountsSeq());
+  REQUIRE(after.size() == 2);
+  CHECK(after[0].source == "hook");
+  CHECK(after[0].events == 2);
+  CHECK(after[0].lastSeq == b[1].seq);
+  CHECK(after[1].source == "mqtt");
+  CHECK(after[1].lastMs == 77);
+  // Saved in one transaction with the seq they reach: nothing is after it any more.
+  s->saveSourceCounts({{"hook", {2, 50}}, {"mqtt", {1, 77}}}, b[2].seq);
+  CHECK(s->sourceCountsSeq() == b[2].seq);
+  CHECK(s->sourceEventsAfter(s->sourceCountsSeq()).empty());
+  CHECK(s->sourceStatus("hook")->events == 2);
+  // A lower seq never moves it back.
+  s->saveSourceCounts({}, 1);
+  CHECK(s->sourceCountsSeq() == b[2].seq);
+}
+
 TEST_CASE("MCP pins (v7): none until pinned, replaced by a review, kept per agent and server, across a reopen") {
   TempDir dir;
   {

@@ -59,7 +59,7 @@ TEST_CASE("usage: the step from v9 keeps every task; tokens stored without a cos
              "VALUES ('refused', 'other', 'main', 'c', 'untrusted', 'refused', 30)");
   }
   auto s = Store::open(dir.db());
-  CHECK(s->schemaVersion() == 10);
+  CHECK(s->schemaVersion() == 11);
   CHECK(s->tasks(10).size() == 3);
   auto priced = s->task("priced");
   REQUIRE(priced);
