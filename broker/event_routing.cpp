@@ -106,7 +106,10 @@ void EventRouter::countMissed() {
       c.lastMs = std::max(c.lastMs, row.lastMs);
       missed += row.events;
     }
-    if (missed > 0) spdlog::info("sources: {} events committed after the last saved count (the broker stopped before it saved) are counted now", missed);
+    if (missed > 0)
+      spdlog::info("sources: {} events committed after the last saved count (the broker stopped before it saved) "
+                   "are counted now",
+                   missed);
     flushCounts();
   } catch (std::exception& e) {
     spdlog::warn("sources: could not count the events after the last saved count: {}", e.what());
