@@ -461,6 +461,11 @@ void readSource(Ctx& c, const YAML::Node& n, const std::string& path, const std:
     typeOk = true;
   }
   if (!m.has("type") && !m.has("use")) m.require("type");
+  // A program's lines without a topic of their own are published on the source's name.
+  if ((!s.use.empty() || registered.count(s.type)) && !s.name.empty())
+    if (std::string prob = reservedProblem(s.name); !prob.empty())
+      c.error(m.valuePos("name"), m.pathOf("name"), "a source program's events take its name as their topic: " + prob,
+              "give the source another name");
   m.enumeration<Trust>("trust", s.trust, {{"owner", Trust::Owner}, {"untrusted", Trust::Untrusted}});
   m.enumeration<SourceStart>("start", s.start, {{"subscribed", SourceStart::Subscribed}, {"always", SourceStart::Always}});
   if (m.str("agent", s.agent)) c.ref(Ref::Agent, s.agent, m.valuePos("agent"), m.pathOf("agent"));

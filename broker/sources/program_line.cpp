@@ -42,8 +42,9 @@ ProgramLine readProgramLine(std::string_view text, const std::string& defaultTop
   if (j.contains("topic")) {
     if (!j["topic"].is_string()) return skipped("a \"topic\" that is not a string");
     l.topic = j["topic"].get<std::string>();
-    if (auto why = checkProgramTopic(l.topic)) return skipped("a bad topic: " + *why);
   }
+  // The source's name as the topic too (the configuration refuses a reserved one; checked again).
+  if (auto why = checkProgramTopic(l.topic)) return skipped("a bad topic: " + *why);
   l.payload = compact(j["payload"]);
   return l;
 }

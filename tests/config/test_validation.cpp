@@ -368,7 +368,8 @@ TEST_CASE("sources: required keys, per-type rules, webhooks need a secret unless
           "  - {name: c, topic: \"ci/#\", secret: HOOK}\n  - {name: d, topic: pine/x, secret: HOOK}\n"
           "sources:\n  - {name: a, type: folder, path: relative}\n  - {type: mqt}\n"
           "  - {name: t, type: telegram, tokenSecret: HOOK, trust: owner}\n"
-          "  - {name: u, use: source-types/nope.js}\n");
+          "  - {name: u, use: source-types/nope.js}\n"
+          "  - {name: state, use: source-types/nope.js}\n  - {name: statement, use: source-types/nope.js}\n");
   auto r = h.load();
   std::string all = dump(r.errors);
   CHECK_MESSAGE(findError(r.errors, "webhooks[0]", "a webhook needs a secret"), all);
@@ -383,6 +384,12 @@ TEST_CASE("sources: required keys, per-type rules, webhooks need a secret unless
   CHECK(type->hint == "did you mean 'mqtt'?");
   CHECK(findError(r.errors, "sources[2].trust", "Telegram"));
   CHECK(findError(r.errors, "sources[3].use", "file 'source-types/nope.js' does not exist"));
+  // A program's events take its name as their topic (before: "state" published on pine's own state
+  // topics); the twin, a name that only begins like one, is fine.
+  auto* reserved = findError(r.errors, "sources[4].name", "take its name as their topic");
+  REQUIRE_MESSAGE(reserved, all);
+  CHECK(reserved->line == 12);
+  CHECK_FALSE(findError(r.errors, "sources[5].name"));
 }
 
 TEST_CASE("sources: an open webhook source cannot be trust: owner; with a secret it can, open it can be untrusted") {

@@ -269,4 +269,8 @@ TEST_CASE("program source: a line is an event, a status, blank, or skipped with 
     CHECK(l.why == "a line that is not a JSON object");
   }
   CHECK(readProgramLine("{\"payload\": \"a\\u0000b\"}", "w").kind == ProgramLine::Event);  // the escaped twin
+  // The default topic (the source's name) is checked like a written one: before, a source named
+  // "state" published on pine's own topics.
+  CHECK(readProgramLine("{\"payload\": 1}", "state").why.find("pine's own topics") != std::string::npos);
+  CHECK(readProgramLine("{\"payload\": 1}", "stately").kind == ProgramLine::Event);
 }
