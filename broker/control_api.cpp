@@ -1098,6 +1098,17 @@ kj::Promise<void> ControlApi::eventStream(const ApiQuery& query, const kj::HttpH
       limits_.sseQueue);
   std::string replay;
   if (after) {
+    // Past the newest event (a store made anew, another home): from the newest on, and said so.
+    // Before, every event up to that seq was dropped as replayed, and the stream stayed silent.
+    ApiReply newest = backend_.listEvents({{"newest", "1"}, {"limit", "1"}});
+    if (newest.status == 200 && newest.body.contains("events") && newest.body["events"].is_array()) {
+      long long top = newest.body["events"].empty() ? 0 : seqOf(newest.body["events"][0]);
+      if (*after > top) {
+        replay += ": Last-Event-ID " + std::to_string(*after) + " is past the newest event (" + std::to_string(top) +
+                  "): events from there on\n\n";
+        after = top;
+      }
+    }
     es->lastSeq = *after;
     for (int page = 0; page < 10000; page++) {
       ApiReply r = backend_.listEvents({{"after", std::to_string(es->lastSeq)}, {"limit", "500"}});

@@ -1,8 +1,10 @@
 #include "broker/owner_api.h"
+
 #include "config/errors.h"
 
 #include <kj/debug.h>
 
+#include "broker/feed.h"
 #include "broker/policy/topics.h"
 #include "broker/usage.h"
 #include "schedule/describe.h"
@@ -16,11 +18,17 @@ namespace {
 long long queryInt(const ApiQuery& q, const char* name, long long dflt) {
   auto it = q.find(name);
   if (it == q.end() || it->second.empty()) return dflt;
+  // The whole value, a whole number: "10abc" is not 10, and a date for `since` is not its year in ms.
+  size_t used = 0;
+  long long v = 0;
   try {
-    return std::stoll(it->second);
+    v = std::stoll(it->second, &used);
   } catch (...) {
-    throw std::invalid_argument(std::string("query parameter '") + name + "' must be a number");
   }
+  if (used == 0 || used != it->second.size())
+    throw std::invalid_argument(std::string("query parameter '") + name + "' must be a whole number, got '" +
+                                it->second.substr(0, 40) + "'");
+  return v;
 }
 
 std::optional<config::Mode> parseMode(const std::string& s) {
@@ -118,6 +126,7 @@ ApiReply OwnerApi::listEvents(const ApiQuery& query) {
     q.afterSeq = queryInt(query, "after", 0);
     q.sinceMs = queryInt(query, "since", 0);
     q.limit = (int)std::clamp<long long>(queryInt(query, "limit", 100), 1, 1000);
+    q.newestFirst = queryInt(query, "newest", 0) != 0;
   } catch (std::exception& e) {
     return apiError(400, e.what());
   }
@@ -129,14 +138,15 @@ ApiReply OwnerApi::listEvents(const ApiQuery& query) {
   }
   if (auto it = query.find("topic"); it != query.end()) {
     pattern = it->second;
-    q.topicPrefix = pattern.substr(0, pattern.find_first_of("+#*"));
+    q.topicPrefix = pattern.substr(0, pattern.find_first_of("+#"));
   }
   nlohmann::json list = nlohmann::json::array();
   // A wildcard pattern narrows in SQL by its literal prefix, then here exactly.
   while (true) {
     auto batch = p_.store.events(q);
     for (auto& e : batch) {
-      if (pattern.empty() || policy::topicMatches(pattern, e.topic)) list.push_back(eventJson(e));
+      // The stream's matcher (MQTT's + and #): the same filter lists and streams the same events.
+      if (pattern.empty() || topicMatches(pattern, e.topic)) list.push_back(eventJson(e));
       if ((int)list.size() >= q.limit) break;
     }
     if ((int)list.size() >= q.limit || (int)batch.size() < q.limit || pattern.empty()) break;

@@ -74,7 +74,9 @@ ApiReply FakeBackend::listEvents(const ApiQuery& query) {
   size_t limit = query.count("limit") ? std::stoul(query.at("limit")) : 100;
   limit = std::min<size_t>(limit, 3);  // small pages, so that replay has to page
   json out = json::array();
-  for (auto& e : events) {
+  const bool newest = query.count("newest") && query.at("newest") == "1";  // the newest first, as the store
+  for (size_t i = 0; i < events.size(); ++i) {
+    auto& e = events[newest ? events.size() - 1 - i : i];
     if (e["seq"].get<long long>() <= after) continue;
     if (query.count("topic") && e["topic"] != query.at("topic")) continue;
     out.push_back(e);

@@ -67,6 +67,16 @@ TEST_CASE("the event stream replays after a seq, then goes live without a gap or
   again.readUntil("id: 9\n");
   CHECK(seqs(eventsIn(again.received())) == std::vector<long long>{9});
   CHECK(call(s, "GET", "/v1/events/stream", "", {"Last-Event-ID: abc"}).status == 400);
+
+  // Past the newest event (a store made anew): from the newest on, and said so. Before, every
+  // event up to that seq was dropped as already sent, and the stream stayed silent.
+  auto ahead = RawConn::tcp(s.port());
+  ahead.send(request(s, "GET", "/v1/events/stream", "", {"Last-Event-ID: 999999999"}));
+  ahead.readUntil("past the newest event (9)");
+  waitForSubscribers(s, 3);
+  s.run([](FakeBackend& b) { b.addEvent("t/10", 10); });
+  ahead.readUntil("id: 10\n");
+  CHECK(seqs(eventsIn(ahead.received())) == std::vector<long long>{10});
 }
 
 TEST_CASE("an event told twice, or committed while the replay is written, is sent once and in order") {

@@ -329,6 +329,17 @@ TEST_CASE("events stream: each committed event reaches a listener once, as the l
   REQUIRE(got.size() == 3);
   for (size_t i = 0; i < 3; ++i) CHECK(got[i] == listed[i]);
   CHECK(got[0]["payload"]["who"] == "a \"b\"");
+  // The list takes the stream's filters only (MQTT's + and #): before, '*' matched within a level
+  // here and literally there, so "star/*" listed what no stream with it heard.
+  CHECK(pined.api("POST", "/v1/events", R"({"topic": "star/door"})").status == 200);
+  CHECK(pined.api("GET", "/v1/events?topic=star/*").json()["events"].empty());
+  CHECK(pined.api("GET", "/v1/events?topic=star/%2B").json()["events"].size() == 1);
+  // Numbers are whole: a date for `since` was read as its year in milliseconds (everything), and
+  // "10abc" as 10.
+  CHECK(pined.api("GET", "/v1/events?since=2026-12-05T03:00:00Z").status == 400);
+  CHECK(pined.api("GET", "/v1/events?after=10abc").status == 400);
+  CHECK(pined.api("GET", "/v1/events?limit=1e9").status == 400);
+  CHECK(pined.api("GET", "/v1/events?after=1&limit=2").status == 200);
 }
 
 TEST_CASE("kill -9 of the broker under publish load: no acknowledged event is lost, approvals stay pending") {
