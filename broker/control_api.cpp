@@ -1068,7 +1068,44 @@ struct EventStream {
   kj::Own<Feed::Subscription> sub;
   kj::Own<kj::AsyncOutputStream> out;
   long long lastSeq = -1;
+  std::string topic;  // the filter, "" for every event
 };
+
+// One page of the replay after s.lastSeq, as SSE text (what the filter lets through); lastSeq moves
+// past it. `more`: it brought events, so another may follow. nullopt: the events could not be listed.
+struct ReplayPage {
+  std::string text;
+  bool more = false;
+};
+constexpr int kReplayPage = 500;
+
+std::optional<ReplayPage> replayPage(ApiBackend& backend, EventStream& s) {
+  ApiReply r = backend.listEvents({{"after", std::to_string(s.lastSeq)}, {"limit", std::to_string(kReplayPage)}});
+  if (r.status != 200) return std::nullopt;
+  ReplayPage page;
+  if (!r.body.contains("events") || !r.body["events"].is_array() || r.body["events"].empty()) return page;
+  auto events = r.body["events"];
+  std::sort(events.begin(), events.end(), [](const json& a, const json& b) { return seqOf(a) < seqOf(b); });
+  bool advanced = false;
+  for (auto& e : events) {
+    long long seq = seqOf(e);
+    if (seq <= s.lastSeq) continue;
+    s.lastSeq = seq;
+    advanced = true;
+    if (s.topic.empty() || topicMatches(s.topic, e.value("topic", ""))) page.text += sseFrame("event", e, seq);
+  }
+  page.more = advanced;  // until a page brings nothing new (a backend may give fewer than asked)
+  return page;
+}
+
+// The rest of the replay, a page at a time, each written before the next is read.
+kj::Promise<void> replayRest(ApiBackend& backend, EventStream& s) {
+  auto page = replayPage(backend, s);
+  if (!page) return KJ_EXCEPTION(FAILED, "the broker could not list the events to replay");
+  auto written = page->text.empty() ? kj::Promise<void>(kj::READY_NOW) : writeText(*s.out, kj::mv(page->text));
+  if (!page->more) return written;
+  return written.then([&backend, &s]() { return replayRest(backend, s); });
+}
 
 }  // namespace
 
@@ -1086,6 +1123,7 @@ kj::Promise<void> ControlApi::eventStream(const ApiQuery& query, const kj::HttpH
   }
 
   auto es = kj::heap<EventStream>();
+  es->topic = topic;
   // Subscribe first, then replay: what is committed meanwhile is queued, and the seq check
   // below drops what the replay already sent. No gap, no duplicate.
   es->sub = backend_.feed().subscribe(
@@ -1097,6 +1135,7 @@ kj::Promise<void> ControlApi::eventStream(const ApiQuery& query, const kj::HttpH
       },
       limits_.sseQueue);
   std::string replay;
+  bool more = false;  // the first page brought events: the rest follows, a page at a time
   if (after) {
     // Past the newest event (a store made anew, another home): from the newest on, and said so.
     // Before, every event up to that seq was dropped as replayed, and the stream stayed silent.
@@ -1110,22 +1149,11 @@ kj::Promise<void> ControlApi::eventStream(const ApiQuery& query, const kj::HttpH
       }
     }
     es->lastSeq = *after;
-    for (int page = 0; page < 10000; page++) {
-      ApiReply r = backend_.listEvents({{"after", std::to_string(es->lastSeq)}, {"limit", "500"}});
-      if (r.status != 200) return sendReply(response, kj::mv(r));
-      if (!r.body.contains("events") || !r.body["events"].is_array() || r.body["events"].empty()) break;
-      auto events = r.body["events"];
-      std::sort(events.begin(), events.end(), [](const json& a, const json& b) { return seqOf(a) < seqOf(b); });
-      bool advanced = false;
-      for (auto& e : events) {
-        long long seq = seqOf(e);
-        if (seq <= es->lastSeq) continue;
-        es->lastSeq = seq;
-        advanced = true;
-        if (topic.empty() || topicMatches(topic, e.value("topic", ""))) replay += sseFrame("event", e, seq);
-      }
-      if (!advanced) break;
-    }
+    // The first page here, so that a failure is answered as one; the rest once it is written.
+    auto page = replayPage(backend_, *es);
+    if (!page) return sendError(response, 502, "the broker could not list the events to replay");
+    replay += page->text;
+    more = page->more;
   }
   es->out = startSse(response);
   auto& s = *es;
@@ -1163,6 +1191,14 @@ kj::Promise<void> ControlApi::eventStream(const ApiQuery& query, const kj::HttpH
     }
   };
   auto first = replay.empty() ? writeText(*s.out, ": stream open\n\n") : writeText(*s.out, kj::mv(replay));
+  // The rest of the replay a page at a time, each written before the next is read: memory holds one
+  // page, and the loop serves everyone else between pages (before: the whole replay was built in
+  // one turn, 160 MB and 1.6 s for 81,000 events). What is committed meanwhile waits in the
+  // subscription, and the seq check drops what a page already sent.
+  if (more) {
+    auto& backend = backend_;
+    first = first.then([&backend, &s]() { return replayRest(backend, s); });
+  }
   return first.then([&s, &timer, keepalive]() { return Loop::step(s, timer, keepalive); })
       .catch_([](kj::Exception&&) {})  // the client went away
       .attach(kj::mv(es));
