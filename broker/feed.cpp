@@ -2,6 +2,7 @@
 
 #include <kj/debug.h>
 
+#include <algorithm>
 #include <string_view>
 
 namespace pine {
@@ -10,8 +11,9 @@ Feed::~Feed() {
   for (auto* s : subs_) s->feed_ = nullptr;
 }
 
-kj::Own<Feed::Subscription> Feed::subscribe(Filter filter, size_t maxQueued) {
-  auto sub = kj::Own<Subscription>(new Subscription(*this, kj::mv(filter), maxQueued), kj::_::HeapDisposer<Subscription>::instance);
+kj::Own<Feed::Subscription> Feed::subscribe(Filter filter, size_t maxQueued, size_t maxBytes) {
+  auto sub = kj::Own<Subscription>(new Subscription(*this, kj::mv(filter), maxQueued, maxBytes),
+                                   kj::_::HeapDisposer<Subscription>::instance);
   subs_.push_back(sub.get());
   return sub;
 }
@@ -22,8 +24,15 @@ void Feed::publish(const nlohmann::json& item) {
   for (auto* s : subs) s->push(item);
 }
 
-Feed::Subscription::Subscription(Feed& feed, Filter filter, size_t maxQueued)
-    : feed_(&feed), filter_(kj::mv(filter)), maxQueued_(maxQueued) {}
+Feed::Subscription::Subscription(Feed& feed, Filter filter, size_t maxQueued, size_t maxBytes)
+    : feed_(&feed), filter_(kj::mv(filter)), maxQueued_(maxQueued), maxBytes_(maxBytes) {}
+
+size_t Feed::Subscription::weight(const nlohmann::json& item) {
+  // An event item's weight is its text; anything else (progress, approvals) is small.
+  if (item.is_object())
+    if (auto it = item.find("text"); it != item.end() && it->is_string()) return it->get_ref<const std::string&>().size() + 64;
+  return 256;
+}
 
 Feed::Subscription::~Subscription() {
   if (feed_) feed_->subs_.remove(this);
@@ -36,10 +45,12 @@ void Feed::Subscription::push(const nlohmann::json& item) {
     waiter_ = nullptr;
     return;
   }
-  if (queue_.size() >= maxQueued_) {
+  const size_t w = weight(item);
+  if (queue_.size() >= maxQueued_ || queuedBytes_ + w > maxBytes_) {
     // A listener that does not keep up is dropped, not waited for.
     overflowed_ = true;
     queue_.clear();
+    queuedBytes_ = 0;
     queue_.push_back({{"kind", "overflow"}});
     if (feed_) feed_->subs_.remove(this);
     feed_ = nullptr;
@@ -47,6 +58,7 @@ void Feed::Subscription::push(const nlohmann::json& item) {
     return;
   }
   queue_.push_back(item);
+  queuedBytes_ += w;
   wakeReady();
 }
 
@@ -67,6 +79,7 @@ kj::Promise<nlohmann::json> Feed::Subscription::next() {
   if (!queue_.empty()) {
     auto item = kj::mv(queue_.front());
     queue_.pop_front();
+    queuedBytes_ -= std::min(queuedBytes_, weight(item));
     return kj::mv(item);
   }
   if (overflowed_) return KJ_EXCEPTION(DISCONNECTED, "this feed subscription overflowed and is closed");
@@ -79,6 +92,7 @@ std::optional<nlohmann::json> Feed::Subscription::tryNext() {
   if (queue_.empty()) return std::nullopt;
   auto item = kj::mv(queue_.front());
   queue_.pop_front();
+  queuedBytes_ -= std::min(queuedBytes_, weight(item));
   return item;
 }
 

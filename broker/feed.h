@@ -1,7 +1,8 @@
 // A fan-out of live notifications (committed events, task progress,
 // approvals) to whoever listens: SSE streams of the control API, a waiting
-// `pinectl send`. Each subscriber has a bounded queue: one that does not keep
-// up is dropped with a final {"kind":"overflow"}, never slowing the broker.
+// `pinectl send`. Each subscriber has a bounded queue (items and bytes): one
+// that does not keep up is dropped with a final {"kind":"overflow"}, never
+// slowing the broker.
 #pragma once
 #include <kj/async.h>
 
@@ -32,12 +33,14 @@ class Feed {
 
    private:
     friend class Feed;
-    Subscription(Feed& feed, Filter filter, size_t maxQueued);
+    Subscription(Feed& feed, Filter filter, size_t maxQueued, size_t maxBytes);
     void push(const nlohmann::json& item);
+    static size_t weight(const nlohmann::json& item);
     void wakeReady();
     Feed* feed_;
     Filter filter_;
-    size_t maxQueued_;
+    size_t maxQueued_, maxBytes_;
+    size_t queuedBytes_ = 0;  // what the queued items weigh (their event text, mostly)
     std::deque<nlohmann::json> queue_;
     kj::Own<kj::PromiseFulfiller<nlohmann::json>> waiter_;
     kj::Own<kj::PromiseFulfiller<void>> readyWaiter_;
@@ -48,7 +51,9 @@ class Feed {
   ~Feed();
   KJ_DISALLOW_COPY(Feed);
 
-  kj::Own<Subscription> subscribe(Filter filter, size_t maxQueued = 1024);
+  // At most maxQueued items, weighing at most maxBytes (large events: 1024 of 900 KB each held
+  // 900 MB per reader that did not read).
+  kj::Own<Subscription> subscribe(Filter filter, size_t maxQueued = 1024, size_t maxBytes = 16u << 20);
   void publish(const nlohmann::json& item);
   size_t subscribers() const { return subs_.size(); }
 

@@ -42,3 +42,28 @@ TEST_CASE("ready() can be cancelled without losing an item; next() and tryNext()
   }
   CHECK(feed.subscribers() == 0);
 }
+
+TEST_CASE("a reader that does not read is dropped by what it holds, not only by how many items") {
+  // 1024 events of 900 KB each held 900 MB for one stuck SSE reader (a review: 1.3 GB for ten).
+  kj::EventLoop loop;
+  kj::WaitScope ws(loop);
+  pine::Feed feed;
+  auto stuck = feed.subscribe(nullptr, 1024, 4u << 20);
+  auto reading = feed.subscribe(nullptr, 1024, 4u << 20);
+  const std::string big(900 * 1024, 'x');
+  for (int i = 0; i < 8; i++) {
+    feed.publish(pine::eventFeedItem("t/big", i + 1, big));
+    REQUIRE(reading->tryNext());  // the twin keeps up: it stays, whatever the events weigh
+  }
+  CHECK(feed.subscribers() == 1);
+  auto last = stuck->tryNext();
+  REQUIRE(last);
+  CHECK((*last)["kind"] == "overflow");  // after 4 MB, not after 1024 items
+  CHECK_FALSE(stuck->tryNext());
+  // Small items: many fit under the same weight.
+  auto small = feed.subscribe(nullptr, 1024, 4u << 20);
+  for (int i = 0; i < 1000; i++) feed.publish(pine::eventFeedItem("t/small", 100 + i, "{\"n\":1}"));
+  size_t got = 0;
+  while (auto item = small->tryNext()) got += (*item)["kind"] == "event";
+  CHECK(got == 1000);
+}
