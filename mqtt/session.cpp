@@ -316,11 +316,10 @@ void Session::onMessage(struct mosquitto*, void* selfp, const struct mosquitto_m
   size_t len = msg->payloadlen > 0 ? static_cast<size_t>(msg->payloadlen) : 0;
   if (len > kMaxPayloadBytes) {
     // Dropped here (the broker would drop it too) but said, so that the owner can see it. The topic
-    // whole or not at all: the note's known values are redacted on the way out (connector.cpp),
-    // and a topic cut short could end inside one, which no redaction would then find.
-    std::string shown = h.topic.size() <= 200 ? "\"" + h.topic + "\"" : "a topic of " + std::to_string(h.topic.size()) + " bytes";
-    for (char& c : shown)
-      if (static_cast<unsigned char>(c) < 0x20 || c == '\\') c = '?';
+    // whole and as it came, or not at all: the note's known values are redacted on the way out
+    // (connector.cpp), and a topic cut short or with characters replaced could hold a value no
+    // redaction would then find. Controls are escaped by the log and stripped by pinectl.
+    std::string shown = h.topic.size() <= 200 ? "topic " + h.topic : "a topic of " + std::to_string(h.topic.size()) + " bytes";
     self->status(true, false,
                  fmt::format("{}: dropped a message of {} bytes on {}: more than the {} bytes an event may carry",
                              self->where(), len, shown, kMaxPayloadBytes));

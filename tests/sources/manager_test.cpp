@@ -197,7 +197,7 @@ TEST_CASE("manager: invalid UTF-8 becomes U+FFFD, oversize messages are dropped 
   CHECK(find(loop.drafts, "house/bytes")->payload == "\"\xef\xbf\xbd" "ok\"");
   CHECK(find(loop.drafts, "house/limit")->payload.size() == pine::sources::kMaxPayloadBytes + 2);
   CHECK(count(loop.drafts, "house/big") == 0);
-  CHECK(log.occurrences("dropped a message of 262145 bytes on \"house/big\"") == 1);
+  CHECK(log.occurrences("dropped a message of 262145 bytes on topic house/big:") == 1);
   // A sender that keeps sending them: still that one line in the next 10 s, not one a message.
   for (int i = 0; i < 30; ++i) client.publish("house/big", std::string(pine::sources::kMaxPayloadBytes + 1, 'x'));
   client.publish("house/after", "x");
