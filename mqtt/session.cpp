@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <mosquitto.h>
+#include <mqtt_protocol.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
@@ -154,7 +155,6 @@ std::optional<std::string> Session::start() {
   // publish() comes from another thread; and only in this mode does libmosquitto leave a PUBACK
   // queued until the loop's write half instead of writing it before on_message runs.
   mosquitto_threaded_set(mosq_, true);
-  mosquitto_int_option(mosq_, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311);
   mosquitto_connect_callback_set(mosq_, &Session::onConnect);
   mosquitto_disconnect_callback_set(mosq_, &Session::onDisconnect);
   mosquitto_message_callback_set(mosq_, &Session::onMessage);
@@ -181,13 +181,29 @@ bool Session::waitOrStop(unsigned ms) {
   return wake_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping_.load(); });
 }
 
+int Session::connect(bool first) {
+  if (!first) return mosquitto_reconnect(mosq_);  // the same protocol and properties
+  mosquitto_int_option(mosq_, MOSQ_OPT_PROTOCOL_VERSION, v5_ ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311);
+  if (!v5_) return mosquitto_connect(mosq_, job_.address.host.c_str(), job_.address.port, job_.keepaliveSec);
+  mosquitto_property* props = nullptr;
+  int rc = mosquitto_property_add_int32(&props, MQTT_PROP_MAXIMUM_PACKET_SIZE, static_cast<uint32_t>(kMaxPacketBytes));
+  // MQTT 5 ends a session with its connection unless told otherwise; with a stable client id it is
+  // kept (as 3.1.1 keeps it with clean session off), so what was not acknowledged is sent again.
+  if (rc == MOSQ_ERR_SUCCESS && !job_.clientId.empty())
+    rc = mosquitto_property_add_int32(&props, MQTT_PROP_SESSION_EXPIRY_INTERVAL, UINT32_MAX);
+  if (rc == MOSQ_ERR_SUCCESS)
+    rc = mosquitto_connect_bind_v5(mosq_, job_.address.host.c_str(), job_.address.port, job_.keepaliveSec, nullptr,
+                                   props);
+  mosquitto_property_free_all(&props);
+  return rc;
+}
+
 void Session::run() {
   unsigned failures = 0;
   bool first = true;
   while (!stopping_) {
     refusedLast_ = false;
-    int rc = first ? mosquitto_connect(mosq_, job_.address.host.c_str(), job_.address.port, job_.keepaliveSec)
-                   : mosquitto_reconnect(mosq_);
+    int rc = connect(first);
     bool wasConnected = false;
     if (rc == MOSQ_ERR_SUCCESS) {
       first = false;
@@ -195,6 +211,10 @@ void Session::run() {
       wasConnected = everConnected_;
     }
     if (stopping_) break;
+    if (std::exchange(fallBack_, false)) {
+      first = true;  // at once, in 3.1.1 (v5_ is false now)
+      continue;
+    }
 
     connected_ = false;
     if (wasConnected && !refusedLast_) failures = 0;  // it worked: start again from the shortest wait
@@ -288,12 +308,25 @@ std::optional<std::string> Session::publish(const std::string& topic, const std:
 
 void Session::onConnect(struct mosquitto* mosq, void* selfp, int rc) {
   auto* self = static_cast<Session*>(selfp);
+  if (rc != 0 && self->v5_ && rc == MQTT_RC_UNSUPPORTED_PROTOCOL_VERSION) {
+    // A server of MQTT 3.1.1 only: it cannot be told the largest message this client takes.
+    self->v5_ = false;
+    self->fallBack_ = true;
+    self->status(false, false,
+                 fmt::format("{}: the MQTT server does not speak MQTT 5, so it cannot be told the largest message "
+                             "pine takes ({} bytes): connecting with MQTT 3.1.1, where a larger message is read "
+                             "whole before it is dropped (set max_packet_size on the server to bound it)",
+                             self->where(), kMaxPacketBytes));
+    return;
+  }
   if (rc != 0) {
     self->refusedLast_ = true;
-    std::string hint = rc == 4 || rc == 5 ? ": check the values of the source's usernameSecret and passwordSecret" : "";
+    // 4 and 5 in MQTT 3.1.1's codes, 134 and 135 in MQTT 5's.
+    bool login = self->v5_ ? rc == MQTT_RC_BAD_USERNAME_OR_PASSWORD || rc == MQTT_RC_NOT_AUTHORIZED : rc == 4 || rc == 5;
+    std::string hint = login ? ": check the values of the source's usernameSecret and passwordSecret" : "";
     self->status(false, true,
                  fmt::format("{}: the MQTT server refused the login ({}){}; trying again with backoff", self->where(),
-                             mosquitto_connack_string(rc), hint));
+                             self->v5_ ? mosquitto_reason_string(rc) : mosquitto_connack_string(rc), hint));
     return;
   }
   for (const auto& t : self->job_.topics) {
@@ -302,7 +335,7 @@ void Session::onConnect(struct mosquitto* mosq, void* selfp, int rc) {
       self->status(true, false, self->where() + ": cannot subscribe to '" + t + "': " + mosqError(s));
   }
   self->connected_ = true;
-  self->status(true, false, self->where() + ": connected");
+  self->status(true, false, self->where() + (self->v5_ ? ": connected" : ": connected (MQTT 3.1.1: the server does not speak MQTT 5)"));
 }
 
 void Session::onDisconnect(struct mosquitto*, void* selfp, int) {

@@ -1,7 +1,9 @@
 // One MQTT session for one source, on a thread of its own: connects (TLS with the server's
 // certificate and name verified when the address is mqtts://), logs in with the job's
 // username and password, subscribes on every connect, and when the server goes away or
-// refuses the login tries again after a wait that doubles up to a cap, with jitter. Every
+// refuses the login tries again after a wait that doubles up to a cap, with jitter. It speaks
+// MQTT 5, so that the server can be told the largest message it may send (kMaxPacketBytes), and
+// MQTT 3.1.1 from the moment a server says it speaks nothing newer. Every
 // change of state goes to the Handoff; messages go there in batches, and a batch is
 // acknowledged to the server (QoS 1) only once the broker says it is committed.
 // publish() may be called from the event loop's thread at any time.
@@ -31,6 +33,11 @@ struct ssl_ctx_st;
 namespace pine::mqtt {
 
 inline constexpr size_t kMaxPayloadBytes = 256 * 1024;
+// The largest packet an MQTT 5 server may send this client (its Maximum Packet Size): a message
+// of kMaxPayloadBytes with the longest topic MQTT allows and room for its properties. The server
+// drops a larger message for this client instead of sending it, so pine-mqtt never reads more
+// than this of one message (libmosquitto reads a packet whole before it is seen).
+inline constexpr size_t kMaxPacketBytes = kMaxPayloadBytes + 64 * 1024 + 4 * 1024;
 // One batch (one read of the socket) at most: a capnp message well under the link's limit.
 inline constexpr size_t kBatchMessages = 1000, kBatchBytes = 512 * 1024;
 
@@ -64,6 +71,8 @@ class Session {
   bool waitOrStop(unsigned ms);
   void status(bool connected, bool refused, std::string text);
   std::string where() const;
+  // mosquitto_connect (first: the protocol and its CONNECT properties set anew) or _reconnect.
+  int connect(bool first);
   static void onConnect(struct mosquitto*, void* self, int rc);
   static void onDisconnect(struct mosquitto*, void* self, int rc);
   static void onMessage(struct mosquitto*, void* self, const struct mosquitto_message* msg);
@@ -77,6 +86,9 @@ class Session {
   std::atomic<bool> connected_{false};
   static constexpr int kNotCommitted = -100;  // serve(): the broker did not commit a batch
   bool refusedLast_ = false;  // session thread only
+  // MQTT 5 (with kMaxPacketBytes) until the server says it speaks only 3.1.1; then 3.1.1 for good.
+  bool v5_ = true;
+  bool fallBack_ = false;  // the last CONNECT was refused for its protocol version: 3.1.1 at once
   bool everConnected_ = false;
   bool unacknowledged_ = false;  // a batch was not committed: never write its PUBACKs
   std::vector<Heard> batch_;     // session thread only

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "common/rpc_link.h"
@@ -62,13 +63,38 @@ struct Secured {
   }
 };
 
+// The Maximum Packet Size property of an MQTT 5 CONNECT's body, 0 when it has none (or is 3.1.1).
+uint32_t maximumPacketSize(const std::string& connect) {
+  auto byte = [&](size_t i) { return i < connect.size() ? static_cast<unsigned char>(connect[i]) : 0u; };
+  if (connect.size() < 11 || byte(6) != 5) return 0;  // after the name "MQTT": the protocol level
+  size_t length = 0, at = 10;  // after the flags and the keepalive: the properties' length
+  for (int shift = 0;; shift += 7) {
+    unsigned b = byte(at++);
+    length |= static_cast<size_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) break;
+  }
+  for (size_t end = std::min(at + length, connect.size()); at < end;) {
+    unsigned id = byte(at++);
+    auto u32 = [&] { return byte(at) << 24 | byte(at + 1) << 16 | byte(at + 2) << 8 | byte(at + 3); };
+    if (id == 0x27) return u32();
+    if (id == 0x11) at += 4;                                          // session expiry interval
+    else if (id == 0x21 || id == 0x22) at += 2;                       // receive / topic alias maximum
+    else if (id == 0x17 || id == 0x19) at += 1;                       // request problem / response information
+    else return 0;                                                    // not one libmosquitto sends unasked
+  }
+  return 0;
+}
+
 // An MQTT server over TLS that writes several packets in one TLS record, as servers that
-// gather their writes do (mosquitto writes one record a packet). To its first client: a CONNACK,
+// gather their writes do (mosquitto writes one record a packet). To its client: a CONNACK,
 // then, once it subscribed, one record holding the SUBACK and `count` QoS 0 messages on b/<i>
-// with the payload <i>; then nothing more (the client's keepalive is a minute away).
+// with the payload <i>; then nothing more (the client's keepalive is a minute away). It speaks
+// the protocol version the client's CONNECT asks for; `only311`: it refuses an MQTT 5 CONNECT
+// as a server of 3.1.1 only does (a 3.1.1 CONNACK, "unacceptable protocol version") and
+// closes, and serves the client's next connection.
 class OneRecordServer {
  public:
-  explicit OneRecordServer(int count) : count_(count) {
+  explicit OneRecordServer(int count, bool only311 = false) : count_(count), only311_(only311) {
     char tmpl[] = "/tmp/pine-one-record-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
     makeCertificates(dir_);
@@ -96,6 +122,12 @@ class OneRecordServer {
   std::string url() const { return "mqtts://127.0.0.1:" + std::to_string(port_); }
   std::string caFile() const { return dir_ + "/ca.crt"; }
   bool recordSent() const { return sent_; }  // as one record
+  // What the CONNECTs asked for: protocol levels in order, and the first one's Maximum Packet Size.
+  std::vector<int> levels() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return levels_;
+  }
+  uint32_t maxPacket() const { return maxPacket_; }
 
  private:
   static void appendLength(std::string& out, size_t n) {
@@ -124,42 +156,68 @@ class OneRecordServer {
     return true;
   }
   void serve() {
-    pollfd p{listen_, POLLIN, 0};
-    if (::poll(&p, 1, 20000) != 1) return;
-    int fd = ::accept(listen_, nullptr, nullptr);
-    if (fd < 0) return;
-    SSL* ssl = SSL_new(ctx_);
-    SSL_set_fd(ssl, fd);
+    for (bool served = false; !served;) {
+      pollfd p{listen_, POLLIN, 0};
+      if (::poll(&p, 1, 20000) != 1) return;
+      int fd = ::accept(listen_, nullptr, nullptr);
+      if (fd < 0) return;
+      SSL* ssl = SSL_new(ctx_);
+      SSL_set_fd(ssl, fd);
+      served = serveOne(ssl);
+      SSL_free(ssl);
+      ::close(fd);
+    }
+  }
+  // False when it refused the connection for its protocol version.
+  bool serveOne(SSL* ssl) {
     unsigned char type = 0;
     std::string body;
-    if (SSL_accept(ssl) == 1 && readPacket(ssl, type, body) && type == 0x10) {
-      SSL_write(ssl, "\x20\x02\x00\x00", 4);  // CONNACK: accepted
-      while (readPacket(ssl, type, body) && (type & 0xf0) != 0x80) {
-      }
-      if ((type & 0xf0) == 0x80 && body.size() >= 2) {
-        std::string record = "\x90\x03";  // SUBACK for its packet id, QoS 1 granted
-        record += body.substr(0, 2);
-        record += '\x01';
-        for (int i = 0; i < count_; ++i) {
-          std::string topic = "b/" + std::to_string(i), payload = std::to_string(i);
-          record += '\x30';  // PUBLISH, QoS 0
-          appendLength(record, 2 + topic.size() + payload.size());
-          record += static_cast<char>(topic.size() >> 8);
-          record += static_cast<char>(topic.size() & 0xff);
-          record += topic + payload;
-        }
-        // One write of at most 16 KiB is one TLS record.
-        sent_ = record.size() <= 16384 &&
-                SSL_write(ssl, record.data(), static_cast<int>(record.size())) == static_cast<int>(record.size());
-        while (readPacket(ssl, type, body)) {  // until the client goes
-        }
-      }
+    if (SSL_accept(ssl) != 1 || !readPacket(ssl, type, body) || type != 0x10 || body.size() < 7) return true;
+    const bool v5 = body[6] == 5;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (levels_.empty()) maxPacket_ = maximumPacketSize(body);
+      levels_.push_back(body[6]);
     }
-    SSL_free(ssl);
-    ::close(fd);
+    if (v5 && only311_) {
+      SSL_write(ssl, "\x20\x02\x00\x01", 4);  // a 3.1.1 CONNACK: unacceptable protocol version
+      return false;
+    }
+    // MQTT 5 packets carry a properties length (none here) after their variable header.
+    if (v5)
+      SSL_write(ssl, "\x20\x03\x00\x00\x00", 5);  // CONNACK: accepted
+    else
+      SSL_write(ssl, "\x20\x02\x00\x00", 4);
+    while (readPacket(ssl, type, body) && (type & 0xf0) != 0x80) {
+    }
+    if ((type & 0xf0) != 0x80 || body.size() < 2) return true;
+    std::string record = v5 ? "\x90\x04" : "\x90\x03";  // SUBACK for its packet id, QoS 1 granted
+    record += body.substr(0, 2);
+    if (v5) record += '\0';
+    record += '\x01';
+    for (int i = 0; i < count_; ++i) {
+      std::string topic = "b/" + std::to_string(i), payload = std::to_string(i);
+      record += '\x30';  // PUBLISH, QoS 0
+      appendLength(record, 2 + topic.size() + (v5 ? 1 : 0) + payload.size());
+      record += static_cast<char>(topic.size() >> 8);
+      record += static_cast<char>(topic.size() & 0xff);
+      record += topic;
+      if (v5) record += '\0';
+      record += payload;
+    }
+    // One write of at most 16 KiB is one TLS record.
+    sent_ = record.size() <= 16384 &&
+            SSL_write(ssl, record.data(), static_cast<int>(record.size())) == static_cast<int>(record.size());
+    while (readPacket(ssl, type, body)) {  // until the client goes
+    }
+    return true;
   }
 
   int count_;
+  bool only311_;
+  mutable std::mutex mu_;
+  std::vector<int> levels_;
+  std::atomic<uint32_t> maxPacket_{0};
   std::string dir_;
   SSL_CTX* ctx_ = nullptr;
   int listen_ = -1, port_ = 0;
@@ -194,8 +252,30 @@ TEST_CASE("connector: messages a TLS server packs into one record all arrive, af
     CHECK(loop.until([&] { return static_cast<int>(loop.drafts.size()) >= count; }, 10s));
     CHECK(server.recordSent());
     CHECK(allInOrder(loop.drafts, count));
+    // MQTT 5, telling the server the largest packet it may send.
+    CHECK(server.levels() == std::vector<int>{5});
+    CHECK(server.maxPacket() == pine::mqtt::kMaxPacketBytes);
     manager.update({});
   }
+}
+
+TEST_CASE("connector: a server of MQTT 3.1.1 only is spoken to in 3.1.1 at once, said once, and its messages arrive") {
+  LogCapture log;
+  OneRecordServer server(3, /*only311=*/true);
+  Loop loop;
+  Connectors conns;
+  SourceManager manager(loop.io, loop.sink(), conns.opener(loop.io), fast());
+  auto source = mqttSource("old", server.url(), {"b/#"});
+  source.caFile = server.caFile();
+  manager.update({source});
+  CHECK(loop.until([&] { return loop.drafts.size() >= 3; }, 10s));
+  CHECK(allInOrder(loop.drafts, 3));
+  CHECK(server.levels() == std::vector<int>{5, 4});
+  CHECK(log.occurrences("does not speak MQTT 5") == 2);  // the fallback's note, and the connected line
+  CHECK(log.occurrences("connected (MQTT 3.1.1: the server does not speak MQTT 5)") == 1);
+  CHECK(log.occurrences("cannot reach the MQTT server") == 0);  // no wait, no failure counted
+  CHECK(manager.notRunning().empty());
+  manager.update({});
 }
 
 TEST_CASE("connector: the login from .env is accepted; the broker never held it") {

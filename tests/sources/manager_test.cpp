@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <sstream>
 #include <utility>
@@ -205,6 +206,40 @@ TEST_CASE("manager: invalid UTF-8 becomes U+FFFD, oversize messages are dropped 
   loop.run(std::chrono::milliseconds(300));
   CHECK(log.occurrences("dropped a message of 262145 bytes") == 1);
   CHECK(count(loop.drafts, "house/big") == 0);
+}
+
+namespace {
+// A process's peak resident memory (VmHWM) in KiB, 0 when it cannot be read.
+long peakKb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("manager: a message far over 256 KiB is never sent to pine-mqtt, whose memory stays flat; one at the limit arrives") {
+  LogCapture log;
+  Mosquitto broker;
+  Loop loop;
+  Client client(broker.port());
+  Connectors conns;
+  SourceManager manager(loop.io, loop.sink(), conns.opener(loop.io), fast());
+  manager.update({mqttSource("house", broker.url(), {"house/#"})});
+  REQUIRE(waitSubscribed(loop, client, "house/probe", 10s));
+  REQUIRE(conns.pids().size() == 1);
+  const pid_t connector = conns.pids().front();
+  const long before = peakKb(connector);
+  REQUIRE(before > 0);
+  // The server keeps the order: had pine-mqtt been sent the 32 MB message, it would have read it
+  // whole (libmosquitto does) before the next one arrived.
+  client.publish("house/huge", std::string(32u << 20, 'x'));
+  client.publish("house/limit", std::string(pine::sources::kMaxPayloadBytes, 'x'));
+  REQUIRE(loop.until([&] { return find(loop.drafts, "house/limit") != nullptr; }, 20s));
+  CHECK(count(loop.drafts, "house/huge") == 0);
+  const long after = peakKb(connector);
+  CHECK_MESSAGE(after - before < 8 * 1024, "pine-mqtt's peak grew from ", before, " to ", after, " KiB");
+  CHECK(find(loop.drafts, "house/limit")->payload.size() == pine::sources::kMaxPayloadBytes + 2);
 }
 
 TEST_CASE("manager: messages on pine's own topics are dropped, others pass") {
