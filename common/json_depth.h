@@ -6,6 +6,9 @@
 
 namespace pine {
 
+// Deeper than any honest message: a reader of outside JSON keeps deeper text as a string.
+inline constexpr int kMaxOutsideJsonDepth = 64;
+
 inline int jsonNestingDepth(std::string_view text) {
   int depth = 0, deepest = 0;
   bool inString = false;

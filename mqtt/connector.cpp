@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/rpc_link.h"
+#include "mqtt/payload_redaction.h"
 #include "mqtt/session.h"
 #include "proto/mqtt.capnp.h"
 #include "redact/redactor.h"
@@ -84,14 +85,7 @@ kj::Promise<void> pump(Handoff& handoff, proto::mqtt::MqttEvents::Client& events
         auto list = req.initMessages(static_cast<unsigned>(batch.size()));
         for (size_t i = 0; i < batch.size(); ++i) {
           if (!known.find(batch[i].topic).empty()) batch[i].topic = known.redact(batch[i].topic);
-          auto& p = batch[i].payload;
-          const size_t first = p.find_first_not_of(" \t\r\n");
-          const bool json = first != std::string::npos && (p[first] == '{' || p[first] == '[');
-          // JSON is read decoded by the broker: a value written with escapes ("S3cret\u002dpw") is
-          // not in the raw text, so a JSON text with any escape is redacted as JSON; one without
-          // has its strings as written, and the raw scan is exact.
-          if (!known.find(p).empty() || (json && p.find('\\') != std::string::npos))
-            p = json ? known.redact(p, redact::Format::kJson) : known.redact(p);  // JSON stays JSON
+          batch[i].payload = redactedPayload(std::move(batch[i].payload), known);
           list[i].setTopic(batch[i].topic);
           list[i].setRetained(batch[i].retained);
           list[i].setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(batch[i].payload.data()),

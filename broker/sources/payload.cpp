@@ -5,24 +5,7 @@
 #include "common/outside_json.h"
 
 namespace pine::sources {
-bool jsonNestingWithin(std::string_view s, int limit) {
-  int depth = 0;
-  bool inString = false, escaped = false;
-  for (char c : s) {
-    if (inString) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return true;
-}
+bool jsonNestingWithin(std::string_view s, int limit) { return jsonNestingDepth(s) <= limit; }
 
 std::optional<std::string> payloadToJson(std::string_view bytes) {
   using nlohmann::json;

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/json_depth.h"
+
 namespace pine::sources {
 
 // Larger messages are dropped (with a log line), not truncated: half a JSON
@@ -12,7 +14,7 @@ namespace pine::sources {
 inline constexpr size_t kMaxPayloadBytes = 256 * 1024;
 // Deeper JSON is kept as a string: nesting this deep is no data anyone sends,
 // and printing it again would recurse once per level.
-inline constexpr int kMaxJsonDepth = 64;
+inline constexpr int kMaxJsonDepth = kMaxOutsideJsonDepth;
 
 // Whether the brackets of `s` (outside its strings) nest at most `limit` deep; checked before a
 // parse, so that a hostile "[[[[..." never reaches the recursive printer.

@@ -70,9 +70,10 @@ TEST_CASE("mqtt: the login from .env reaches only pine-mqtt; events arrive; the 
     client.publish("house/echo", R"({"config": {"user": ")" + user + R"(", "password": ")" + password + R"("}, "n": 1})");
     client.publish("house/" + password, "plain " + password);
     client.publish("house/escaped", R"({"p": ")" + escaped + R"("})");
+    client.publish("house/bom", "\xef\xbb\xbf\"" + escaped + "\"");  // a byte-order mark, then one JSON string
     client.publish("house/" + password + "/big", std::string(300 * 1024, 'x'));
     auto a = pined.api("GET", "/v1/events?topic=house/echo").json(), b = pined.api("GET", "/v1/events?topic=house/%23").json();
-    return a.is_object() && !a["events"].empty() && b.is_object() && b["events"].size() >= 4 &&
+    return a.is_object() && !a["events"].empty() && b.is_object() && b["events"].size() >= 5 &&
            readText(home + "/data/logs/broker.log").find("dropped a message of") != std::string::npos;
   }, 20s);
   REQUIRE(echoed);
@@ -89,6 +90,9 @@ TEST_CASE("mqtt: the login from .env reaches only pine-mqtt; events arrive; the 
   auto esc = pined.api("GET", "/v1/events?topic=house/escaped").json()["events"];
   REQUIRE(!esc.empty());
   CHECK(esc[0]["payload"]["p"] == "[redacted]");
+  auto bom = pined.api("GET", "/v1/events?topic=house/bom").json()["events"];
+  REQUIRE(!bom.empty());
+  CHECK(bom[0]["payload"] == "[redacted]");
 
   auto connectors = running("pine-mqtt");
   auto brokers = running("pine-broker");

@@ -1,0 +1,75 @@
+// pine-mqtt's payload redaction (mqtt/payload_redaction.h) against the broker's reading of the
+// same bytes (broker/sources/payload.h): whatever the broker would store holds no login value,
+// however the payload writes it; a payload that holds none reaches the broker as it was sent.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "broker/sources/payload.h"
+#include "mqtt/payload_redaction.h"
+
+namespace {
+
+const std::string kPassword = "S3cr3tMqttPw-7f3a9", kUser = "pineuser-Qw81z";
+const std::string kBom = "\xef\xbb\xbf";
+
+// "\u0053\u0033..." for every character of s.
+std::string allEscaped(const std::string& s) {
+  std::string out;
+  char buf[8];
+  for (unsigned char c : s) {
+    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+    out += buf;
+  }
+  return out;
+}
+
+// What the broker stores for what pine-mqtt hands it.
+std::string stored(const std::string& payload) {
+  const pine::redact::Redactor known({kPassword, kUser});
+  return pine::sources::payloadToJson(pine::mqtt::redactedPayload(payload, known)).value();
+}
+
+}  // namespace
+
+TEST_CASE("mqtt redaction: a login value the broker would decode is redacted however the JSON writes it") {
+  std::string dashEscaped = kPassword;
+  dashEscaped.replace(dashEscaped.find('-'), 1, "\\u002d");
+  const std::string cases[] = {
+      "\"" + allEscaped(kPassword) + "\"",                        // a whole JSON text that is one string
+      "  \"" + dashEscaped + "\"",                                // the same after spaces
+      kBom + "\"" + allEscaped(kPassword) + "\"",                 // after a byte-order mark
+      kBom + "{\"a\":\"" + allEscaped(kPassword) + "\"}",         // an object after one
+      kBom + "[\"pineuser\\u002dQw81z\"]",                        // the user name, in an array
+      "{\"" + allEscaped(kPassword) + "\": 1}",                   // as a key
+      "{\"a\": [1, {\"b\": \"x " + dashEscaped + " y\"}]}",       // inside a longer string, nested
+      "\"" + kPassword.substr(0, 5) + "\\/" + "\"",               // not it: the twin below
+  };
+  for (size_t i = 0; i + 1 < std::size(cases); ++i) {
+    CAPTURE(cases[i]);
+    const std::string s = stored(cases[i]);
+    CHECK(s.find(kPassword) == std::string::npos);
+    CHECK(s.find(kUser) == std::string::npos);
+    CHECK(s.find("[redacted]") != std::string::npos);
+  }
+  // Before: only a text starting with { or [ was read as JSON (the first four cases stored the
+  // password), and the broker's reading skips a byte-order mark (the next two).
+}
+
+TEST_CASE("mqtt redaction: a payload without a login value reaches the broker as sent; JSON stays JSON") {
+  const pine::redact::Redactor known({kPassword, kUser});
+  const std::string plain[] = {
+      "\"caf\\u00e9 \\/ open\"", kBom + "{\"door\":\"open\\n\"}", "{\"n\": 1.50}", "no json at all \\u0041",
+      std::string(70, '[') + "\\u0041",  // deeper than the broker reads as JSON: its bytes
+  };
+  for (const auto& p : plain) {
+    CAPTURE(p);
+    CHECK(pine::mqtt::redactedPayload(p, known) == p);
+  }
+  // A value in plain bytes is still found, in JSON and out of it; JSON stays parseable.
+  CHECK(stored("{\"p\": \"" + kPassword + "\", \"n\": 2}") == "{\"n\":2,\"p\":\"[redacted]\"}");
+  CHECK(stored("plain " + kPassword) == "\"plain [redacted]\"");
+  // Deeper than the broker parses, with the value escaped: the broker keeps the bytes as a string,
+  // escapes and all, and no reader of the event decodes them; written plainly it is found.
+  CHECK(stored(std::string(70, '[') + kPassword).find(kPassword) == std::string::npos);
+}
