@@ -5,6 +5,7 @@
 #include "broker/event_bus.h"
 #include "broker/policy/routing.h"
 #include "broker/policy/run_limits.h"
+#include "broker/policy/setup_rules.h"
 #include "broker/policy/topics.h"
 #include "common/log.h"
 #include "common/outside_text.h"
@@ -160,6 +161,20 @@ void EventRouter::deliverToSubscriptions(const store::Event& e) {
   for (auto& s : subs) {
     if (s.source != e.source) continue;
     if (!s.topic.empty() && !policy::topicMatches(s.topic, e.topic)) continue;
+    const config::Source* src = nullptr;
+    for (auto& c : config_->pine.sources)
+      if (c.name == s.source) src = &c;
+    // The source may have changed since the subscription was made (it belongs to another agent
+    // now, or another source took its name): what subscribing would refuse now is not delivered.
+    std::optional<std::string> why = src ? policy::subscriptionProblem(*src, s.agent, "")
+                                         : std::optional<std::string>("no source '" + s.source + "' in pine.yaml");
+    if (why) {
+      if (refusedSubscriptions_.insert(s.id).second) {
+        spdlog::warn("subscription {} ({} in {}) gets no events of '{}': {}", s.id, s.agent, s.session, s.source, *why);
+        audit("subscription.refused", {{"subscription", s.id}, {"agent", s.agent}, {"source", s.source}, {"why", *why}});
+      }
+      continue;
+    }
     if (s.lastDeliveredMs && now - s.lastDeliveredMs < (long long)s.throttleSec * 1000) {
       audit("subscription.throttled", {{"subscription", s.id}, {"eventId", e.id}});
       continue;
@@ -168,10 +183,7 @@ void EventRouter::deliverToSubscriptions(const store::Event& e) {
     for (auto& c : subscriptions_)
       if (c.id == s.id) c.lastDeliveredMs = now;
     // What a source reports is outside content unless the owner marked that source trust: owner.
-    const config::Source* src = nullptr;
-    for (auto& c : config_->pine.sources)
-      if (c.name == s.source) src = &c;
-    bool owner = src && src->trust == config::Trust::Owner && e.trust == "owner";
+    bool owner = src->trust == config::Trust::Owner && e.trust == "owner";
     RunRequest r;
     r.agent = s.agent;
     r.origin = "subscription:" + s.id;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,7 @@ class EventRouter {
   Feed& feed_;
   Submit submit_;
   std::vector<store::SubscriptionRow> subscriptions_;
+  std::set<std::string> refusedSubscriptions_;  // said once each: their source no longer allows them
   std::unique_ptr<sources::SourceManager> sources_;
   // Events per configured source not yet added to the store's status lines: written every few
   // seconds, not in the event's own transaction, so counting costs the intake nothing; with the

@@ -356,6 +356,42 @@ TEST_CASE("subscriptions: events of a subscribed source arrive in the conversati
   CHECK(tasksOf(pined, "relay-sub").size() == before + 1);
 }
 
+TEST_CASE("subscriptions: a source given to another agent no longer reaches a subscription made before") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, {{"relay-sub", "description: subscriber\ntools: [read, subscribe]\n"}, {"relay-other", "description: x\n"}},
+            "sources:\n  - {name: owner, type: webhook, open: true, topic: feed/in}\n"
+            "limits:\n  subscriptionThrottleSec: 0\n");
+  Pined pined(home, fixtureWorker(), {});
+  auto sub = message(pined, "relay-sub", "CALL subscribe {\"source\": \"owner\"}\n");
+  REQUIRE(has(sub, "answer", "subscribe: ok: subscribed"));
+  size_t before = tasksOf(pined, "relay-sub").size();
+  // The legitimate twin: while the source is everyone's, its events arrive.
+  publishOwner(pined, "feed/a");
+  REQUIRE(waitUntil([&] { return tasksOf(pined, "relay-sub").size() == before + 1; }, 20s));
+
+  // Now it is relay-other's (subscribing now is refused: "belongs to agent relay-other").
+  std::string yaml = readText(home + "/pine.yaml");
+  const std::string was = "{name: owner, type: webhook, open: true, topic: feed/in}";
+  REQUIRE(yaml.find(was) != std::string::npos);
+  yaml.replace(yaml.find(was), was.size(), "{name: owner, type: webhook, open: true, topic: feed/in, agent: relay-other}");
+  writeText(home + "/pine.yaml", yaml);
+  auto r = pined.ctl({"reload"});
+  REQUIRE_MESSAGE(r.exitCode == 0, r.err);
+  auto again = pined.ctl({"subscribe", "relay-sub", "owner"});
+  CHECK(again.exitCode != 0);
+  CHECK_MESSAGE(contains(again.err + again.out, "belongs to agent relay-other"), again.err);
+  size_t after = tasksOf(pined, "relay-sub").size();
+  publishOwner(pined, "feed/b");
+  publishOwner(pined, "feed/c");
+  // Before: a run of relay-sub with relay-other's events.
+  CHECK_FALSE(waitUntil([&] { return tasksOf(pined, "relay-sub").size() > after; }, 3s));
+  REQUIRE(waitUntil([&] { return !audit(pined, "subscription.refused").empty(); }, 10s));
+  auto refused = audit(pined, "subscription.refused");
+  CHECK(refused.size() == 1);  // said once, not per event
+  CHECK(refused[0]["why"] == "source 'owner' belongs to agent relay-other, not relay-sub");
+}
+
 TEST_CASE("delegation: off-list, loop and depth refused with the reason; a tainted delegate taints the caller") {
   TempDir dir;
   std::string home = dir.path() + "/home";
