@@ -30,6 +30,7 @@ JobSpec readJob(proto::mqtt::MqttJob::Reader r) {
   j.clientId = text(r.getClientId());
   for (auto t : r.getTopics()) j.topics.push_back(text(t));
   for (auto t : r.getPublish()) j.publish.push_back(text(t));
+  for (auto t : r.getUnsubscribe()) j.unsubscribe.push_back(text(t));
   j.qos = r.getQos() > 2 ? 1 : r.getQos();
   j.keepaliveSec = r.getKeepaliveSec() < 5 ? 60 : r.getKeepaliveSec();
   j.username = text(r.getUsername());

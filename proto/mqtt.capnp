@@ -26,6 +26,9 @@ struct MqttJob {
   caBundle @11 :Data;          # PEM read by pined from the source's caFile; empty: the system's CAs
   reconnectMinMs @12 :UInt32;  # the first wait after losing the server; it doubles, with jitter,
   reconnectMaxMs @13 :UInt32;  # up to this
+  unsubscribe @14 :List(Text); # filters this client id subscribed to before and not now: removed
+                               # on every connect, before `topics` are subscribed (the session at
+                               # the server keeps its subscriptions)
 }
 
 interface MqttSession {

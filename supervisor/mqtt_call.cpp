@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 
 #include "common/cloexec.h"
@@ -51,21 +54,47 @@ struct PendingJob {
 
 }  // namespace
 
+std::vector<std::string> mqttFiltersBefore(const std::string& pineHome, const std::string& clientId,
+                                           const std::vector<std::string>& now) {
+  const std::string dir = pineHome + "/data/mqtt", path = dir + "/" + clientId + ".json";
+  std::set<std::string> held(now.begin(), now.end()), before;
+  std::vector<std::string> gone;
+  try {
+    nlohmann::json saved = nlohmann::json::parse(readFile(path));
+    for (const auto& f : saved.at("filters")) before.insert(f.get<std::string>());
+  } catch (const std::exception&) {
+    // None yet (a new source), or unreadable: nothing known to unsubscribe.
+  }
+  for (const auto& f : before)
+    if (!held.count(f)) gone.push_back(f);
+  // Kept until the list grows past what anyone edits by hand; then only the filters of now.
+  if (before.size() + held.size() <= 1000) held.insert(before.begin(), before.end());
+  if (held != before) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    ::chmod(dir.c_str(), 0700);
+    try {
+      writeFileAtomic(path, nlohmann::json{{"filters", held}}.dump() + "\n", 0600);
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot keep the MQTT filters of {} in {}: {}", clientId, path, e.what());
+    }
+  }
+  return gone;
+}
+
 std::optional<std::string> mqttJobFor(const config::Source& s, const secrets::SecretStore& store,
                                       const std::string& pineHome, mqtt::JobSpec& job) {
   job.source = s.name;
   if (auto why = mqtt::parseMqttUrl(s.url, job.address)) return "source '" + s.name + "': " + *why;
-  // The same id on every start of this source with these topics, one per home: the server keeps
-  // the session (what was not acknowledged, what came while pine was away) for the next
-  // pine-mqtt. Other topics make another session, so that a topic taken out of the list is not
-  // still delivered by the old session's subscription. 21 characters of [0-9a-z-], which every
-  // MQTT 3.1.1 server must accept.
-  std::vector<std::string> topics = s.topics;
-  std::sort(topics.begin(), topics.end());
-  std::string identity = pineHome + "\n" + s.name;
-  for (const auto& t : topics) identity += "\n" + t;
-  job.clientId = "pine-" + sha256Hex(identity).substr(0, 16);
+  // The same id on every start of this source, one per home, whatever its topics: the server keeps
+  // the session (what was not acknowledged, what came while pine was away or while a reload
+  // changed the topics) for the next pine-mqtt. An id per topic list lost what came between two
+  // lists, and a list put back found its old session with everything since queued again. The
+  // filters the session had and the source no longer lists are unsubscribed (mqttFiltersBefore).
+  // 21 characters of [0-9a-z-], which every MQTT 3.1.1 server must accept.
+  job.clientId = "pine-" + sha256Hex(pineHome + "\n" + s.name).substr(0, 16);
   job.topics = s.topics;
+  job.unsubscribe = mqttFiltersBefore(pineHome, job.clientId, s.topics);
   job.publish = s.publish;
   if (auto why = secretValue(s, store, "usernameSecret", s.usernameSecret, job.username)) return why;
   if (auto why = secretValue(s, store, "passwordSecret", s.passwordSecret, job.password)) return why;

@@ -61,6 +61,8 @@ kj::Array<capnp::word> encodeJob(const JobSpec& j) {
   job.setClientId(j.clientId);
   auto topics = job.initTopics(static_cast<unsigned>(j.topics.size()));
   for (unsigned i = 0; i < j.topics.size(); ++i) topics.set(i, j.topics[i]);
+  auto gone = job.initUnsubscribe(static_cast<unsigned>(j.unsubscribe.size()));
+  for (unsigned i = 0; i < j.unsubscribe.size(); ++i) gone.set(i, j.unsubscribe[i]);
   auto publish = job.initPublish(static_cast<unsigned>(j.publish.size()));
   for (unsigned i = 0; i < j.publish.size(); ++i) publish.set(i, j.publish[i]);
   job.setQos(static_cast<uint8_t>(j.qos));

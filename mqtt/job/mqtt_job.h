@@ -25,6 +25,7 @@ struct JobSpec {
   MqttAddress address;
   std::string clientId;  // empty: a random one (libmosquitto makes it)
   std::vector<std::string> topics;
+  std::vector<std::string> unsubscribe;  // filters this id's session had before and not now
   std::vector<std::string> publish;
   int qos = 1;
   int keepaliveSec = 60;

@@ -242,6 +242,39 @@ TEST_CASE("manager: a message far over 256 KiB is never sent to pine-mqtt, whose
   CHECK(find(loop.drafts, "house/limit")->payload.size() == pine::sources::kMaxPayloadBytes + 2);
 }
 
+TEST_CASE("manager: topics changed and put back: nothing lost between, nothing twice after, a dropped filter unsubscribed") {
+  LogCapture log;
+  Mosquitto broker;
+  Loop loop;
+  Client client(broker.port());
+  Connectors conns;
+  SourceManager manager(loop.io, loop.sink(), conns.opener(loop.io), fast());
+  const auto both = mqttSource("house", broker.url(), {"t/#", "u/#"}), one = mqttSource("house", broker.url(), {"t/#"});
+  manager.update({both});
+  REQUIRE(waitSubscribed(loop, client, "u/probe", 10s));
+  // Sent while the change is under way: the old session stops, the new one is not there yet.
+  for (int i = 0; i < 10; ++i) client.publish("t/a" + std::to_string(i), std::to_string(i));
+  manager.update({one});
+  for (int i = 10; i < 20; ++i) client.publish("t/a" + std::to_string(i), std::to_string(i));
+  REQUIRE(waitSubscribed(loop, client, "t/probe", 10s));
+  client.publish("u/gone", "1");  // no longer listed: the server is told, and sends it no more
+  for (int i = 0; i < 20; ++i) client.publish("t/b" + std::to_string(i), std::to_string(i));
+  REQUIRE(loop.until([&] { return find(loop.drafts, "t/b19") != nullptr; }, 10s));
+  // Back to the first list, whose session (before: a client id per topic list) had everything
+  // since kept for it, and sent it all again.
+  manager.update({both});
+  REQUIRE(waitSubscribed(loop, client, "u/probe2", 10s));
+  loop.run(1500ms);
+  for (const char* p : {"t/a", "t/b"})
+    for (int i = 0; i < 20; ++i) {
+      CAPTURE(p);
+      CAPTURE(i);
+      CHECK(count(loop.drafts, p + std::to_string(i)) == 1);  // before: t/a10..19 none, all of t/b twice
+    }
+  CHECK(count(loop.drafts, "u/gone") == 0);
+  CHECK(log.occurrences("not one of the source's topics") == 0);  // unsubscribed, not heard and dropped
+}
+
 TEST_CASE("manager: messages on pine's own topics are dropped, others pass") {
   LogCapture log;
   Mosquitto broker;
