@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "common/fd.h"
@@ -56,6 +57,17 @@ std::pair<dev_t, ino_t> fileIdentity(const std::string& path) {
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) return {0, 0};
   return {st.st_dev, st.st_ino};
+}
+
+// Each folder with what is at its path now ({0, 0}: nothing), following a link as Landlock does.
+std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> folderIdentities(const std::vector<std::string>& paths) {
+  std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> out;
+  for (const auto& p : paths) {
+    struct stat st;
+    out.emplace_back(p, stat(p.c_str(), &st) == 0 ? std::pair<dev_t, ino_t>{st.st_dev, st.st_ino}
+                                                   : std::pair<dev_t, ino_t>{0, 0});
+  }
+  return out;
 }
 
 nlohmann::json exitFields(int status) {
@@ -126,11 +138,18 @@ void Supervisor::restartBrokerIfEnvReplaced(const char* why) {
 
 void Supervisor::restartBrokerIfFoldersChanged() {
   auto cfg = config_.current();
-  if (brokerPid_ == 0 || !cfg || watchedFolders(*cfg) == brokerFolders_) return;
-  // The broker's sandbox holds exactly the folders of the configuration it started with.
-  spdlog::warn("the folder sources' folders changed: restarting the broker so that its sandbox holds exactly those");
-  audit("broker.restart", {{"reason", "the folder sources' folders changed"}, {"process_pid", brokerPid_}});
-  brokerFolders_ = watchedFolders(*cfg);  // asked once, even if reloaded again meanwhile
+  if (brokerPid_ == 0 || !cfg) return;
+  auto now = folderIdentities(watchedFolders(*cfg));
+  if (now == brokerFolders_) return;
+  // The broker's sandbox holds exactly the folders of the configuration it started with, as they
+  // were then: a folder removed and made again at its path is another one, closed to it.
+  bool samePaths = now.size() == brokerFolders_.size() &&
+                   std::equal(now.begin(), now.end(), brokerFolders_.begin(),
+                              [](const auto& a, const auto& b) { return a.first == b.first; });
+  std::string reason = samePaths ? "a folder source's folder was made anew at its path" : "the folder sources' folders changed";
+  spdlog::warn("{}: restarting the broker so that its sandbox holds exactly those there now", reason);
+  audit("broker.restart", {{"reason", reason}, {"process_pid", brokerPid_}});
+  brokerFolders_ = std::move(now);  // asked once, even if reloaded again meanwhile
   // A moment later: a reload the owner asked for through the broker (pinectl reload) gets its answer first.
   tasks_.add(io_.provider->getTimer().afterDelay(1 * kj::SECONDS).then([this, pid = brokerPid_]() {
     if (brokerPid_ == pid) children_.signal(pid, SIGTERM);
@@ -237,7 +256,7 @@ sandbox::PreparedSandbox Supervisor::prepareBroker() {
     // No connectPorts: MQTT sessions run in pine-mqtt (openMqtt), so the broker connects nowhere.
     req.watchedFolders = watchedFolders(*cfg);
   }
-  brokerFolders_ = req.watchedFolders;
+  brokerFolders_ = folderIdentities(req.watchedFolders);
   return sandbox::prepareBrokerSandbox(req, sandboxes_.host(), options_.brokerIds.value_or(sandbox::SandboxIds{0, 0}));
 }
 

@@ -137,7 +137,9 @@ class Supervisor final : private kj::TaskSet::ErrorHandler {
   bool startSaid_ = false;  // the one line that says pined has started (and the broker's problems)  // it serves the control API: pine.sock's connections go to it
   pid_t brokerPid_ = 0;                          // the broker's launcher (its monitor), 0 when none
   std::pair<dev_t, ino_t> maskedEnv_{0, 0};      // the .env the running broker's mask covers
-  std::vector<std::string> brokerFolders_;       // the watched folders the running broker's sandbox grants
+  // The watched folders the running broker's sandbox grants, each with the (device, inode) it had
+  // then: Landlock grants the folder that was there, not the path.
+  std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> brokerFolders_;
   config::ActiveConfig config_;
   secrets::SecretStore secrets_;
   std::shared_ptr<const redact::Redactor> redactor_;  // rebuilt whenever the secrets change

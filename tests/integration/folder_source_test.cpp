@@ -175,6 +175,40 @@ TEST_CASE("a folder added by the owner's reload: pined restarts the broker, whos
   CHECK(audited);
 }
 
+TEST_CASE("a folder removed and made again: the owner's reload restarts the broker, whose sandbox then holds the new one") {
+  LINUX_BACKEND_ONLY();
+  TempDir dir;
+  std::string home = dir.path() + "/home", watched = dir.path() + "/in";
+  writeMinimalConfig(home, {"main"});
+  std::filesystem::create_directories(watched);
+  appendSources(home, "  - {name: one, type: folder, path: " + watched + ", start: always, debounceMs: 100}\n");
+  Pined pined(home, {}, {});
+  pid_t broker = pined.rolePid("broker");
+  REQUIRE(broker > 0);
+  writeText(watched + "/a.txt", "hello\n");
+  REQUIRE(waitUntil([&] { return countNamed(folderEvents(pined, "one"), "a.txt") == 1; }, 10s));
+  std::filesystem::remove_all(watched);
+  std::filesystem::create_directories(watched);
+  writeText(watched + "/b.txt", "hello\n");
+  // Before: the same paths, so the broker stayed, its sandbox holding the folder that went, and
+  // b.txt never became an event, though the source's status line said a reload would mend it.
+  auto reload = pined.ctl({"reload"});
+  CHECK_MESSAGE(reload.exitCode == 0, std::string(reload.out + reload.err));
+  REQUIRE_MESSAGE(waitUntil([&] { pid_t now = pined.rolePid("broker"); return now > 0 && now != broker; }, 15s),
+                  tailOf(pined.stderrText(), 4000));
+  CHECK_MESSAGE(waitUntil([&] { return countNamed(folderEvents(pined, "one"), "b.txt") == 1; }, 15s),
+                tailOf(pined.stderrText(), 4000));
+  bool audited = false;
+  for (auto& e : pined.auditJson("broker.restart")) audited |= e.value("reason", "").find("made anew") != std::string::npos;
+  CHECK(audited);
+  // The twin: a reload with the folder as it is keeps the broker.
+  broker = pined.rolePid("broker");
+  reload = pined.ctl({"reload"});
+  CHECK(reload.exitCode == 0);
+  std::this_thread::sleep_for(1500ms);
+  CHECK(pined.rolePid("broker") == broker);
+}
+
 TEST_CASE("as root, a folder in an agent's closed workspace: the broker still starts, the source says why it cannot run") {
   LINUX_BACKEND_ONLY();
   if (geteuid() != 0) return;  // only root's pined gives workspaces to users of their own
