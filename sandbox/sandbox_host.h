@@ -44,12 +44,20 @@ struct LaunchParams {
   std::string withoutMountNs;  // Linux: a note for the audit log when no mount namespace is made
 };
 
-// One run that read outside content: after it ends, what it created that git would obey is
-// moved aside (sandbox/linux/tainted_trees.h). undo() returns what was moved.
+// What undo() moved aside: git folders whose hooks and config it replaced (or a tree too large to
+// look through whole), and instruction files made at a tree's top.
+struct TaintUndo {
+  std::vector<std::string> gitSettings;
+  std::vector<std::string> instructionFiles;
+  bool empty() const { return gitSettings.empty() && instructionFiles.empty(); }
+};
+
+// One run that read outside content: after it ends, what it created that git or a later run
+// would obey is moved aside (sandbox/linux/tainted_trees.h).
 class TaintedRun {
  public:
   virtual ~TaintedRun() = default;
-  virtual std::vector<std::string> undo(const std::string& stamp) const = 0;
+  virtual TaintUndo undo(const std::string& stamp) const = 0;
 };
 
 // At start: what the log, the audit log and `pinectl check` say about this machine's sandbox.

@@ -1,4 +1,5 @@
 #include "supervisor/agent_shell.h"
+#include "supervisor/taint_undo.h"
 
 #include <kj/debug.h>
 #include <unistd.h>
@@ -145,8 +146,8 @@ ShellStarted startInAgentShell(Supervisor& sup, kj::AsyncIoContext& io, const Sh
                       auto moved = trees->undo(start.undoTag);
                       if (!moved.empty()) {
                         nlohmann::json f = start.audit;
-                        f.update({{"agent", start.agent}, {"git_settings_moved_aside", moved}});
-                        audit("taint.undo", f);
+                        f["agent"] = start.agent;
+                        audit("taint.undo", taintUndoFields(moved, f));
                       }
                     } catch (std::exception& e) {
                       spdlog::error("{}: checking what it left: {}", start.label, e.what());

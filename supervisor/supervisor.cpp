@@ -4,6 +4,7 @@
 
 #include "supervisor/admin_group.h"
 #include "supervisor/checkpoint_call.h"
+#include "supervisor/taint_undo.h"
 #include "supervisor/socket_carrier.h"
 
 #include <fcntl.h>
@@ -40,14 +41,9 @@ void undoTaintedRun(const sandbox::TaintedRun& trees, const std::string& taskId,
   try {
     auto moved = trees.undo(taskId);
     if (moved.empty()) return;
-    audit("taint.undo", {{"task", taskId}, {"agent", agent}, {"git_settings_moved_aside", moved},
-                         {"why", "a run that had read outside content created these repositories' hooks and config; "
-                                 "they are kept beside as hooks.tainted-TASK and config.tainted-TASK, for the owner "
-                                 "to read before using git there"}});
-    std::string list;
-    for (const auto& m : moved) list += (list.empty() ? "" : ", ") + m;
-    spdlog::warn("task {} (agent {}) had read outside content and created git settings; moved aside: {}", taskId,
-                 agent, list);
+    audit("taint.undo", taintUndoFields(moved, {{"task", taskId}, {"agent", agent}}));
+    spdlog::warn("task {} (agent {}) had read outside content and created what later runs would obey; moved aside: {}",
+                 taskId, agent, taintUndoList(moved));
   } catch (std::exception& e) {
     spdlog::error("task {} (agent {}): checking what the tainted run left: {}", taskId, agent, e.what());
   }

@@ -18,7 +18,7 @@ namespace {
 class TaintedTrees final : public TaintedRun {
  public:
   TaintedTrees(const std::vector<std::string>& roots, unsigned uid, unsigned gid) : trees_(roots, uid, gid) {}
-  std::vector<std::string> undo(const std::string& stamp) const override { return trees_.undo(stamp); }
+  TaintUndo undo(const std::string& stamp) const override { return trees_.undo(stamp); }
 
  private:
   TaintedRunTrees trees_;

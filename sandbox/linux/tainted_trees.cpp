@@ -1,6 +1,7 @@
 #include "sandbox/linux/tainted_trees.h"
 
 #include "sandbox/linux/owned_tree.h"
+#include "sandbox/policy.h"
 
 #include <kj/io.h>
 
@@ -185,20 +186,51 @@ Quarantined quarantineNewGitSettings(const std::string& root, const std::set<std
   return out;
 }
 
-TaintedRunTrees::TaintedRunTrees(std::vector<std::string> roots, unsigned uid, unsigned gid)
-    : roots_(std::move(roots)), uid_(uid), gid_(gid) {
-  for (const auto& root : roots_) before_.push_back(findGitFolders(root));
+std::set<std::string> presentNames(const std::string& root, const std::vector<std::string>& names) {
+  std::set<std::string> out;
+  kj::AutoCloseFd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir.get() < 0) return out;
+  struct stat st;
+  for (const auto& n : names)
+    if (::fstatat(dir.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) out.insert(n);
+  return out;
 }
 
-std::vector<std::string> TaintedRunTrees::undo(const std::string& stamp) const {
-  std::vector<std::string> lines;
+std::vector<std::string> quarantineNewNames(const std::string& root, const std::set<std::string>& before,
+                                            const std::vector<std::string>& names, const std::string& stamp) {
+  std::vector<std::string> moved;
+  kj::AutoCloseFd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir.get() < 0) return moved;  // gone (or never a folder): nothing at its top to be read
+  for (const auto& n : presentNames(root, names)) {
+    if (before.count(n)) continue;
+    const std::string aside = n + ".tainted-" + stamp;
+    if (::renameat(dir.get(), n.c_str(), dir.get(), aside.c_str()) != 0)
+      moved.push_back(n + " (could not be moved aside: " + std::strerror(errno) + ")");  // the owner is told
+    else
+      moved.push_back(n);
+  }
+  return moved;
+}
+
+TaintedRunTrees::TaintedRunTrees(std::vector<std::string> roots, unsigned uid, unsigned gid)
+    : roots_(std::move(roots)), uid_(uid), gid_(gid) {
+  for (const auto& root : roots_) {
+    before_.push_back(findGitFolders(root));
+    namesBefore_.push_back(presentNames(root, instructionNames()));
+  }
+}
+
+TaintUndo TaintedRunTrees::undo(const std::string& stamp) const {
+  TaintUndo out;
   for (size_t i = 0; i < roots_.size(); ++i) {
     Quarantined q = quarantineNewGitSettings(roots_[i], before_[i].found, stamp, uid_, gid_);
-    for (const auto& folder : q.folders) lines.push_back(roots_[i] + (folder.empty() ? "" : "/" + folder));
+    for (const auto& folder : q.folders) out.gitSettings.push_back(roots_[i] + (folder.empty() ? "" : "/" + folder));
     if (!q.complete || !before_[i].complete)
-      lines.push_back(roots_[i] + ": too large to look through whole; git settings below it were not all checked");
+      out.gitSettings.push_back(roots_[i] + ": too large to look through whole; git settings below it were not all checked");
+    for (const auto& n : quarantineNewNames(roots_[i], namesBefore_[i], instructionNames(), stamp))
+      out.instructionFiles.push_back(roots_[i] + "/" + n);
   }
-  return lines;
+  return out;
 }
 
 }  // namespace pine::sandbox

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/sandbox_host.h"
+
 namespace pine::sandbox {
 
 // Creates each of `names` that does not exist in the folder `base`/`rel` (reached without
@@ -44,17 +46,30 @@ struct Quarantined {
 Quarantined quarantineNewGitSettings(const std::string& root, const std::set<std::string>& before,
                                      const std::string& stamp, unsigned uid, unsigned gid);
 
+// After a tainted run: each of `names` at the top of `root` that is there now and was not in
+// `before` (a file, folder or link, not followed) is renamed `<name>.tainted-<stamp>`. A
+// missing instruction file cannot be guarded while the run lasts in a folder pine does not
+// own (the owner's opened folder, a granted one: pined creates them only in the workspace);
+// once the run has ended, no later run finds it. Returns the names moved (one that could not
+// be, with why).
+std::vector<std::string> quarantineNewNames(const std::string& root, const std::set<std::string>& before,
+                                            const std::vector<std::string>& names, const std::string& stamp);
+// Which of `names` are at the top of `root` now.
+std::set<std::string> presentNames(const std::string& root, const std::vector<std::string>& names);
+
 // The writable trees of one tainted run, looked at when it starts; `undo()` once it has
-// ended quarantines what it added (above) in each and says what, one "<tree>/<folder>"
-// a line, and a line for a tree too large to look through whole.
+// ended quarantines what it added (above) in each and says what: one "<tree>/<folder>" a
+// line for git settings (and a line for a tree too large to look through whole), one
+// "<tree>/<name>" for an instruction file.
 class TaintedRunTrees {
  public:
   TaintedRunTrees(std::vector<std::string> roots, unsigned uid, unsigned gid);
-  std::vector<std::string> undo(const std::string& stamp) const;
+  TaintUndo undo(const std::string& stamp) const;
 
  private:
   std::vector<std::string> roots_;
   std::vector<GitFolders> before_;
+  std::vector<std::set<std::string>> namesBefore_;  // instruction names at each root's top
   unsigned uid_, gid_;
 };
 
