@@ -592,8 +592,11 @@ kj::Promise<void> ControlApi::handle(Endpoint& endpoint, LimitedConnection* conn
   facts.hasOrigin = headers.get(hOrigin_) != nullptr;
   facts.hasSecFetchSite = headers.get(hSecFetchSite_) != nullptr;
   auto refuse = [&](const ApiRefusal& r) {
-    // The path only, never the query or headers: they could carry a token.
-    logRefusal(refusalsLogged_, fmt::format("{} {} refused ({}): {}", facts.method, facts.path.substr(0, 200), r.status, r.message));
+    // The path only, never the query or headers: they could carry a token; and of a hook's path
+    // not its name, which a sender may have made a secret of (HookIntake::shownUnknownName).
+    std::string path = facts.path.rfind("/hooks/", 0) == 0 ? "/hooks/(" + std::to_string(facts.path.size() - 7) + " bytes)"
+                                                           : facts.path.substr(0, 200);
+    logRefusal(refusalsLogged_, fmt::format("{} {} refused ({}): {}", facts.method, path, r.status, r.message));
     return sendError(response, r.status, r.message);
   };
   if (facts.hasOrigin || facts.hasSecFetchSite) return refuse(*checkApiRequest(facts, ""));

@@ -8,6 +8,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
 namespace pine {
 namespace {
 
@@ -47,7 +51,39 @@ std::optional<nlohmann::json> formObject(const std::string& body) {
   return out;
 }
 
+// Edits (a letter added, dropped or changed) from a to b, or more than `limit` once that is certain.
+size_t editDistance(std::string_view a, std::string_view b, size_t limit) {
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > limit) return limit + 1;
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0], best = row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t next = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = row[j];
+      best = std::min(best, row[j] = next);
+    }
+    if (best > limit) return limit + 1;
+  }
+  return row[b.size()];
+}
+
 }  // namespace
+
+std::string HookIntake::shownUnknownName(const std::string& name) const {
+  // A sender's URL may carry a secret in its path (a "secret URL" habit), and the broker holds no
+  // secret to redact it by: an unknown name is written only when it is a slip of a configured
+  // one (two edits at most), which a secret is not; else only its length.
+  const auto& cfg = *p_.config;
+  auto near = [&](const std::string& known) { return editDistance(name, known, 2) <= 2; };
+  if (name.size() <= 64) {
+    for (const auto& w : cfg.pine.webhooks)
+      if (near(w.name)) return name;
+    for (const auto& s : cfg.pine.sources)
+      if (s.type == "webhook" && near(s.name)) return name;
+  }
+  return "(a name of " + std::to_string(name.size()) + " bytes, not like any hook's)";
+}
 
 void HookIntake::auditRefusal(const std::string& hook, int status, const std::string& why) {
   // Made-up names (404) have a budget of their own: a flood of them hides no configured hook's refusals.
@@ -106,7 +142,7 @@ ApiReply HookIntake::refuseProof(const std::string& name, const std::string& why
 kj::Promise<ApiReply> HookIntake::deliver(const std::string& name, HookDelivery d) {
   auto hook = find(name);
   if (!hook) {
-    auditRefusal(name.substr(0, 64), 404, "no such hook");
+    auditRefusal(shownUnknownName(name), 404, "no such hook");
     return apiError(404, "no webhook called '" + name.substr(0, 64) + "'");
   }
   // Deliveries that proved the secret (or came to an open hook) count against the rate; failed

@@ -58,6 +58,8 @@ class HookIntake final : private kj::TaskSet::ErrorHandler {
     bool ownerTrust;
   };
   std::optional<Hook> find(const std::string& name) const;
+  // How a name no hook has is written in the audit log (never a possible secret).
+  std::string shownUnknownName(const std::string& name) const;
   // 0 when `name` had fewer than kPerMinute in `recent` in the last minute (counting this one
   // when `count`), else the seconds to wait.
   int retryAfter(std::map<std::string, std::deque<long long>>& recent, const std::string& name, bool count);

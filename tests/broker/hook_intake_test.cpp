@@ -383,6 +383,25 @@ TEST_CASE("hooks: refusals are audited 300 a minute, then counted; deliveries ar
   CHECK(count("\"hook.refused\"") == 602);
 }
 
+TEST_CASE("hooks: a secret sent as a hook's name is not written to the audit log; a mistyped name is") {
+  HookBench b;
+  const std::string auditFile = b.root + "/data/logs/audit.jsonl";
+  // A "secret URL" (/hooks/<secret>) from a sender that knows the secret, not the hook's name.
+  const std::string secretPath = "hooksecret-abcdefghijklmnop0123";
+  CHECK(b.post(secretPath, "{}", {}).status == 404);
+  CHECK(b.post(kSecret, "{}", {}).status == 404);
+  std::string audit = slurp(auditFile);
+  CHECK(audit.find(secretPath) == std::string::npos);  // before: "hook":"hooksecret-abc..."
+  CHECK(audit.find(kSecret) == std::string::npos);
+  CHECK(audit.find("(a name of 31 bytes, not like any hook's)") != std::string::npos);
+  // The twin: a slip of a configured name ("gh", "ha", "stamp") is shown as it came.
+  CHECK(b.post("stamps", "{}", {}).status == 404);
+  CHECK(b.post("gj", "{}", {}).status == 404);
+  audit = slurp(auditFile);
+  CHECK(audit.find("\"hook\":\"stamps\"") != std::string::npos);
+  CHECK(audit.find("\"hook\":\"gj\"") != std::string::npos);
+}
+
 TEST_CASE("hooks: the secret never reaches the audit log or the database; refusals say why") {
   std::string root;
   {
