@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "egress/address_policy.h"
@@ -135,11 +136,15 @@ struct Transfer {
   Transfer(Scrubber s, const redact::Redactor& used, const redact::Redactor& known,
            const std::function<void(const EgressResponseHead&)>& head,
            const std::function<bool(std::string_view)>& chunk)
-      : scrub(s), usedStream(used), knownStream(known), onHead(head), onChunk(chunk) {}
+      : scrub(s), used(used), known(known), onHead(head), onChunk(chunk) {}
 
   Scrubber scrub;
-  redact::StreamRedactor usedStream;
-  redact::StreamRedactor knownStream;
+  const redact::Redactor& used;
+  const redact::Redactor& known;
+  // Made at the body's first bytes, once its type is known: a JSON body is read with its strings
+  // decoded, so that a value written with escapes ("tok\u002d...") is found as the receiver (an
+  // event's reader, a model) would read it; any other body as plain text.
+  std::optional<redact::FormatStreamRedactor> usedStream, knownStream;
   const std::function<void(const EgressResponseHead&)>& onHead;
   const std::function<bool(std::string_view)>& onChunk;
   CURL* curl = nullptr;
@@ -163,6 +168,19 @@ struct Transfer {
   }
 
   bool deliver(std::string_view redacted) { return redacted.empty() || !onChunk || onChunk(redacted); }
+
+  void startStreams(std::string_view first) {
+    if (usedStream) return;
+    redact::Format format = redact::Format::kPlain;
+    for (const auto& [name, value] : head.headers)
+      if (lowerAscii(name) == "content-type") format = redact::formatFor(value);
+    // JSON served under another type (text/plain, or none) is still read as JSON by whoever parses it.
+    const std::size_t at = first.find_first_not_of(" \t\r\n");
+    if (format == redact::Format::kPlain && at != std::string_view::npos && (first[at] == '{' || first[at] == '['))
+      format = redact::Format::kJson;
+    usedStream.emplace(used, format);
+    knownStream.emplace(known, format);
+  }
 };
 
 size_t onHeaderLine(char* data, size_t size, size_t n, void* user) {
@@ -205,8 +223,9 @@ size_t onBody(char* data, size_t size, size_t n, void* user) {
       return 0;
     }
     t->bodyBytes += len;
-    const std::string stage = t->usedStream.feed(std::string_view(data, len));
-    if (!t->deliver(t->knownStream.feed(stage))) {
+    t->startStreams(std::string_view(data, len));
+    const std::string stage = t->usedStream->feed(std::string_view(data, len));
+    if (!t->deliver(t->knownStream->feed(stage))) {
       t->error = "the receiver stopped the transfer";
       return 0;
     }
@@ -545,8 +564,9 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
   }
   t.sendHead();
   // Two statements: the operands of + may be evaluated in either order.
-  std::string tail = t.knownStream.feed(t.usedStream.finish());
-  tail += t.knownStream.finish();
+  if (!t.usedStream) return std::nullopt;  // no body
+  std::string tail = t.knownStream->feed(t.usedStream->finish());
+  tail += t.knownStream->finish();
   if (!t.deliver(tail)) return failScrubbed("the receiver stopped the transfer");
   return std::nullopt;
 }

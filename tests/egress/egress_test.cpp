@@ -1,6 +1,8 @@
 // Egress against local servers only (127.0.0.0/8): secrets filled in and redacted,
 // address, scheme and TLS checks, size cap, no redirects, timeouts.
 #include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -201,6 +203,37 @@ TEST_CASE("secrets are filled into a header, the query and userinfo, and redacte
     const std::size_t at = last.find("Authorization: Basic ") + 21;
     const std::string b64 = last.substr(at, last.find("\r\n", at) - at);
     CHECK(ru.body.find(b64) == std::string::npos);
+  }
+}
+
+TEST_CASE("a JSON body is redacted as its reader decodes it: a value written with escapes is found") {
+  TestServer server(&env().server);
+  // "\u004b\u004e..." for each byte: what a JSON reader of the body (an event's reader, a model)
+  // turns back into the value.
+  std::string escaped;
+  for (unsigned char c : kKnownOnly) {
+    char u[8];
+    std::snprintf(u, sizeof u, "\\u%04x", c);
+    escaped += u;
+  }
+  for (const char* type : {"application/json", "text/plain", ""}) {
+    CAPTURE(type);
+    EgressRequest req;
+    req.method = "POST";
+    req.url = base(server) + "/body-echo?type=" + type;
+    req.body = "{\"note\": \"" + escaped + "\", \"n\": 1}";
+    const Result r = run(req, loopbackPolicy());
+    REQUIRE_MESSAGE(!r.error, r.error.value_or(""));
+    auto parsed = nlohmann::json::parse(r.body, nullptr, false);
+    REQUIRE_FALSE(parsed.is_discarded());
+    CHECK(parsed["note"] == "[redacted]");  // before: the escapes came back as they were
+    CHECK(parsed["n"] == 1);
+    // The twin: JSON with escapes and no secret comes back byte for byte.
+    EgressRequest plain = req;
+    plain.body = R"({"a": "caf\u00e9 \/ ok", "n": 1.50})";
+    const Result rp = run(plain, loopbackPolicy());
+    REQUIRE_MESSAGE(!rp.error, rp.error.value_or(""));
+    CHECK(rp.body == plain.body);
   }
 }
 

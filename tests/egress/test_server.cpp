@@ -278,6 +278,9 @@ void TestServer::serve(int fd) {
         std::this_thread::sleep_for(std::chrono::microseconds(300));
       }
       conn.write("0\r\n\r\n");
+    } else if (path == "/body-echo") {  // the request's body back, as ?type= says (none: no Content-Type)
+      const std::string type = queryValue(target, "type");
+      fixed("200 OK", type.empty() ? "" : "Content-Type: " + type + "\r\n", req.substr(headEnd + 4));
     } else if (path == "/header-echo") {
       fixed("200 OK", "X-Echo: " + headerValue(head, "Authorization") + "\r\n", "ok\n");
     } else if (path == "/big" || path == "/big-chunked") {
