@@ -39,8 +39,9 @@ std::optional<ApiRefusal> checkApiRequest(const ApiRequestFacts& req, const std:
   if (queryCarriesToken(req.query))
     return ApiRefusal{400, "send the token in the Authorization header, never in the URL"};
   if (req.method == "GET" && req.path == "/health") return std::nullopt;
+  // The scheme's name in any case (RFC 9110 11.1: "bearer" is "Bearer"); the token exactly.
   const std::string prefix = "Bearer ";
-  if (req.authorization.size() <= prefix.size() || req.authorization.compare(0, prefix.size(), prefix) != 0)
+  if (req.authorization.size() <= prefix.size() || lower(req.authorization.substr(0, prefix.size())) != "bearer ")
     return ApiRefusal{401, "missing bearer token (Authorization: Bearer <data/http-token>)"};
   if (!tokenEquals(req.authorization.substr(prefix.size()), token)) return ApiRefusal{401, "wrong token"};
   return std::nullopt;

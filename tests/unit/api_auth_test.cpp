@@ -32,6 +32,10 @@ TEST_CASE("wrong, truncated, extended or differently-schemed tokens are refused"
   CHECK(checkApiRequest(req("GET", "/v1/status", "bearer" + kToken), kToken)->status == 401);
   CHECK(checkApiRequest(req("GET", "/v1/status", "Bearer "), kToken)->status == 401);
   CHECK(checkApiRequest(req("GET", "/v1/status", "Bearer x"), "")->status == 401);  // no token configured: nothing matches
+  CHECK(checkApiRequest(req("GET", "/v1/status", "bearer " + kToken.substr(1)), kToken)->status == 401);
+  // The scheme's name is not case-sensitive (RFC 9110 11.1); the token is.
+  CHECK_FALSE(checkApiRequest(req("GET", "/v1/status", "bearer " + kToken), kToken));
+  CHECK_FALSE(checkApiRequest(req("GET", "/v1/status", "BEARER " + kToken), kToken));
 }
 
 TEST_CASE("requests a browser makes are refused, even with the right token") {
