@@ -7,6 +7,7 @@
 
 #include "broker/sources/ftp_listing.h"
 #include "broker/sources/poll_set.h"
+#include "redact/redactor.h"
 
 namespace pine::sources {
 namespace {
@@ -80,10 +81,22 @@ kj::Promise<void> FtpPoller::judge(FtpAnswer answer) {
     d.topic = source_.topic.empty() ? "ftp/" + source_.name : source_.topic;
     d.trust = source_.trust == config::Trust::Owner ? "owner" : "untrusted";
     d.payload = payload.dump();
+    // pine-egress redacts the listing: a name that held the login's value (or a secret-shaped
+    // string) reads "[redacted]" here, a name the server does not have. Asking for it would fail
+    // at every look; the file is told as it is listed, and not fetched.
+    const bool nameRedacted = f.name.find(redact::kMarker) != std::string::npos;
+    if (source_.fetch && nameRedacted) {
+      payload["fetched"] = false;
+      payload["why"] = "its name holds a secret's value, redacted in the listing: fetch it by hand";
+      d.payload = payload.dump();
+      if (redactedNames_++ == 0)
+        spdlog::warn("source '{}': a file whose name holds a secret's value (shown [redacted]) is told, not fetched",
+                     source_.name);
+    }
     chain = chain.then([this, d = std::make_shared<Draft>(std::move(d)), name = f.name, key = kFilePrefix + f.name,
-                        value = seen(f), size = f.size, fetchFailed]() {
+                        value = seen(f), size = f.size, fetchFailed, nameRedacted]() {
       kj::Promise<bool> fetched = true;
-      if (source_.fetch && services_.fetch)
+      if (source_.fetch && services_.fetch && !nameRedacted)
         fetched = services_.fetch(source_.name, name, size).then([this, d, name, fetchFailed](FtpFetched got) {
           if (!got.error.empty()) {
             *fetchFailed = true;

@@ -67,6 +67,7 @@ class FtpPoller {
   const FtpServices& services_;
   std::string lastError_;             // logged once per change, not on every look
   size_t lastRefused_ = 0;            // names refused in the last listing, likewise
+  size_t redactedNames_ = 0;          // files told and not fetched: their names were redacted
   kj::Promise<void> task_ = nullptr;  // last: cancelled before the rest goes
 };
 

@@ -310,3 +310,33 @@ TEST_CASE("ftp poller with fetch: the event says where the file is; a file not f
   REQUIRE(loop.until([&] { return b.found.size() >= looks + 2; }));
   CHECK(b.events.size() == 2);
 }
+
+TEST_CASE("ftp poller with fetch: a file whose name was redacted in the listing is told once, not fetched or failed") {
+  Loop loop;
+  FakeBroker b;
+  // pine-egress redacted the login's value in the name: the server has no file of that name.
+  b.answer = [&] { return mlsd("type=file;size=3; report-[redacted].txt\r\ntype=file;size=3; a.txt\r\n"); };
+  std::map<std::string, int> asked;
+  auto services = b.services();
+  services.fetch = [&](const std::string&, const std::string& file, long long) {
+    ++asked[file];
+    FtpFetched f;
+    f.path = "inbox/ftp-drop/" + file, f.bytes = 3, f.sha256 = std::string(64, 'a');
+    return kj::Promise<FtpFetched>(f);
+  };
+  auto source = ftpSource("ftp://127.0.0.1/");
+  source.fetch = true;
+  FtpPoller poller(loop.io.provider->getTimer(), source, services, 10 * kj::MILLISECONDS);
+  REQUIRE(loop.until([&] { return b.found.size() >= 3; }));
+  // Before: asked for at every look, failing each time ("Remote file not found"), never an event.
+  CHECK(asked.count("report-[redacted].txt") == 0);
+  CHECK(b.errors.empty());
+  REQUIRE(b.events.size() == 2);
+  auto told = nlohmann::json::parse(b.events[0].payload);
+  CHECK(told["name"] == "report-[redacted].txt");
+  CHECK(told["fetched"] == false);
+  CHECK(told.contains("path") == false);
+  // The twin beside it is fetched as ever.
+  CHECK(asked["a.txt"] == 1);
+  CHECK(nlohmann::json::parse(b.events[1].payload)["path"] == "inbox/ftp-drop/a.txt");
+}
