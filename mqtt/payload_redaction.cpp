@@ -8,9 +8,9 @@
 namespace pine::mqtt {
 
 std::string redactedPayload(std::string payload, const redact::Redactor& known) {
-  // Without a backslash the parsed strings are the bytes as written: the raw scan is exact, and a
-  // JSON text stays JSON through the JSON-aware redaction.
-  if (payload.find('\\') != std::string::npos && jsonNestingDepth(payload) <= kMaxOutsideJsonDepth) {
+  // Every payload that parses: its strings may be escaped, and its numbers are written anew by
+  // the broker ([1.2345678e7] is stored as [12345678.0]), so only the stored form tells.
+  if (jsonNestingDepth(payload) <= kMaxOutsideJsonDepth) {
     nlohmann::json parsed = parseOutsideJson(payload);
     if (!parsed.is_discarded()) {
       // The form the broker stores, whose strings the JSON-aware redaction reads decoded.

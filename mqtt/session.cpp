@@ -332,7 +332,9 @@ void Session::onConnect(struct mosquitto* mosq, void* selfp, int rc) {
   // Filters the session kept from an earlier topic list: off first, so that the server stops sending
   // what the source no longer asks for (the broker would drop it anyway).
   for (const auto& t : self->job_.unsubscribe)
-    if (int s = mosquitto_unsubscribe(mosq, nullptr, t.c_str()); s != MOSQ_ERR_SUCCESS)
+    if (mosquitto_sub_topic_check(t.c_str()) != MOSQ_ERR_SUCCESS)
+      continue;  // the server would end the connection at it (pined sends only valid ones)
+    else if (int s = mosquitto_unsubscribe(mosq, nullptr, t.c_str()); s != MOSQ_ERR_SUCCESS)
       self->status(true, false, self->where() + ": cannot unsubscribe from '" + t + "': " + mosqError(s));
   for (const auto& t : self->job_.topics) {
     int s = mosquitto_subscribe(mosq, nullptr, t.c_str(), self->job_.qos);

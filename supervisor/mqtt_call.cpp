@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
@@ -17,6 +16,7 @@
 #include "common/fd.h"
 #include "common/log.h"
 #include "common/sha256_hex.h"
+#include "config/schema.h"
 #include "supervisor/connector_spawn.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/socket_carrier.h"
@@ -26,6 +26,7 @@ namespace pine {
 namespace {
 
 constexpr size_t kMaxCaBytes = 1 << 20;
+constexpr size_t kMaxKeptFilters = 1000;  // a session's filters noted, now and before
 
 [[noreturn]] void refuse(const std::string& why) {
   kj::throwFatalException(kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::str(why)));
@@ -56,23 +57,34 @@ struct PendingJob {
 
 std::vector<std::string> mqttFiltersBefore(const std::string& pineHome, const std::string& clientId,
                                            const std::vector<std::string>& now) {
-  const std::string dir = pineHome + "/data/mqtt", path = dir + "/" + clientId + ".json";
+  // In the home, beside .env, where only pined writes: not under data/, which is the broker's
+  // (a link planted there would have pined, as root, write and chmod wherever it points).
+  const std::string dir = pineHome + "/mqtt-sessions", path = dir + "/" + clientId + ".json";
   std::set<std::string> held(now.begin(), now.end()), before;
   std::vector<std::string> gone;
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    spdlog::warn("cannot make {}: {}; MQTT filters taken out of a source are not unsubscribed", dir, strerror(errno));
+    return gone;
+  }
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+    spdlog::warn("{} is not a folder of pined's own; MQTT filters taken out of a source are not unsubscribed", dir);
+    return gone;
+  }
   try {
     nlohmann::json saved = nlohmann::json::parse(readFile(path));
-    for (const auto& f : saved.at("filters")) before.insert(f.get<std::string>());
+    // Only what a configuration could have said, and not more than anyone edits by hand: a broken
+    // filter would have the server end every connection at its UNSUBSCRIBE.
+    for (const auto& f : saved.at("filters"))
+      if (f.is_string() && before.size() < kMaxKeptFilters && config::detail::topicPatternProblem(f, true).empty())
+        before.insert(f.get<std::string>());
   } catch (const std::exception&) {
     // None yet (a new source), or unreadable: nothing known to unsubscribe.
   }
   for (const auto& f : before)
     if (!held.count(f)) gone.push_back(f);
-  // Kept until the list grows past what anyone edits by hand; then only the filters of now.
-  if (before.size() + held.size() <= 1000) held.insert(before.begin(), before.end());
+  if (before.size() + held.size() <= kMaxKeptFilters) held.insert(before.begin(), before.end());
   if (held != before) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    ::chmod(dir.c_str(), 0700);
     try {
       writeFileAtomic(path, nlohmann::json{{"filters", held}}.dump() + "\n", 0600);
     } catch (const std::exception& e) {

@@ -35,10 +35,10 @@ std::optional<std::string> mqttJobFor(const config::Source& s, const secrets::Se
                                       const std::string& pineHome, mqtt::JobSpec& job);
 
 // The topic filters the MQTT session of `clientId` was given before and `now` does not list (to be
-// unsubscribed), from data/mqtt/<clientId>.json in pine's home, which then lists every filter
-// the session may hold (those and `now`). Empty when the file cannot be read; a failure to write it
-// is logged (a filter dropped later then stays subscribed, and its messages are dropped by the
-// broker's topic check).
+// unsubscribed), from mqtt-sessions/<clientId>.json in pine's home, which then lists every filter
+// the session may hold (those and `now`; at most 1000, each one a configuration could name).
+// Empty when the file cannot be read; a failure to write it is logged (a filter dropped later then
+// stays subscribed, and its messages are dropped by the broker's topic check).
 std::vector<std::string> mqttFiltersBefore(const std::string& pineHome, const std::string& clientId,
                                            const std::vector<std::string>& now);
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -225,6 +226,100 @@ class OneRecordServer {
   std::thread thread_;
 };
 
+// A plain MQTT 5 server that ignores the client's Maximum Packet Size: to its first client, once
+// subscribed, a PUBLISH of `hugeBytes` on b/huge, written until the client goes; to the next one a
+// small message on b/after. The one a hostile or broken server (or whoever is in the middle of a
+// plain mqtt:// connection) could send.
+class HugeMessageServer {
+ public:
+  explicit HugeMessageServer(size_t hugeBytes) : huge_(hugeBytes) {
+    listen_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    REQUIRE(::bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(listen_, 4) == 0);
+    ::getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~HugeMessageServer() {
+    ::shutdown(listen_, SHUT_RDWR);
+    thread_.join();
+    ::close(listen_);
+  }
+  std::string url() const { return "mqtt://127.0.0.1:" + std::to_string(port_); }
+  size_t hugeSent() const { return sent_; }
+
+ private:
+  static bool readPacket(int fd, unsigned char& type, std::string& body) {
+    if (::recv(fd, &type, 1, MSG_WAITALL) != 1) return false;
+    size_t length = 0;
+    for (int shift = 0;; shift += 7) {
+      unsigned char b;
+      if (::recv(fd, &b, 1, MSG_WAITALL) != 1) return false;
+      length |= static_cast<size_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) break;
+    }
+    body.resize(length);
+    return length == 0 || ::recv(fd, body.data(), length, MSG_WAITALL) == static_cast<ssize_t>(length);
+  }
+  static std::string publish(const std::string& topic, size_t payloadBytes) {
+    std::string p = "\x30";
+    size_t n = 2 + topic.size() + 1 + payloadBytes;  // topic, no properties, payload
+    do {
+      unsigned char b = n % 128;
+      n /= 128;
+      p += static_cast<char>(n ? b | 0x80 : b);
+    } while (n);
+    p += static_cast<char>(topic.size() >> 8);
+    p += static_cast<char>(topic.size() & 0xff);
+    return p + topic + '\0';
+  }
+  void serve() {
+    for (int connection = 0; connection < 2; ++connection) {
+      pollfd p{listen_, POLLIN, 0};
+      if (::poll(&p, 1, 20000) != 1) return;
+      int fd = ::accept(listen_, nullptr, nullptr);
+      if (fd < 0) return;
+      unsigned char type = 0;
+      std::string body;
+      if (readPacket(fd, type, body) && type == 0x10) {
+        ::send(fd, "\x20\x03\x00\x00\x00", 5, MSG_NOSIGNAL);  // CONNACK, MQTT 5
+        while (readPacket(fd, type, body) && (type & 0xf0) != 0x80) {
+        }
+        if ((type & 0xf0) == 0x80 && body.size() >= 2) {
+          std::string suback = "\x90\x04" + body.substr(0, 2) + std::string("\0\x01", 2);
+          ::send(fd, suback.data(), suback.size(), MSG_NOSIGNAL);
+          if (connection == 0) {
+            std::string head = publish("b/huge", huge_);
+            ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+            std::string chunk(1 << 20, 'x');
+            for (size_t left = huge_; left > 0;) {
+              ssize_t n = ::send(fd, chunk.data(), std::min(left, chunk.size()), MSG_NOSIGNAL);
+              if (n <= 0) break;  // the client went
+              left -= static_cast<size_t>(n);
+              sent_ += static_cast<size_t>(n);
+            }
+          } else {
+            std::string small = publish("b/after", 2) + "ok";
+            ::send(fd, small.data(), small.size(), MSG_NOSIGNAL);
+          }
+          while (readPacket(fd, type, body)) {  // until the client goes
+          }
+        }
+      }
+      ::close(fd);
+    }
+  }
+
+  size_t huge_;
+  int listen_ = -1, port_ = 0;
+  std::atomic<size_t> sent_{0};
+  std::thread thread_;
+};
+
 // The drafts on b/0 .. b/<count-1>, each once and in order.
 bool allInOrder(const std::vector<pine::sources::Draft>& drafts, int count) {
   if (static_cast<int>(drafts.size()) != count) return false;
@@ -257,6 +352,26 @@ TEST_CASE("connector: messages a TLS server packs into one record all arrive, af
     CHECK(server.maxPacket() == pine::mqtt::kMaxPacketBytes);
     manager.update({});
   }
+}
+
+TEST_CASE("connector: a server that sends a message far over the Maximum Packet Size costs pine-mqtt no memory") {
+  LogCapture log;
+  HugeMessageServer server(200u << 20);
+  Loop loop;
+  Connectors conns;
+  SourceManager manager(loop.io, loop.sink(), conns.opener(loop.io), fast());
+  manager.update({mqttSource("hostile", server.url(), {"b/#"})});
+  // The connection with the 200 MB message ends; the next one brings its message.
+  REQUIRE(loop.until([&] { return loop.drafts.size() == 1; }, 20s));
+  CHECK(loop.drafts[0].topic == "b/after");
+  REQUIRE(conns.pids().size() == 1);  // the same pine-mqtt: it did not die of it
+  const long peak = peakKb(conns.pids()[0]);
+  CHECK(peak > 0);
+  // Before: libmosquitto read it whole (400 MB at the peak).
+  CHECK_MESSAGE(peak < 64 * 1024, "pine-mqtt's peak: ", peak, " KiB");
+  CHECK(server.hugeSent() < (200u << 20));  // the client went before it was all sent
+  CHECK(log.occurrences("lost the MQTT server") >= 1);
+  manager.update({});
 }
 
 TEST_CASE("connector: a server of MQTT 3.1.1 only is spoken to in 3.1.1 at once, said once, and its messages arrive") {

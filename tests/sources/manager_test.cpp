@@ -208,16 +208,6 @@ TEST_CASE("manager: invalid UTF-8 becomes U+FFFD, oversize messages are dropped 
   CHECK(count(loop.drafts, "house/big") == 0);
 }
 
-namespace {
-// A process's peak resident memory (VmHWM) in KiB, 0 when it cannot be read.
-long peakKb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  return 0;
-}
-}  // namespace
-
 TEST_CASE("manager: a message far over 256 KiB is never sent to pine-mqtt, whose memory stays flat; one at the limit arrives") {
   LogCapture log;
   Mosquitto broker;

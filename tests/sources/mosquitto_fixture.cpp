@@ -313,6 +313,13 @@ pine::config::Source mqttSource(const std::string& name, const std::string& url,
   return s;
 }
 
+long peakKb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return 0;
+}
+
 bool waitSubscribed(Loop& loop, Client& client, const std::string& topic, std::chrono::milliseconds timeout) {
   auto end = std::chrono::steady_clock::now() + timeout;
   auto arrived = [&] {

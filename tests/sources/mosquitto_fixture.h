@@ -135,6 +135,9 @@ inline pine::sources::Options fast() {
 pine::config::Source mqttSource(const std::string& name, const std::string& url, std::vector<std::string> topics,
                                 std::vector<std::string> publish = {});
 
+// A process's peak resident memory (VmHWM) in KiB, 0 when it cannot be read.
+long peakKb(pid_t pid);
+
 // Publishes `topic` every 200 ms until a draft on it arrives (the source has
 // subscribed by then); true when it did.
 bool waitSubscribed(Loop& loop, Client& client, const std::string& topic, std::chrono::milliseconds timeout);

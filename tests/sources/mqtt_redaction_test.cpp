@@ -52,6 +52,13 @@ TEST_CASE("mqtt redaction: a login value the broker would decode is redacted how
     CHECK(s.find(kUser) == std::string::npos);
     CHECK(s.find("[redacted]") != std::string::npos);
   }
+  // A password of digits, written as a number the broker stores in another form.
+  const pine::redact::Redactor digits({"12345678"});
+  for (const char* number : {"[1.2345678e7]", "{\"pin\": 123456.78e2}", "12345678e0"}) {
+    CAPTURE(number);
+    const std::string s = pine::sources::payloadToJson(pine::mqtt::redactedPayload(number, digits)).value();
+    CHECK(s.find("12345678") == std::string::npos);  // before: [12345678.0]
+  }
   // Before: only a text starting with { or [ was read as JSON (the first four cases stored the
   // password), and the broker's reading skips a byte-order mark (the next two).
 }
