@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/rpc_link.h"
+#include "common/send_no_signal.h"
 #include "mqtt/session.h"
 #include "proto/mqtt.capnp.h"
 #include "tests/sources/mosquitto_fixture.h"
@@ -286,25 +287,25 @@ class HugeMessageServer {
       unsigned char type = 0;
       std::string body;
       if (readPacket(fd, type, body) && type == 0x10) {
-        ::send(fd, "\x20\x03\x00\x00\x00", 5, MSG_NOSIGNAL);  // CONNACK, MQTT 5
+        pine::sendNoSignal(fd, "\x20\x03\x00\x00\x00", 5, 0);  // CONNACK, MQTT 5
         while (readPacket(fd, type, body) && (type & 0xf0) != 0x80) {
         }
         if ((type & 0xf0) == 0x80 && body.size() >= 2) {
           std::string suback = "\x90\x04" + body.substr(0, 2) + std::string("\0\x01", 2);
-          ::send(fd, suback.data(), suback.size(), MSG_NOSIGNAL);
+          pine::sendNoSignal(fd, suback.data(), suback.size(), 0);
           if (connection == 0) {
             std::string head = publish("b/huge", huge_);
-            ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+            pine::sendNoSignal(fd, head.data(), head.size(), 0);
             std::string chunk(1 << 20, 'x');
             for (size_t left = huge_; left > 0;) {
-              ssize_t n = ::send(fd, chunk.data(), std::min(left, chunk.size()), MSG_NOSIGNAL);
+              ssize_t n = pine::sendNoSignal(fd, chunk.data(), std::min(left, chunk.size()), 0);
               if (n <= 0) break;  // the client went
               left -= static_cast<size_t>(n);
               sent_ += static_cast<size_t>(n);
             }
           } else {
             std::string small = publish("b/after", 2) + "ok";
-            ::send(fd, small.data(), small.size(), MSG_NOSIGNAL);
+            pine::sendNoSignal(fd, small.data(), small.size(), 0);
           }
           while (readPacket(fd, type, body)) {  // until the client goes
           }
