@@ -138,6 +138,20 @@ pine::config::Source mqttSource(const std::string& name, const std::string& url,
 // A process's peak resident memory (VmHWM) in KiB, 0 when it cannot be read.
 long peakKb(pid_t pid);
 
+// The sanitizer build (ASan): its programs map terabytes of shadow memory and bound nothing by
+// RLIMIT_DATA (mqtt/main.cpp), so a test of such a bound runs in the plain build only.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 // Publishes `topic` every 200 ms until a draft on it arrives (the source has
 // subscribed by then); true when it did.
 bool waitSubscribed(Loop& loop, Client& client, const std::string& topic, std::chrono::milliseconds timeout);
