@@ -52,6 +52,12 @@ class Finder {
       out_.found.insert(rel);
       if (isType(fd, "commondir", S_IFREG)) out_.found.insert(join(rel, "commondir"));
     }
+    out_.visited.insert(rel);
+    // The instruction names here, before any folder below is walked: a walk that runs out of
+    // budget below has still seen every one of the folders it visited.
+    struct stat named;
+    for (const auto& n : instructionNames())
+      if (fstatat(fd, n.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0) out_.instructions.insert(join(rel, n));
     int listFd = openat(fd, ".", kFolderOpen);
     if (listFd < 0) return;
     DIR* d = fdopendir(listFd);
@@ -186,38 +192,38 @@ Quarantined quarantineNewGitSettings(const std::string& root, const std::set<std
   return out;
 }
 
-std::set<std::string> presentNames(const std::string& root, const std::vector<std::string>& names) {
-  std::set<std::string> out;
-  kj::AutoCloseFd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (dir.get() < 0) return out;
-  struct stat st;
-  for (const auto& n : names)
-    if (::fstatat(dir.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) out.insert(n);
-  return out;
-}
-
-std::vector<std::string> quarantineNewNames(const std::string& root, const std::set<std::string>& before,
-                                            const std::vector<std::string>& names, const std::string& stamp) {
+std::vector<std::string> quarantineNewInstructions(const std::string& root, const GitFolders& before,
+                                                   const std::string& stamp) {
   std::vector<std::string> moved;
-  kj::AutoCloseFd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (dir.get() < 0) return moved;  // gone (or never a folder): nothing at its top to be read
-  for (const auto& n : presentNames(root, names)) {
-    if (before.count(n)) continue;
-    const std::string aside = n + ".tainted-" + stamp;
-    if (::renameat(dir.get(), n.c_str(), dir.get(), aside.c_str()) != 0)
-      moved.push_back(n + " (could not be moved aside: " + std::strerror(errno) + ")");  // the owner is told
-    else
-      moved.push_back(n);
+  kj::AutoCloseFd rootFd(open(root.c_str(), kFolderOpen));
+  if (rootFd.get() < 0) return moved;  // gone: nothing in it to be read
+  GitFolders now = find(rootFd.get(), 50000);
+  std::vector<std::string> done;  // moved folders (.pi, .agents): what is below them went too
+  for (const auto& rel : now.instructions) {  // sorted: a folder before what is in it
+    if (before.instructions.count(rel)) continue;
+    const size_t slash = rel.rfind('/');
+    const std::string folder = slash == std::string::npos ? "" : rel.substr(0, slash);
+    const std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+    // A folder the first walk did not reach (it ran out of budget) may have held it before the run:
+    // the owner's file is left alone, and the report says the tree was too large.
+    bool inside = false;
+    for (const auto& d : done) inside |= rel.rfind(d + "/", 0) == 0;
+    if (inside || (!before.complete && !before.visited.count(folder))) continue;
+    kj::AutoCloseFd dir(openBelow(rootFd.get(), folder));
+    if (dir.get() < 0) continue;
+    if (!moveAside(dir.get(), name.c_str(), stamp)) {
+      moved.push_back(rel + " (could not be moved aside: " + strerror(errno) + ")");  // the owner is told
+      continue;
+    }
+    moved.push_back(rel);
+    done.push_back(rel);
   }
   return moved;
 }
 
 TaintedRunTrees::TaintedRunTrees(std::vector<std::string> roots, unsigned uid, unsigned gid)
     : roots_(std::move(roots)), uid_(uid), gid_(gid) {
-  for (const auto& root : roots_) {
-    before_.push_back(findGitFolders(root));
-    namesBefore_.push_back(presentNames(root, instructionNames()));
-  }
+  for (const auto& root : roots_) before_.push_back(findGitFolders(root));
 }
 
 TaintUndo TaintedRunTrees::undo(const std::string& stamp) const {
@@ -227,8 +233,8 @@ TaintUndo TaintedRunTrees::undo(const std::string& stamp) const {
     for (const auto& folder : q.folders) out.gitSettings.push_back(roots_[i] + (folder.empty() ? "" : "/" + folder));
     if (!q.complete || !before_[i].complete)
       out.gitSettings.push_back(roots_[i] + ": too large to look through whole; git settings below it were not all checked");
-    for (const auto& n : quarantineNewNames(roots_[i], namesBefore_[i], instructionNames(), stamp))
-      out.instructionFiles.push_back(roots_[i] + "/" + n);
+    for (const auto& rel : quarantineNewInstructions(roots_[i], before_[i], stamp))
+      out.instructionFiles.push_back(roots_[i] + "/" + rel);
   }
   return out;
 }

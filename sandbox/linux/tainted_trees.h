@@ -30,6 +30,8 @@ std::vector<std::string> createMissingFiles(const std::string& base, const std::
 // after `maxFolders` folders (the caller treats a partial answer as it must).
 struct GitFolders {
   std::set<std::string> found;
+  // Every instruction name (policy.h instructionNames) in the folders walked, and those folders.
+  std::set<std::string> instructions, visited;
   bool complete = true;
 };
 GitFolders findGitFolders(const std::string& root, size_t maxFolders = 50000);
@@ -46,16 +48,14 @@ struct Quarantined {
 Quarantined quarantineNewGitSettings(const std::string& root, const std::set<std::string>& before,
                                      const std::string& stamp, unsigned uid, unsigned gid);
 
-// After a tainted run: each of `names` at the top of `root` that is there now and was not in
-// `before` (a file, folder or link, not followed) is renamed `<name>.tainted-<stamp>`. A
-// missing instruction file cannot be guarded while the run lasts in a folder pine does not
-// own (the owner's opened folder, a granted one: pined creates them only in the workspace);
-// once the run has ended, no later run finds it. Returns the names moved (one that could not
-// be, with why).
-std::vector<std::string> quarantineNewNames(const std::string& root, const std::set<std::string>& before,
-                                            const std::vector<std::string>& names, const std::string& stamp);
-// Which of `names` are at the top of `root` now.
-std::set<std::string> presentNames(const std::string& root, const std::vector<std::string>& names);
+// After a tainted run: each instruction file or folder below `root` (AGENTS.md, .pi/, ...) that
+// is there now and was not in `before` (a file, folder or link, not followed) is renamed
+// `<name>.tainted-<stamp>`. The kernel guards only instruction files that exist when the run
+// starts, and pined creates the missing ones only at the workspace's top; any folder of a
+// writable tree may be opened for a conversation later (`pinectl folder`), whose prompt then
+// reads its AGENTS.md. Returns the paths moved (one that could not be, with why).
+std::vector<std::string> quarantineNewInstructions(const std::string& root, const GitFolders& before,
+                                                   const std::string& stamp);
 
 // The writable trees of one tainted run, looked at when it starts; `undo()` once it has
 // ended quarantines what it added (above) in each and says what: one "<tree>/<folder>" a
@@ -69,7 +69,6 @@ class TaintedRunTrees {
  private:
   std::vector<std::string> roots_;
   std::vector<GitFolders> before_;
-  std::vector<std::set<std::string>> namesBefore_;  // instruction names at each root's top
   unsigned uid_, gid_;
 };
 

@@ -60,6 +60,7 @@ r 'mkdir -p .agents/skills/x && echo obey > .agents/skills/x/SKILL.md'
 r 'cd "$PROJ" && echo obey > AGENTS.md'
 r 'cd "$PROJ" && mkdir -p .pi && echo x > .pi/settings.json'
 r 'cd "$PROJ" && echo mine > notes.md'
+r 'cd "$PROJ" && mkdir -p sub && echo obey > sub/AGENTS.md'
 )";
 
 const char* kTwin = R"(r() { if sh -c "$1" >/dev/null 2>&1; then echo "ok: $1"; else echo "no: $1"; fi; }
@@ -110,6 +111,7 @@ TEST_CASE("a tainted session's script cannot plant instruction files or git sett
   const std::string proj = dir.path() + "/proj";
   std::filesystem::create_directories(proj);
   std::filesystem::permissions(proj, std::filesystem::perms::all);  // the worker's uid writes there
+  writeText(proj + "/keep/AGENTS.md", "the owner's, in a folder below\n");
   // The shell starts in the opened folder: the script goes where it runs from, and works in the workspace.
   const std::string plant = "cd '" + ws + "'\nexport PROJ='" + proj + "'\n" + kPlant;
   writeText(ws + "/plant.sh", plant);
@@ -182,14 +184,17 @@ TEST_CASE("a tainted session's script cannot plant instruction files or git sett
   // opened folder, and .pi/ and .agents/ in the workspace. Moved aside once it ended (before: left
   // there, and read into the prompt of the owner's later clean runs); its other files stay.
   CHECK(contains(out, R"(ok: cd \"$PROJ\" && echo obey > AGENTS.md)"));  // the results are JSON text
-  for (const std::string& made : {proj + "/AGENTS.md", proj + "/.pi", ws + "/.pi", ws + "/.agents"}) {
+  // Also below the top: any folder may be opened for a conversation later, whose prompt reads its
+  // AGENTS.md (before: only a tree's top was looked at).
+  for (const std::string& made : {proj + "/AGENTS.md", proj + "/.pi", ws + "/.pi", ws + "/.agents", proj + "/sub/AGENTS.md"}) {
     CAPTURE(made);
     CHECK_FALSE(pathExists(made));
     CHECK(pathExists(made + ".tainted-" + task));
   }
   CHECK(readText(proj + "/AGENTS.md.tainted-" + task) == "obey\n");
   CHECK(readText(proj + "/notes.md") == "mine\n");
-  CHECK(undo[0]["instruction_files_moved_aside"].size() == 4);
+  CHECK(undo[0]["instruction_files_moved_aside"].size() == 5);
+  CHECK(readText(proj + "/keep/AGENTS.md") == "the owner's, in a folder below\n");  // there before: left alone
 
   // The clean twin, in a conversation that has read nothing from outside: it keeps what it made.
   auto twin = endedPlantTask(pined, "main", "run twin", "clean");
