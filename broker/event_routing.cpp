@@ -175,6 +175,7 @@ void EventRouter::deliverToSubscriptions(const store::Event& e) {
       }
       continue;
     }
+    refusedSubscriptions_.erase(s.id);  // allowed again: a later refusal is said again
     if (s.lastDeliveredMs && now - s.lastDeliveredMs < (long long)s.throttleSec * 1000) {
       audit("subscription.throttled", {{"subscription", s.id}, {"eventId", e.id}});
       continue;
