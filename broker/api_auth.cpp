@@ -39,11 +39,14 @@ std::optional<ApiRefusal> checkApiRequest(const ApiRequestFacts& req, const std:
   if (queryCarriesToken(req.query))
     return ApiRefusal{400, "send the token in the Authorization header, never in the URL"};
   if (req.method == "GET" && req.path == "/health") return std::nullopt;
-  // The scheme's name in any case (RFC 9110 11.1: "bearer" is "Bearer"); the token exactly.
+  // The scheme's name in any case (RFC 9110 11.1: "bearer" is "Bearer"); the token exactly, less
+  // the whitespace around a field's value, which is not part of it (RFC 9110 5.5).
   const std::string prefix = "Bearer ";
-  if (req.authorization.size() <= prefix.size() || lower(req.authorization.substr(0, prefix.size())) != "bearer ")
+  std::string_view value = req.authorization;
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (value.size() <= prefix.size() || lower(std::string(value.substr(0, prefix.size()))) != "bearer ")
     return ApiRefusal{401, "missing bearer token (Authorization: Bearer <data/http-token>)"};
-  if (!tokenEquals(req.authorization.substr(prefix.size()), token)) return ApiRefusal{401, "wrong token"};
+  if (!tokenEquals(std::string(value.substr(prefix.size())), token)) return ApiRefusal{401, "wrong token"};
   return std::nullopt;
 }
 

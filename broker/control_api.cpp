@@ -98,6 +98,22 @@ std::vector<std::string> segments(const std::string& path) {
 }
 
 // A refused request, in the log within `budget` (each is one a request a stranger can repeat).
+// "/health", "/v1/<route>/... (N bytes)" when <route> is a plain word, "/hooks/(N bytes)", else
+// "(a path of N bytes)".
+std::string shownPath(const std::string& path) {
+  if (path == "/health") return path;
+  const std::string n = " (" + std::to_string(path.size()) + " bytes)";
+  if (path.rfind("/hooks/", 0) == 0) return "/hooks/(" + std::to_string(path.size() - 7) + " bytes)";
+  if (path.rfind("/v1/", 0) == 0) {
+    size_t end = path.find('/', 4);
+    std::string route = path.substr(4, end == std::string::npos ? std::string::npos : end - 4);
+    bool word = !route.empty() && route.size() <= 14 &&
+                std::all_of(route.begin(), route.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+    if (word) return "/v1/" + route + (end == std::string::npos ? "" : "/...") + n;
+  }
+  return "(a path of " + std::to_string(path.size()) + " bytes)";
+}
+
 void logRefusal(LineBudget& budget, const std::string& line) {
   long long skipped = 0;
   bool write = budget.take(nowMs(), &skipped);
@@ -592,11 +608,10 @@ kj::Promise<void> ControlApi::handle(Endpoint& endpoint, LimitedConnection* conn
   facts.hasOrigin = headers.get(hOrigin_) != nullptr;
   facts.hasSecFetchSite = headers.get(hSecFetchSite_) != nullptr;
   auto refuse = [&](const ApiRefusal& r) {
-    // The path only, never the query or headers: they could carry a token; and of a hook's path
-    // not its name, which a sender may have made a secret of (HookIntake::shownUnknownName).
-    std::string path = facts.path.rfind("/hooks/", 0) == 0 ? "/hooks/(" + std::to_string(facts.path.size() - 7) + " bytes)"
-                                                           : facts.path.substr(0, 200);
-    logRefusal(refusalsLogged_, fmt::format("{} {} refused ({}): {}", facts.method, path, r.status, r.message));
+    // Never the query or headers, and of the path only what says which route it was meant for: a
+    // refused request comes from anyone who reaches the port, and its text may carry a secret
+    // (a hook's name made one, /hook/<token>), which the broker cannot redact.
+    logRefusal(refusalsLogged_, fmt::format("{} {} refused ({}): {}", facts.method, shownPath(facts.path), r.status, r.message));
     return sendError(response, r.status, r.message);
   };
   if (facts.hasOrigin || facts.hasSecFetchSite) return refuse(*checkApiRequest(facts, ""));

@@ -193,8 +193,9 @@ kj::Promise<ApiReply> HookIntake::deliver(const std::string& name, HookDelivery 
   // X-Request-Id to each attempt of a delivery whose Idempotency-Key stays the same.
   for (const char* h : kDeliveryIdHeaders)
     if (auto v = headerOf(h); !v.empty())
-      // A long id is known by its hash: kept small, and still a repeat when it comes again.
-      keys.push_back({"id:" + (v.size() <= 256 ? v : "sha256:" + sha256Hex(v)) + ":" + bodyHash, kDeliveryIdKeepMs});
+      // Known by its hash: stored for a week, and a stranger's header text (which could be a
+      // secret the broker cannot redact) is not; still a repeat when it comes again.
+      keys.push_back({"id:sha256:" + sha256Hex(v) + ":" + bodyHash, kDeliveryIdKeepMs});
   if (!a.open && a.auth == config::WebhookAuth::Hmac)
     keys.push_back({"body:" + bodyHash, (2LL * a.toleranceSec + 1) * 1000});
   if (a.open) {
@@ -255,7 +256,8 @@ kj::Promise<ApiReply> HookIntake::accept(Hook hook, HookDelivery d, RepeatKeys k
       return apiError(400, "the body is not JSON");
     }
   } else {
-    auditRefusal(hook.name, 415, "content type " + type.substr(0, 64));
+    // Not the type as sent: a stranger's header text could carry a secret, and the broker holds none to redact.
+    auditRefusal(hook.name, 415, "a content type of " + std::to_string(type.size()) + " bytes, neither JSON nor a form");
     return apiError(415, "send application/json or application/x-www-form-urlencoded");
   }
   store::Event e;

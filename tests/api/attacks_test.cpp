@@ -90,6 +90,21 @@ TEST_CASE("refused requests are each answered, and logged at most 60 a minute") 
   CHECK(log.occurrences("refused (403)") == 60);
 }
 
+TEST_CASE("a refused request's log line names the route it was meant for, not the path a stranger wrote") {
+  pine::test::LogCapture log;
+  const std::string secretish = "Zq7mW3xP9kL2vR8tYb3f9a1c0d5e7b2a";
+  {
+    ApiServer s;
+    for (const std::string& path : {"/hook/" + secretish, "/" + secretish, "/v1/" + secretish, "/hooks/" + secretish,
+                                    "/v1/tasks/" + secretish})
+      CHECK(roundTrip(s, request(s, "POST", path, "", {}, true, false)).status / 100 == 4);
+  }
+  CHECK(log.out.str().find(secretish) == std::string::npos);  // before: each path as it came
+  // The twin: which route, and how long the path was.
+  CHECK(log.occurrences("POST /v1/tasks/... (" + std::to_string(10 + secretish.size()) + " bytes) refused (401)") == 1);
+  CHECK(log.occurrences("POST (a path of " + std::to_string(1 + secretish.size()) + " bytes) refused (401)") == 1);
+}
+
 TEST_CASE("connections that end by themselves, served or silent, write nothing to the log") {
   pine::test::LogCapture log;
   {

@@ -402,6 +402,20 @@ TEST_CASE("hooks: a secret sent as a hook's name is not written to the audit log
   CHECK(audit.find("\"hook\":\"gj\"") != std::string::npos);
 }
 
+TEST_CASE("hooks: a stranger's content type and delivery ids are not written as sent") {
+  HookBench b;
+  const std::string secretish = "3f9a1c0d5e7b2a4c6d8e0f1a3b5c7d9e";
+  CHECK(b.post("anyone", "x", {{"content-type", "a/" + secretish}}).status == 415);
+  CHECK(b.post("anyone", "{\"x\":1}", {{"content-type", "application/json"}, {"x-request-id", secretish}}).status == 202);
+  CHECK(b.post("anyone", "{\"x\":1}", {{"content-type", "application/json"}, {"x-request-id", secretish}}).status == 200);
+  CHECK(b.events().size() == 1);  // the twin: still known as a repeat (200, not delivered again)
+  const std::string audit = slurp(b.root + "/data/logs/audit.jsonl");
+  CHECK(audit.find(secretish) == std::string::npos);  // before: "content type a/3f9a..."
+  CHECK(audit.find("a content type of 34 bytes") != std::string::npos);
+  const std::string db = slurp(b.root + "/data/pine.db") + slurp(b.root + "/data/pine.db-wal");
+  CHECK(db.find(secretish) == std::string::npos);  // before: the id as a key in hook_deliveries
+}
+
 TEST_CASE("hooks: the secret never reaches the audit log or the database; refusals say why") {
   std::string root;
   {

@@ -36,6 +36,8 @@ TEST_CASE("wrong, truncated, extended or differently-schemed tokens are refused"
   // The scheme's name is not case-sensitive (RFC 9110 11.1); the token is.
   CHECK_FALSE(checkApiRequest(req("GET", "/v1/status", "bearer " + kToken), kToken));
   CHECK_FALSE(checkApiRequest(req("GET", "/v1/status", "BEARER " + kToken), kToken));
+  CHECK_FALSE(checkApiRequest(req("GET", "/v1/status", "Bearer " + kToken + " \t"), kToken));  // around the value: not of it
+  CHECK(checkApiRequest(req("GET", "/v1/status", "Bearer " + kToken + " x"), kToken)->status == 401);
 }
 
 TEST_CASE("requests a browser makes are refused, even with the right token") {
