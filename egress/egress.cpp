@@ -145,6 +145,7 @@ struct Transfer {
   // decoded, so that a value written with escapes ("tok\u002d...") is found as the receiver (an
   // event's reader, a model) would read it; any other body as plain text.
   std::optional<redact::FormatStreamRedactor> usedStream, knownStream;
+  std::string held;  // the body's first bytes while they are only whitespace (or a byte-order mark)
   const std::function<void(const EgressResponseHead&)>& onHead;
   const std::function<bool(std::string_view)>& onChunk;
   CURL* curl = nullptr;
@@ -169,17 +170,22 @@ struct Transfer {
 
   bool deliver(std::string_view redacted) { return redacted.empty() || !onChunk || onChunk(redacted); }
 
-  void startStreams(std::string_view first) {
-    if (usedStream) return;
+  // Decides the format once the body's first byte that is not whitespace (or a byte-order mark)
+  // has come, or `force` (the body ended, or 64 KiB of whitespace): true once the streams are made.
+  bool startStreams(bool force) {
+    if (usedStream) return true;
+    std::size_t at = held.rfind("\xef\xbb\xbf", 0) == 0 ? 3 : 0;
+    at = held.find_first_not_of(" \t\r\n", at);
+    if (at == std::string::npos && !force && held.size() < (64 << 10)) return false;
     redact::Format format = redact::Format::kPlain;
     for (const auto& [name, value] : head.headers)
       if (lowerAscii(name) == "content-type") format = redact::formatFor(value);
     // JSON served under another type (text/plain, or none) is still read as JSON by whoever parses it.
-    const std::size_t at = first.find_first_not_of(" \t\r\n");
-    if (format == redact::Format::kPlain && at != std::string_view::npos && (first[at] == '{' || first[at] == '['))
+    if (format == redact::Format::kPlain && at != std::string::npos && (held[at] == '{' || held[at] == '['))
       format = redact::Format::kJson;
     usedStream.emplace(used, format);
     knownStream.emplace(known, format);
+    return true;
   }
 };
 
@@ -223,8 +229,14 @@ size_t onBody(char* data, size_t size, size_t n, void* user) {
       return 0;
     }
     t->bodyBytes += len;
-    t->startStreams(std::string_view(data, len));
-    const std::string stage = t->usedStream->feed(std::string_view(data, len));
+    std::string_view piece(data, len);
+    if (!t->usedStream) {
+      t->held.append(piece);
+      if (!t->startStreams(false)) return len;  // only whitespace so far: the format is not known yet
+      piece = t->held;
+    }
+    const std::string stage = t->usedStream->feed(piece);
+    t->held.clear();
     if (!t->deliver(t->knownStream->feed(stage))) {
       t->error = "the receiver stopped the transfer";
       return 0;
@@ -564,8 +576,10 @@ std::optional<std::string> perform(const EgressRequest& request, const EgressPol
   }
   t.sendHead();
   // Two statements: the operands of + may be evaluated in either order.
-  if (!t.usedStream) return std::nullopt;  // no body
-  std::string tail = t.knownStream->feed(t.usedStream->finish());
+  if (!t.usedStream && t.held.empty()) return std::nullopt;  // no body
+  std::string tail;
+  if (t.startStreams(true) && !t.held.empty()) tail = t.knownStream->feed(t.usedStream->feed(t.held));
+  tail += t.knownStream->feed(t.usedStream->finish());
   tail += t.knownStream->finish();
   if (!t.deliver(tail)) return failScrubbed("the receiver stopped the transfer");
   return std::nullopt;

@@ -24,6 +24,13 @@ std::string errorText(kj::Exception& e) { return e.getDescription().cStr(); }
 
 std::string seen(const FtpEntry& e) { return std::to_string(e.size) + "|" + e.modified; }
 
+// The file's row. Names redacted in the listing can be alike for different files ("[redacted]" for
+// two names that each held the login): those are known by their size and time too, or each look
+// would find the other one "changed".
+std::string keyOf(const FtpEntry& e) {
+  return kFilePrefix + e.name + (e.name.find(redact::kMarker) == std::string::npos ? "" : "#" + seen(e));
+}
+
 }  // namespace
 
 FtpPoller::FtpPoller(kj::Timer& timer, config::Source source, const FtpServices& services, kj::Duration firstLook)
@@ -63,7 +70,7 @@ kj::Promise<void> FtpPoller::judge(FtpAnswer answer) {
   auto before = std::make_shared<std::map<std::string, std::string>>(services_.recall(source_.name));
   // Files gone from the folder are forgotten: one that comes back is new again.
   std::map<std::string, bool> listed;
-  for (const auto& f : listing.files) listed[kFilePrefix + f.name] = true;
+  for (const auto& f : listing.files) listed[keyOf(f)] = true;
   for (const auto& [key, value] : *before)
     if (key.rfind(kFilePrefix, 0) == 0 && !listed.count(key)) services_.forget(source_.name, key);
   // One event per new or changed file, each remembered once it is committed: a crash in between
@@ -71,7 +78,7 @@ kj::Promise<void> FtpPoller::judge(FtpAnswer answer) {
   kj::Promise<void> chain = kj::READY_NOW;
   auto fetchFailed = std::make_shared<bool>(false);  // then the error stays the status line's
   for (auto& f : listing.files) {
-    auto it = before->find(kFilePrefix + f.name);
+    auto it = before->find(keyOf(f));
     if (it != before->end() && it->second == seen(f)) continue;
     nlohmann::json payload = {{"name", f.name}, {"change", it == before->end() ? "new" : "changed"}};
     payload["size"] = f.size >= 0 ? nlohmann::json(f.size) : nlohmann::json();
@@ -93,7 +100,7 @@ kj::Promise<void> FtpPoller::judge(FtpAnswer answer) {
         spdlog::warn("source '{}': a file whose name holds a secret's value (shown [redacted]) is told, not fetched",
                      source_.name);
     }
-    chain = chain.then([this, d = std::make_shared<Draft>(std::move(d)), name = f.name, key = kFilePrefix + f.name,
+    chain = chain.then([this, d = std::make_shared<Draft>(std::move(d)), name = f.name, key = keyOf(f),
                         value = seen(f), size = f.size, fetchFailed, nameRedacted]() {
       kj::Promise<bool> fetched = true;
       if (source_.fetch && services_.fetch && !nameRedacted)

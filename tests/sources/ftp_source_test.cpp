@@ -340,3 +340,15 @@ TEST_CASE("ftp poller with fetch: a file whose name was redacted in the listing 
   CHECK(asked["a.txt"] == 1);
   CHECK(nlohmann::json::parse(b.events[1].payload)["path"] == "inbox/ftp-drop/a.txt");
 }
+
+TEST_CASE("ftp poller: two files whose names both read [redacted] are each told once, not 'changed' at every look") {
+  Loop loop;
+  FakeBroker b;
+  b.answer = [&] { return mlsd("type=file;size=7; [redacted]\r\ntype=file;size=4; [redacted]\r\n"); };
+  auto services = b.services();
+  FtpPoller poller(loop.io.provider->getTimer(), ftpSource("ftp://127.0.0.1/"), services, 10 * kj::MILLISECONDS);
+  REQUIRE(loop.until([&] { return b.found.size() >= 4; }));
+  // Before: one row for both, so each look found the other size and told a change.
+  REQUIRE(b.events.size() == 2);
+  for (const auto& e : b.events) CHECK(nlohmann::json::parse(e.payload)["change"] == "new");
+}
