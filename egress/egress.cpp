@@ -174,7 +174,9 @@ struct Transfer {
   // has come, or `force` (the body ended, or 64 KiB of whitespace): true once the streams are made.
   bool startStreams(bool force) {
     if (usedStream) return true;
-    std::size_t at = held.rfind("\xef\xbb\xbf", 0) == 0 ? 3 : 0;
+    static constexpr std::string_view kBom = "\xef\xbb\xbf";
+    if (!force && held.size() < kBom.size() && kBom.starts_with(held)) return false;  // a mark cut short
+    std::size_t at = held.rfind(kBom, 0) == 0 ? kBom.size() : 0;
     at = held.find_first_not_of(" \t\r\n", at);
     if (at == std::string::npos && !force && held.size() < (64 << 10)) return false;
     redact::Format format = redact::Format::kPlain;

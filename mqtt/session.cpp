@@ -217,11 +217,17 @@ void Session::run() {
     }
 
     connected_ = false;
-    if (wasConnected && !refusedLast_) failures = 0;  // it worked: start again from the shortest wait
+    // It worked: start again from the shortest wait. Not after a message too large to hold, which
+    // the server sends again at once (a persistent session, a retained message): that waits longer
+    // each time, as a failure does.
+    if (wasConnected && !refusedLast_ && rc != MOSQ_ERR_NOMEM) failures = 0;
     unsigned random = 0;
     RAND_bytes(reinterpret_cast<unsigned char*>(&random), sizeof random);
     unsigned wait = reconnectDelayMs(job_.reconnectMinMs, job_.reconnectMaxMs, failures++, random);
     std::string why = rc == MOSQ_ERR_SUCCESS ? "" : mosqError(rc);
+    if (rc == MOSQ_ERR_NOMEM)
+      why = "a message larger than pine-mqtt may hold (128 MB) came, which the server will send again: set "
+            "max_packet_size on the server, or remove the message there";
     if (rc == MOSQ_ERR_TLS || rc == MOSQ_ERR_TLS_HANDSHAKE)
       why = "the TLS handshake failed (is the server's certificate signed by a CA the source trusts, and made out to " +
             job_.address.host + "?)";
@@ -315,7 +321,8 @@ void Session::onConnect(struct mosquitto* mosq, void* selfp, int rc) {
     self->status(false, false,
                  fmt::format("{}: the MQTT server does not speak MQTT 5, so it cannot be told the largest message "
                              "pine takes ({} bytes): connecting with MQTT 3.1.1, where a larger message is read "
-                             "whole before it is dropped (set max_packet_size on the server to bound it)",
+                             "whole before it is dropped, and one over 128 MB ends the connection (set "
+                             "max_packet_size on the server to bound it)",
                              self->where(), kMaxPacketBytes));
     return;
   }

@@ -116,6 +116,8 @@ ShellStarted startInAgentShell(Supervisor& sup, kj::AsyncIoContext& io, const Sh
   sup.useSandbox(spec, box);
   spec.launcher = sup.options().launcherProgram;
   spec.label = start.label;
+  // Its writable trees as they are before it starts: what it then adds is undone when it ends.
+  std::shared_ptr<const sandbox::TaintedRun> trees = sup.sandboxHost().watchTaintedRun(box.policy.writable, box.runAs);
   pid_t pid;
   try {
     pid = spawnChild(spec);
@@ -125,7 +127,6 @@ ShellStarted startInAgentShell(Supervisor& sup, kj::AsyncIoContext& io, const Sh
   outWrite = nullptr;
   errWrite = nullptr;
 
-  std::shared_ptr<const sandbox::TaintedRun> trees = sup.sandboxHost().watchTaintedRun(box.policy.writable, box.runAs);
   ShellStarted started;
   started.pid = pid;
   started.sandbox = std::string(sandbox::backendName(sup.backend())) + ":" + box.mode;

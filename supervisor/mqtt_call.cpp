@@ -83,7 +83,9 @@ std::vector<std::string> mqttFiltersBefore(const std::string& pineHome, const st
   }
   for (const auto& f : before)
     if (!held.count(f)) gone.push_back(f);
-  if (before.size() + held.size() <= kMaxKeptFilters) held.insert(before.begin(), before.end());
+  std::set<std::string> all = held;
+  all.insert(before.begin(), before.end());
+  if (all.size() <= kMaxKeptFilters) held = std::move(all);
   if (held != before) {
     try {
       writeFileAtomic(path, nlohmann::json{{"filters", held}}.dump() + "\n", 0600);

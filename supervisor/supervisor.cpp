@@ -462,6 +462,11 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
   useSandbox(spec, box);
   spec.launcher = options_.launcherProgram;
   spec.label = "worker " + taskId;
+  // A tainted run may create repositories whose hooks and config the owner's git would obey, and
+  // instruction files: look at its writable trees before it starts (what is there then is the
+  // owner's), and undo what it added once it has ended (tainted_trees.h).
+  std::shared_ptr<const sandbox::TaintedRun> trees;
+  if (tainted && !untrusted) trees = sandboxes_.host().watchTaintedRun(box.policy.writable, box.runAs);
   pid_t pid;
   try {
     pid = spawnChild(spec);
@@ -473,11 +478,6 @@ SpawnedWorker Supervisor::spawnWorker(const std::string& taskId, const std::stri
                                           kj::str("the worker could not be started: ", e.what())));
   }
   workerEnd = nullptr;
-
-  // A tainted run may create repositories whose hooks and config the owner's git would obey:
-  // look at its writable trees now, and undo what it added once it has ended (tainted_trees.h).
-  std::shared_ptr<const sandbox::TaintedRun> trees;
-  if (tainted && !untrusted) trees = sandboxes_.host().watchTaintedRun(box.policy.writable, box.runAs);
   const std::string sandbox = std::string(sandbox::backendName(options_.backend.backend)) + ":" + box.mode;
   long long started = nowMs();
   audit("process.start", {{"process", "worker"}, {"process_pid", pid}, {"task", taskId}, {"agent", agent},

@@ -43,9 +43,8 @@ TEST_CASE("mqtt redaction: a login value the broker would decode is redacted how
       kBom + "[\"pineuser\\u002dQw81z\"]",                        // the user name, in an array
       "{\"" + allEscaped(kPassword) + "\": 1}",                   // as a key
       "{\"a\": [1, {\"b\": \"x " + dashEscaped + " y\"}]}",       // inside a longer string, nested
-      "\"" + kPassword.substr(0, 5) + "\\/" + "\"",               // not it: the twin below
   };
-  for (size_t i = 0; i + 1 < std::size(cases); ++i) {
+  for (size_t i = 0; i < std::size(cases); ++i) {
     CAPTURE(cases[i]);
     const std::string s = stored(cases[i]);
     CHECK(s.find(kPassword) == std::string::npos);
