@@ -365,7 +365,9 @@ kj::Promise<void> Channel::startRun(const Incoming& in, const std::string& agent
 }
 
 void Channel::awaitAnswer(const std::string& taskId, long long chatId) {
-  if (running_.count(taskId)) return;  // already waited for (a repeated update, the sweep)
+  // Already waited for, or its answer is being sent: a repeated update, or a sweep (there is one
+  // at start and one when polling recovers) would otherwise send the same answer twice.
+  if (running_.count(taskId) || answering_.count(taskId)) return;
   running_[taskId] = chatId;
   auto done = std::make_shared<bool>(false);
   tasks_.add(typing(chatId, done));
@@ -376,7 +378,7 @@ void Channel::awaitAnswer(const std::string& taskId, long long chatId) {
     std::string text;
     if (!t) {
       auto row = p_.services.store().task(taskId);
-      if (row && row->state == "done") text = row->answer;
+      if (row && row->state == "done") text = row->answer.empty() ? "(no answer)" : row->answer;
       else text = "The task ended without an answer" + (row && !row->error.empty() ? ": " + row->error : std::string("."));
     } else if (t->state == TaskState::Done) {
       text = t->answer.empty() ? "(no answer)" : t->answer;
@@ -389,7 +391,9 @@ void Channel::awaitAnswer(const std::string& taskId, long long chatId) {
       audit("telegram.send_refused", {{"source", source_.name}, {"chat", chatId}, {"task", taskId}});
       return;
     }
+    answering_.insert(taskId);
     sendTo(chatId, text, {}, [this, taskId](long long messageId) {
+      answering_.erase(taskId);
       if (messageId) p_.services.store().telegramReplySent(taskId);  // else the sweep tries again
     });
   }));

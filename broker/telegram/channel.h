@@ -111,6 +111,7 @@ class Channel final : private kj::TaskSet::ErrorHandler {
   std::string state_ = "starting", detail_;
   long long lastPollMs_ = 0;
   std::map<std::string, long long> running_;  // task -> chat, for /stop
+  std::set<std::string> answering_;           // ended tasks whose answer is on its way out
   std::set<std::string> cardsInFlight_;       // refs of cards being sent or edited
   std::set<std::string> showAgain_;           // cards asked for again (/approvals) while in flight
   kj::Own<kj::PromiseFulfiller<void>> wake_;  // cuts the wait after a refused token short
