@@ -166,9 +166,7 @@ void EventRouter::deliverToSubscriptions(const store::Event& e) {
       if (c.name == s.source) src = &c;
     // The source may have changed since the subscription was made (it belongs to another agent
     // now, or another source took its name): what subscribing would refuse now is not delivered.
-    std::optional<std::string> why = src ? policy::subscriptionProblem(*src, s.agent, "")
-                                         : std::optional<std::string>("no source '" + s.source + "' in pine.yaml");
-    if (why) {
+    if (auto why = policy::heldSubscriptionReason(config_->pine.sources, s.source, s.agent)) {
       if (refusedSubscriptions_.insert(s.id).second) {
         spdlog::warn("subscription {} ({} in {}) gets no events of '{}': {}", s.id, s.agent, s.session, s.source, *why);
         audit("subscription.refused", {{"subscription", s.id}, {"agent", s.agent}, {"source", s.source}, {"why", *why}});

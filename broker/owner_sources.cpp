@@ -38,7 +38,12 @@ ApiReply OwnerApi::subscriptions(const ApiQuery& query) {
   auto agent = query.count("agent") ? query.at("agent") : std::string();
   nlohmann::json list = nlohmann::json::array();
   for (auto& s : p_.sourceFacts().subscriptions)
-    if (agent.empty() || s.agent == agent) list.push_back(subscriptionJson(s));
+    if (agent.empty() || s.agent == agent) {
+      list.push_back(subscriptionJson(s));
+      // Kept, so that putting the source back restores it; said, since nothing arrives meanwhile.
+      if (auto why = policy::heldSubscriptionReason(p_.config->pine.sources, s.source, s.agent))
+        list.back()["held"] = *why;
+    }
   return {200, {{"subscriptions", list}}};
 }
 

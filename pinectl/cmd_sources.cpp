@@ -57,7 +57,8 @@ int cmdSubscriptions(const std::string& home, const std::string& agent, bool jso
   for (auto& s : list)
     out << shownField(s, "id") << "  " << shownField(s, "agent") << "/" << shownField(s, "session") << "  hears " << shownField(s, "source")
         << (s.contains("topic") ? " (topic " + shownField(s, "topic") + ")" : "")
-        << (s.value("separate", false) ? ", in runs of their own" : "") << "\n";
+        << (s.value("separate", false) ? ", in runs of their own" : "")
+        << (s.contains("held") ? "  -- gets nothing: " + shownField(s, "held") : "") << "\n";
   return 0;
 }
 

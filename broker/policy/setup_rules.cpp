@@ -42,6 +42,13 @@ std::optional<std::string> subscriptionProblem(const config::Source& source, con
   return std::nullopt;
 }
 
+std::optional<std::string> heldSubscriptionReason(const std::vector<config::Source>& sources,
+                                                  const std::string& source, const std::string& agent) {
+  for (auto& c : sources)
+    if (c.name == source) return subscriptionProblem(c, agent, "");
+  return "no source '" + source + "' in pine.yaml";
+}
+
 Verdict decideAddSkill(const config::AgentConfig& agent, const SessionFacts& facts, const AddSkillRequest& req) {
   if (facts.untrustedRun) return refused(std::string(kReducedRun) + "has no add_skill tool");
   if (isTainted(facts))

@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "broker/policy/approval_rules.h"
 #include "broker/policy/verdict.h"
@@ -19,6 +20,11 @@ Verdict decideSubscribe(const SessionFacts& facts);
 // an owner channel (telegram), a source that belongs to another agent, a malformed topic filter.
 std::optional<std::string> subscriptionProblem(const config::Source& source, const std::string& agent,
                                                const std::string& topic);
+
+// Why a subscription made earlier gets no events under `sources` now (its source left pine.yaml,
+// or subscribing to it would be refused now), or nothing when it is delivered.
+std::optional<std::string> heldSubscriptionReason(const std::vector<config::Source>& sources,
+                                                  const std::string& source, const std::string& agent);
 
 struct AddSkillRequest {
   std::string name;

@@ -369,6 +369,9 @@ TEST_CASE("subscriptions: a source given to another agent no longer reaches a su
   // The legitimate twin: while the source is everyone's, its events arrive.
   publishOwner(pined, "feed/a");
   REQUIRE(waitUntil([&] { return tasksOf(pined, "relay-sub").size() == before + 1; }, 20s));
+  auto listed = pined.ctl({"subscriptions"});
+  CHECK(contains(listed.out, "relay-sub/main  hears owner"));
+  CHECK_FALSE(contains(listed.out, "gets nothing"));
 
   // Now it is relay-other's (subscribing now is refused: "belongs to agent relay-other").
   std::string yaml = readText(home + "/pine.yaml");
@@ -390,6 +393,18 @@ TEST_CASE("subscriptions: a source given to another agent no longer reaches a su
   auto refused = audit(pined, "subscription.refused");
   CHECK(refused.size() == 1);  // said once, not per event
   CHECK(refused[0]["why"] == "source 'owner' belongs to agent relay-other, not relay-sub");
+  // Still listed, with why nothing arrives; and the same once the source is gone altogether.
+  listed = pined.ctl({"subscriptions"});
+  CHECK_MESSAGE(contains(listed.out, "gets nothing: source 'owner' belongs to agent relay-other, not relay-sub"), listed.out);
+  yaml = readText(home + "/pine.yaml");
+  const std::string now = "  - {name: owner, type: webhook, open: true, topic: feed/in, agent: relay-other}\n";
+  REQUIRE(yaml.find(now) != std::string::npos);
+  yaml.erase(yaml.find(now), now.size());
+  writeText(home + "/pine.yaml", yaml);
+  r = pined.ctl({"reload"});
+  REQUIRE_MESSAGE(r.exitCode == 0, r.err);
+  listed = pined.ctl({"subscriptions"});
+  CHECK_MESSAGE(contains(listed.out, "gets nothing: no source 'owner' in pine.yaml"), listed.out);
 }
 
 TEST_CASE("delegation: off-list, loop and depth refused with the reason; a tainted delegate taints the caller") {

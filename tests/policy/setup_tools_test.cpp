@@ -69,6 +69,11 @@ TEST_CASE("setup: what a subscription may name, for the owner's command and the 
   tg.name = "tg";
   tg.type = "telegram";
   CHECK(subscriptionProblem(tg, "main", "")->find("owner channel") != std::string::npos);
+  // A subscription made earlier, under today's sources: gone, given away, or delivered.
+  std::vector<pine::config::Source> now = {hook, tg};
+  CHECK(heldSubscriptionReason(now, "gone", "main") == "no source 'gone' in pine.yaml");
+  CHECK(heldSubscriptionReason(now, "hook0", "main")->find("belongs to agent house") != std::string::npos);
+  CHECK_FALSE(heldSubscriptionReason(now, "hook0", "house"));
 }
 
 TEST_CASE("setup: add_skill") {
