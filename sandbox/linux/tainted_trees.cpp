@@ -21,19 +21,19 @@ namespace {
 
 constexpr int kFolderOpen = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
-
-bool isType(int dirFd, const char* name, mode_t type) {
+bool exists(int dirFd, const char* name) {
   struct stat st;
-  return fstatat(dirFd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == type;
+  return fstatat(dirFd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-// What git itself takes for a repository folder (setup.c's is_git_directory): HEAD, and
-// objects and refs folders (or a commondir file that stands for them).
+// At least what git itself takes for a repository folder (setup.c's is_git_directory): HEAD,
+// and objects and refs (or a commondir that stands for them). git only asks access(X_OK) of
+// objects and refs, which a link to a folder elsewhere or an executable file passes too, so
+// any kind of entry counts here: a folder taken for a repository by mistake only loses hooks
+// and settings that a tainted run gave it.
 bool isGitFolder(int fd) {
-  struct stat st;
-  if (fstatat(fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
-  if (isType(fd, "commondir", S_IFREG)) return true;
-  return isType(fd, "objects", S_IFDIR) && isType(fd, "refs", S_IFDIR);
+  if (!exists(fd, "HEAD")) return false;
+  return exists(fd, "commondir") || (exists(fd, "objects") && exists(fd, "refs"));
 }
 
 // Every git folder below the open folder `fd` (relative path `rel`), and every commondir
@@ -50,9 +50,14 @@ class Finder {
     const bool git = isGitFolder(fd);
     if (git) {
       out_.found.insert(rel);
-      if (isType(fd, "commondir", S_IFREG)) out_.found.insert(join(rel, "commondir"));
+      if (exists(fd, "commondir")) out_.found.insert(join(rel, "commondir"));
     }
     out_.visited.insert(rel);
+    // A `.git` that is a file ("gitdir: <anywhere>") or a link points git at a folder that may
+    // lie outside every tree walked here.
+    struct stat dotGit;
+    if (fstatat(fd, ".git", &dotGit, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(dotGit.st_mode))
+      out_.gitPointers.insert(join(rel, ".git"));
     // The instruction names here, before any folder below is walked: a walk that runs out of
     // budget below has still seen every one of the folders it visited.
     struct stat named;
@@ -153,15 +158,21 @@ GitFolders findGitFolders(const std::string& root, size_t maxFolders) {
   return find(fd.get(), maxFolders);
 }
 
-Quarantined quarantineNewGitSettings(const std::string& root, const std::set<std::string>& before,
+Quarantined quarantineNewGitSettings(const std::string& root, const GitFolders& before,
                                      const std::string& stamp, unsigned uid, unsigned gid) {
   Quarantined out;
   kj::AutoCloseFd rootFd(open(root.c_str(), kFolderOpen));
   if (rootFd.get() < 0) return out;
   GitFolders now = find(rootFd.get(), 50000);
   out.complete = now.complete;
+  for (const auto& rel : now.gitPointers) {
+    if (before.gitPointers.count(rel)) continue;
+    const size_t slash = rel.rfind('/');
+    kj::AutoCloseFd dir(openBelow(rootFd.get(), slash == std::string::npos ? "" : rel.substr(0, slash)));
+    if (dir.get() >= 0 && moveAside(dir.get(), ".git", stamp)) out.folders.push_back(rel);
+  }
   for (const auto& rel : now.found) {
-    if (before.count(rel)) continue;
+    if (before.found.count(rel)) continue;
     const bool commondir = rel == "commondir" || (rel.size() > 10 && rel.compare(rel.size() - 10, 10, "/commondir") == 0);
     std::string folder = commondir ? rel.substr(0, rel.size() >= 10 ? rel.size() - 10 : 0) : rel;
     if (!folder.empty() && folder.back() == '/') folder.pop_back();
@@ -229,7 +240,7 @@ TaintedRunTrees::TaintedRunTrees(std::vector<std::string> roots, unsigned uid, u
 TaintUndo TaintedRunTrees::undo(const std::string& stamp) const {
   TaintUndo out;
   for (size_t i = 0; i < roots_.size(); ++i) {
-    Quarantined q = quarantineNewGitSettings(roots_[i], before_[i].found, stamp, uid_, gid_);
+    Quarantined q = quarantineNewGitSettings(roots_[i], before_[i], stamp, uid_, gid_);
     for (const auto& folder : q.folders) out.gitSettings.push_back(roots_[i] + (folder.empty() ? "" : "/" + folder));
     if (!q.complete || !before_[i].complete)
       out.gitSettings.push_back(roots_[i] + ": too large to look through whole; git settings below it were not all checked");

@@ -6,8 +6,8 @@
 // every repository the run created (`git init`, a clone, a `.git` file pointing
 // elsewhere), which the owner's own git would otherwise obey later.
 //
-// A git folder is recognised by what git needs in it (HEAD, config, and objects or refs),
-// not by its name: `.git`, a bare repository, `--separate-git-dir`, submodules' folders
+// A git folder is recognised by what git needs in it (HEAD, and objects and refs or a
+// commondir, of any kind: git follows links there), not by its name: `.git`, a bare repository, `--separate-git-dir`, submodules' folders
 // under `.git/modules` and worktrees' are all found. Walks are descriptor-based
 // (owned_tree.h): no link is followed and no mount crossed.
 #pragma once
@@ -32,6 +32,8 @@ struct GitFolders {
   std::set<std::string> found;
   // Every instruction name (policy.h instructionNames) in the folders walked, and those folders.
   std::set<std::string> instructions, visited;
+  // Every `.git` that is not a folder (a "gitdir:" file or a link), as "<folder>/.git".
+  std::set<std::string> gitPointers;
   bool complete = true;
 };
 GitFolders findGitFolders(const std::string& root, size_t maxFolders = 50000);
@@ -39,13 +41,15 @@ GitFolders findGitFolders(const std::string& root, size_t maxFolders = 50000);
 // After a tainted run: each git folder below `root` that is not in `before` gets its
 // `hooks` and `config` renamed to `hooks.tainted-<stamp>` and `config.tainted-<stamp>`
 // (kept for the owner to read; git reads neither name), a fresh empty `hooks` folder and
-// a config with only what `git init` writes. Files are created owned by `uid`/`gid` when
-// those are not -1. Returns the folders changed, relative to `root`.
+// a config with only what `git init` writes; each new `.git` file or link is renamed
+// `.git.tainted-<stamp>` (what it points at may be outside the trees looked through). Files
+// are created owned by `uid`/`gid` when those are not -1. Returns what was changed, relative
+// to `root`.
 struct Quarantined {
   std::vector<std::string> folders;
   bool complete = true;  // false: the tree was larger than the walk's budget
 };
-Quarantined quarantineNewGitSettings(const std::string& root, const std::set<std::string>& before,
+Quarantined quarantineNewGitSettings(const std::string& root, const GitFolders& before,
                                      const std::string& stamp, unsigned uid, unsigned gid);
 
 // After a tainted run: each instruction file or folder below `root` (AGENTS.md, .pi/, ...) that

@@ -48,6 +48,9 @@ r 'printf "#!/bin/sh\necho pwned\n" > newrepo/.git/hooks/pre-commit'
 r 'mkdir -p deep/er && git init -q deep/er/repo && echo x > deep/er/repo/.git/hooks/post-checkout'
 r 'mkdir -p gd && git init -q --separate-git-dir=gd/store sep && echo x > gd/store/hooks/pre-push'
 r 'echo ../evil > .git/commondir'
+r 'mkdir -p evl/.git evl/st/o evl/st/r && echo "ref: refs/heads/master" > evl/.git/HEAD && ln -s ../st/o evl/.git/objects && ln -s ../st/r evl/.git/refs && printf "[core]\n\tfsmonitor = touch fsmonitor-ran\n" > evl/.git/config'
+r 'mkdir -p exe/.git && echo "ref: refs/heads/master" > exe/.git/HEAD && touch exe/.git/objects exe/.git/refs && chmod 755 exe/.git/objects exe/.git/refs && printf "[core]\n\tpager = evil\n" > exe/.git/config'
+r 'mkdir -p ptr && echo "gitdir: /tmp/elsewhere" > ptr/.git && mkdir -p lnk && ln -s /tmp/elsewhere lnk/.git'
 r 'mv .git .git-aside'
 r 'cd && echo registry=http://evil.example/ >> .npmrc'
 r 'git config --global core.hooksPath /tmp/evil'
@@ -157,13 +160,17 @@ TEST_CASE("a tainted session's script cannot plant instruction files or git sett
   // and no hooks; what it wrote is kept beside them for the owner to read.
   CHECK(contains(out, "ok: git init -q newrepo"));
   REQUIRE(waitUntil([&] { return !audit(pined, "taint.undo").empty(); }, 10s));
-  for (const std::string& git : {ws + "/newrepo/.git", ws + "/deep/er/repo/.git", ws + "/gd/store"}) {
+  // Also where git is less strict than a folder test: objects and refs as links to folders
+  // elsewhere, or as executable files (git asks only access(X_OK) of them).
+  for (const std::string& git : {ws + "/newrepo/.git", ws + "/deep/er/repo/.git", ws + "/gd/store", ws + "/evl/.git",
+                                 ws + "/exe/.git"}) {
     CAPTURE(git);
     CHECK_FALSE(contains(readText(git + "/config"), "hooksPath"));
     CHECK(contains(readText(git + "/config"), "repositoryformatversion"));
     CHECK(std::filesystem::is_empty(git + "/hooks"));
-    CHECK(pathExists(git + "/hooks.tainted-" + task));
     CHECK(pathExists(git + "/config.tainted-" + task));
+    // evl and exe were made by hand, without a hooks folder
+    if (!contains(git, "/evl/") && !contains(git, "/exe/")) CHECK(pathExists(git + "/hooks.tainted-" + task));
   }
   CHECK(contains(readText(ws + "/newrepo/.git/config.tainted-" + task), "hooksPath = /tmp/evil"));
   CHECK(pathExists(ws + "/newrepo/.git/hooks.tainted-" + task + "/pre-commit"));
@@ -179,7 +186,21 @@ TEST_CASE("a tainted session's script cannot plant instruction files or git sett
   auto undo = audit(pined, "taint.undo");
   REQUIRE(undo.size() == 1);
   CHECK(undo[0]["task"] == task);
-  CHECK(undo[0]["git_settings_moved_aside"].size() == 4);  // newrepo, deep/er/repo, gd/store, .git/commondir
+  // git takes the linked one for a repository, and its fsmonitor command is gone with the config.
+  CHECK(contains(readText(ws + "/evl/.git/config.tainted-" + task), "fsmonitor"));
+  auto evl = run({"/usr/bin/git", "-c", "safe.directory=*", "-C", ws + "/evl", "rev-parse", "--git-dir"});
+  CHECK_MESSAGE(evl.exitCode == 0, evl.err);
+  run({"/usr/bin/git", "-c", "safe.directory=*", "-C", ws + "/evl", "status", "--short"});
+  CHECK_FALSE(pathExists(ws + "/evl/fsmonitor-ran"));
+  // A `.git` file or link pointing anywhere is moved aside whole (sep's too, whose folder gd/store
+  // is in the tree: a new pointer may as well lead out of it).
+  for (const std::string& pointer : {ws + "/ptr/.git", ws + "/lnk/.git", ws + "/sep/.git"}) {
+    CAPTURE(pointer);
+    CHECK_FALSE(pathExists(pointer));
+    CHECK(pathExists(pointer + ".tainted-" + task));
+  }
+  // newrepo, deep/er/repo, gd/store, .git/commondir, evl, exe, ptr/.git, lnk/.git, sep/.git
+  CHECK(undo[0]["git_settings_moved_aside"].size() == 9);
   // Instruction files it made where none were (the sandbox guards only files that exist): in the
   // opened folder, and .pi/ and .agents/ in the workspace. Moved aside once it ended (before: left
   // there, and read into the prompt of the owner's later clean runs); its other files stay.
