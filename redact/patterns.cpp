@@ -129,6 +129,14 @@ constexpr Prefix kPrefixes[] = {
     {"AGE-SECRET-KEY-1", kUpper | kDigit, 50, 0, Need::kNone},
     {"key-", kHexLower, 32, 32, Need::kNone},
     {"fo1_", kTok, 40, 0, Need::kNone},
+    // Docker Hub, Notion, Figma, Mapbox secret tokens, Facebook access tokens
+    {"dckr_pat_", kTok, 20, 0, Need::kNone},
+    {"dckr_oat_", kTok, 20, 0, Need::kNone},
+    {"ntn_", kAlnum, 40, 0, Need::kNone},
+    {"secret_", kAlnum, 40, 0, Need::kEntropy},
+    {"figd_", kTok, 30, 0, Need::kNone},
+    {"sk.eyJ", kTok | kDot, 40, 0, Need::kNone},
+    {"EAA", kAlnum, 60, 0, Need::kEntropy},
 };
 
 // A prefix's first (up to) four bytes as one word, so most candidates are rejected
@@ -188,6 +196,10 @@ const Tables& tables() {
       for (char b : {'E', 'e', 'A', 'a'}) mark(t, a, b);  // Bearer, Basic
     }
     mark(t, 'e', 'y');  // JWT
+    for (char c : {'1', '2', '5', '6', '7', 'y', 'g', 'a'}) mark(t, '$', c);  // crypt hashes: $6$salt$hash
+    mark(t, '-', 'p');                                                     // mysql -pPASS, sshpass -p PASS
+    for (char a : {'p', 'P'}) mark(t, a, 'a');                             // .netrc: ... password PASS
+    for (char a : {'C', 'c', 'S', 's'}) mark(t, a, a == 'C' || a == 'c' ? 'o' : 'e');  // Cookie:, Set-Cookie:
     mark(t, 'S', 'G');  // SendGrid
     // Discord bot tokens start with the base64 of a decimal user id.
     for (char a : {'M', 'N', 'O'}) {
@@ -512,6 +524,7 @@ std::size_t matchKeyValue(Reach& r, std::size_t i, std::vector<Span>& out) {
   const std::size_t keyBegin = j;
   if (keyBegin == keyEnd) return 0;
   if (keyBegin >= 2 && t[keyBegin - 1] == '{' && t[keyBegin - 2] == '$') return 0;  // ${secret:NAME}
+  if (keyBegin >= 1 && t[keyBegin - 1] == '/') return 0;  // a path's last part: "/etc/passwd': it is ..."
   if (sep == ':' && keyBegin >= 3 && t.compare(keyBegin - 3, 3, "://") == 0) return 0;  // user:pass@ (matchUrl)
   const KeyKind kind = classifyKey(t.substr(keyBegin, keyEnd - keyBegin));
   if (kind == KeyKind::kNone) return 0;
@@ -770,6 +783,107 @@ std::size_t matchFlag(Reach& r, std::size_t i, std::vector<Span>& out) {
   return ve;
 }
 
+// crypt(3) password hashes in a shadow or htpasswd line, or anywhere: $6$salt$hash,
+// $2b$12$<53>, $apr1$salt$hash, $y$j9T$salt$hash, $argon2id$v=19$m=65536,t=3,p=4$salt$hash.
+// One offline guess loop away from the password.
+std::size_t matchCryptHash(std::string_view t, std::size_t i, std::vector<Span>& out) {
+  if (i > 0 && (is(t[i - 1], kAlnum) || t[i - 1] == '$')) return 0;
+  constexpr std::string_view kIds[] = {"argon2id$", "argon2i$", "argon2d$", "apr1$", "2a$", "2b$", "2x$", "2y$",
+                                       "gy$",       "1$",       "5$",       "6$",    "7$",  "y$"};
+  std::size_t b = 0;
+  for (std::string_view id : kIds)
+    if (t.compare(i + 1, id.size(), id) == 0) {
+      b = i + 1 + id.size();
+      break;
+    }
+  if (!b) return 0;
+  std::size_t e = b, dollars = 0, lastDollar = 0;
+  while (e < t.size() && (is(t[e], kAlnum | kDot | kSlash | kEq | kPlus | kDash) || t[e] == '$' || t[e] == ',')) {
+    if (t[e] == '$') ++dollars, lastDollar = e;
+    ++e;
+  }
+  // A salt (or cost) and the hash after it: "$5 and $6" or a price never get here.
+  if (dollars == 0 || e - lastDollar - 1 < 20) return 0;
+  out.push_back({i, e});
+  return e;
+}
+
+// The value of a `-p` that takes a password: attached to it for mysql and its kin
+// (`mysql -u root -pS3cret`; `-p dbname` with a space only asks for one), and attached or
+// after a space for sshpass. Only on a line that runs one of those commands.
+std::size_t matchDashP(std::string_view t, std::size_t i, std::vector<Span>& out) {
+  if (!flagStart(t, i) || i + 2 >= t.size()) return 0;
+  const std::string_view before = t.substr(0, i);
+  const bool sshpass = before.find("sshpass") != std::string_view::npos;
+  if (!sshpass && before.find("mysql") == std::string_view::npos && before.find("mariadb") == std::string_view::npos)
+    return 0;
+  std::size_t v = i + 2;
+  if (is(t[v], kSpace)) {
+    if (!sshpass) return 0;
+    while (v < t.size() && is(t[v], kSpace)) ++v;
+  }
+  if (v >= t.size() || is(t[v], kEol) || t[v] == '-') return 0;
+  std::size_t vs = v, ve;
+  if (t[v] == '"' || t[v] == '\'') {
+    vs = v + 1;
+    ve = t.find(t[v], vs);
+    if (ve == std::string_view::npos) ve = t.size();
+  } else {
+    ve = v;
+    while (ve < t.size() && !is(t[ve], kSpace | kEol) && t[ve] != '"' && t[ve] != '\'') ++ve;
+  }
+  while (ve > vs && is(t[ve - 1], kEol)) --ve;
+  if (ve <= vs || isPlaceholder(t.substr(vs, ve - vs))) return 0;
+  out.push_back({vs, ve});
+  return ve;
+}
+
+// A .netrc line: `machine HOST login USER password PASS` (or `default ...`), where the
+// password follows its word after a space, not a '=' or ':'.
+std::size_t matchNetrc(std::string_view t, std::size_t i, std::vector<Span>& out) {
+  if (!iAt(t, i, "password") || i + 8 >= t.size() || !is(t[i + 8], kSpace) || !flagStart(t, i)) return 0;
+  std::size_t l = 0;
+  while (l < i && is(t[l], kSpace)) ++l;
+  if (!iAt(t, l, "machine ") && !iAt(t, l, "default ")) return 0;
+  std::size_t eol = t.size();
+  while (eol > 0 && is(t[eol - 1], kEol)) --eol;
+  const std::string_view line = t.substr(0, eol);
+  if (line.find(" login ") == std::string_view::npos && line.find("\tlogin\t") == std::string_view::npos) return 0;
+  std::size_t v = i + 8;
+  while (v < t.size() && is(t[v], kSpace)) ++v;
+  std::size_t e = v;
+  while (e < t.size() && !is(t[e], kSpace | kEol)) ++e;
+  if (e == v || isPlaceholder(t.substr(v, e - v))) return 0;
+  out.push_back({v, e});
+  return e;
+}
+
+// Cookie: a=1; b=2 (every value is a credential as good as a password while the session
+// lasts) and Set-Cookie: name=value; Path=/ (only the first pair's value; the rest are
+// attributes).
+std::size_t matchCookie(std::string_view t, std::size_t i, std::vector<Span>& out) {
+  const bool set = iAt(t, i, "set-cookie:");
+  if (!set && !iAt(t, i, "cookie:")) return 0;
+  std::size_t p = i + (set ? 11 : 7);
+  std::size_t last = 0;
+  while (p < t.size()) {
+    while (p < t.size() && (is(t[p], kSpace) || t[p] == ';')) ++p;
+    std::size_t eq = p;
+    while (eq < t.size() && t[eq] != '=' && t[eq] != ';' && !is(t[eq], kSpace | kEol) && t[eq] != '"' && t[eq] != '\'')
+      ++eq;
+    if (eq >= t.size() || t[eq] != '=' || eq == p) break;
+    std::size_t e = eq + 1;
+    while (e < t.size() && t[e] != ';' && !is(t[e], kSpace | kEol) && t[e] != '"' && t[e] != '\'') ++e;
+    if (e > eq + 1 && !isPlaceholder(t.substr(eq + 1, e - eq - 1))) {
+      out.push_back({eq + 1, e});
+      last = e;
+    }
+    if (set || e >= t.size() || t[e] != ';') break;
+    p = e;
+  }
+  return last;
+}
+
 // The matcher for the trigger at t[i], on the line that ends at lineStop. Matchers that
 // take a string_view see only that line, so what they find cannot change when more
 // text arrives after it; the three that may run past the line (a PEM block, a quoted
@@ -786,11 +900,14 @@ std::size_t dispatch(Reach& r, std::size_t i, std::vector<Span>& out) {
       if (t.compare(i, 3, "://") == 0) return matchUrl(t, i, out);
       if ((m = matchTelegram(t, i, out))) return m;
       return matchKeyValue(r, i, out);
+    case '$':
+      return matchCryptHash(t, i, out);
     case '-':
       if (t[i + 1] == 'u') {
         if (i + 2 < t.size() && t[i + 2] == ' ' && flagStart(t, i)) return matchUserPass(t, i + 3, out);
         return 0;
       }
+      if (t[i + 1] == 'p') return matchDashP(t, i, out);
       if ((m = matchPem(r, i, out)) || r.open) return m;
       return matchFlag(r, i, out);
     case 'B':
@@ -798,14 +915,24 @@ std::size_t dispatch(Reach& r, std::size_t i, std::vector<Span>& out) {
       return matchScheme(t, i, out);
     case 'e':
       return matchJwt(t, i, out);
-    case 'S':
-      if (t[i + 1] == 'G') return matchSendGrid(t, i, out);
-      break;
     case 'M':
     case 'O':
       return matchDiscord(t, i, out);
     case 'N':
       if ((m = matchDiscord(t, i, out))) return m;
+      break;
+    case 'p':
+    case 'P':
+      if ((m = matchNetrc(t, i, out))) return m;
+      break;
+    case 'C':
+    case 'c':
+      if ((m = matchCookie(t, i, out))) return m;
+      break;
+    case 's':
+    case 'S':
+      if ((t[i + 1] == 'e' || t[i + 1] == 'E') && (m = matchCookie(t, i, out))) return m;
+      if (c == 'S' && t[i + 1] == 'G') return matchSendGrid(t, i, out);
       break;
     default:
       break;
