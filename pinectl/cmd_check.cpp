@@ -3,6 +3,7 @@
 
 #include "config/check.h"
 #include "config/load.h"
+#include "pinectl/cmd_redact.h"
 #include "pinectl/commands.h"
 #include "pinectl/http_client.h"
 #include "sandbox/sandbox_host.h"
@@ -13,7 +14,7 @@ namespace {
 
 // JSON for scripts: {"valid", "errors": [{file, line, column, key, message, hint}], "notes": [{file,
 // key, message, fix}], "running": [what the running pine reports]}; the same exit codes as the text.
-int checkJson(const std::string& home, const std::string& backend, const std::string& detail) {
+int checkJson(const std::string& home, const std::string& backend, const std::string& detail, std::ostream& os) {
   nlohmann::json out = {{"valid", true}, {"errors", nlohmann::json::array()}, {"notes", nlohmann::json::array()}};
   config::LoadResult r = config::loadHome(home);
   int rc = 0;
@@ -33,7 +34,7 @@ int checkJson(const std::string& home, const std::string& backend, const std::st
     }
     rc = out["notes"].empty() && !out.contains("running") ? 0 : 1;
   }
-  std::cout << out.dump(2) << "\n";
+  os << out.dump(2) << "\n";
   return rc;
 }
 
@@ -45,9 +46,20 @@ int cmdCheck(const std::string& home, bool json) {
   std::string backend = "full";
   if (facts.refused) backend = "none";
   else if (facts.degraded) backend = "degraded";
-  if (json) return checkJson(home, backend, facts.description);
-  int rc = config::runCheck(home, backend, facts.description, std::cout);
-  if (rc != 2 && printLiveNotes(home, std::cout) > 0) rc = 1;
+  // Errors quote configuration lines, which may hold a .env value (a command line, a topic):
+  // shown redacted like pined's log, since check's output is what gets pasted into a question.
+  std::ostringstream text;
+  int rc = 0;
+  if (json) {
+    rc = checkJson(home, backend, facts.description, text);
+  } else {
+    rc = config::runCheck(home, backend, facts.description, text);
+    if (rc != 2 && printLiveNotes(home, text) > 0) rc = 1;
+  }
+  std::string error, shortKeys;
+  auto redactor = homeRedactor(home, error, shortKeys);
+  if (!redactor) redactor.emplace(std::vector<std::string>{});  // the patterns still apply
+  std::cout << redactor->redact(text.str(), json ? redact::Format::kJson : redact::Format::kPlain);
   return rc;
 }
 

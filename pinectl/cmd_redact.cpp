@@ -101,10 +101,10 @@ std::vector<std::pair<std::string, std::string>> parseDotEnv(const std::string& 
   return out;
 }
 
-int cmdRedact(const std::string& home, std::istream& in, std::ostream& out) {
+std::optional<redact::Redactor> homeRedactor(const std::string& home, std::string& error, std::string& shortKeys) {
   const Home h{home};
   std::vector<std::string> known;
-  std::string text, error, shortKeys;
+  std::string text;
   if (readFile(h.root + "/.env", text, error)) {
     for (auto& [key, value] : parseDotEnv(text)) {
       if (value.empty()) continue;
@@ -112,15 +112,19 @@ int cmdRedact(const std::string& home, std::istream& in, std::ostream& out) {
       known.push_back(std::move(value));
     }
   }
-  if (!error.empty()) {
-    std::cerr << "pinectl redact: cannot read " << error << "\n";
-    return 1;
-  }
+  if (!error.empty()) return std::nullopt;
   if (readFile(h.token(), text, error)) {
     const std::string_view token = trim(text);
     if (!token.empty()) known.emplace_back(token);
   }
-  if (!error.empty()) {
+  if (!error.empty()) return std::nullopt;
+  return redact::Redactor(std::move(known));
+}
+
+int cmdRedact(const std::string& home, std::istream& in, std::ostream& out) {
+  std::string error, shortKeys;
+  auto redactor = homeRedactor(home, error, shortKeys);
+  if (!redactor) {
     std::cerr << "pinectl redact: cannot read " << error << "\n";
     return 1;
   }
@@ -128,8 +132,7 @@ int cmdRedact(const std::string& home, std::istream& in, std::ostream& out) {
     std::cerr << "pinectl redact: .env values shorter than " << redact::kMinKnownLength
               << " characters are redacted only where a pattern matches them: " << shortKeys << "\n";
   }
-  const redact::Redactor redactor(std::move(known));
-  redactor.redactStream(in, out);
+  redactor->redactStream(in, out);
   return out ? 0 : 1;
 }
 

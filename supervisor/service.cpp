@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/names.h"
+#include "redact/redactor.h"
 #include "supervisor/egress_call.h"
 #include "supervisor/hook_check.h"
 #include "supervisor/mqtt_call.h"
@@ -174,7 +175,8 @@ kj::Promise<void> SupervisorService::ready(ReadyContext context) {
 kj::Promise<void> SupervisorService::reloadConfig(ReloadConfigContext context) {
   auto errors = sup_.reloadConfig("pinectl reload");
   auto list = context.getResults().initErrors(errors.size());
-  for (size_t i = 0; i < errors.size(); ++i) list.set(i, errors[i]);
+  // An error quotes the line it is about, which may hold a .env value: the broker gets none.
+  for (size_t i = 0; i < errors.size(); ++i) list.set(i, sup_.redactor().redact(errors[i]));
   return kj::READY_NOW;
 }
 
@@ -183,10 +185,10 @@ namespace {
 
 // (ok, errors) of changeConfig and createAgent.
 template <typename Results>
-void answerChange(Results out, const secrets::ChangeResult& result) {
+void answerChange(Results out, const secrets::ChangeResult& result, const redact::Redactor& redactor) {
   out.setOk(result.ok);
   auto list = out.initErrors(result.errors.size());
-  for (size_t i = 0; i < result.errors.size(); ++i) list.set(i, result.errors[i]);
+  for (size_t i = 0; i < result.errors.size(); ++i) list.set(i, redactor.redact(result.errors[i]));
 }
 
 }  // namespace
@@ -197,7 +199,7 @@ kj::Promise<void> SupervisorService::changeConfig(ChangeConfigContext context) {
   std::string reason = p.getReason();
   // The broker never writes the owner's rules (agents/<id>/AGENTS.md): fromOwner is false here.
   auto result = secrets::applyConfigChange(sup_.home().root, p.getPath(), p.getContent(), "broker: " + reason, false);
-  answerChange(context.getResults(), result);
+  answerChange(context.getResults(), result, sup_.redactor());
   if (result.ok) sup_.reloadConfig("config change");
   return kj::READY_NOW;
 }
@@ -207,7 +209,7 @@ kj::Promise<void> SupervisorService::createAgent(CreateAgentContext context) {
   KJ_REQUIRE(p.getId().size() <= 64 && p.getReason().size() <= 1024, "createAgent: argument too long");
   auto result = secrets::createAgentFiles(sup_.home().root, p.getId(), p.getAgentYaml(), p.getInstructions(),
                                           "broker: " + std::string(p.getReason().cStr()));
-  answerChange(context.getResults(), result);
+  answerChange(context.getResults(), result, sup_.redactor());
   if (result.ok) sup_.reloadConfig("new agent");
   return kj::READY_NOW;
 }

@@ -197,6 +197,33 @@ TEST_CASE("pinectl secret unset: a secret the configuration uses is kept unless 
   CHECK(pined.auditEvents("secret.unset").size() == 2);
 }
 
+TEST_CASE("pinectl check and reload quote a bad line with its .env value redacted, and still say what and where") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  Pined pined(home);
+  REQUIRE(pined.ctl({"secret", "set", "SPARE_KEY"}, "OtherSecretValue99\n").exitCode == 0);
+  REQUIRE(pined.ctl({"reload"}).exitCode == 0);  // pined's redactor learns the new value
+  const std::string good = readText(home + "/pine.yaml");
+  // The owner pasted the value where a type goes, and into a topic.
+  writeText(home + "/pine.yaml", good + "sources:\n  - {name: door, type: OtherSecretValue99, topic: door/bell}\n");
+  auto check = pined.ctl({"check"});
+  CHECK(check.exitCode == 2);
+  CHECK_FALSE(contains(check.out + check.err, "OtherSecretValue99"));
+  CHECK_MESSAGE(contains(check.out, "pine.yaml:"), check.out);
+  CHECK_MESSAGE(contains(check.out, "unknown source type '[redacted]'"), check.out);
+  auto json = pined.ctl({"check", "--json"});
+  CHECK_FALSE(contains(json.out, "OtherSecretValue99"));
+  CHECK(nlohmann::json::parse(json.out, nullptr, false)["valid"] == false);
+  auto reload = pined.ctl({"reload"});
+  CHECK(reload.exitCode == 2);
+  CHECK_FALSE(contains(reload.out + reload.err, "OtherSecretValue99"));
+  CHECK_MESSAGE(contains(reload.err, "unknown source type '[redacted]'"), reload.err);
+  // The twin: a wrong type that is no secret is quoted as it is.
+  writeText(home + "/pine.yaml", good + "sources:\n  - {name: door, type: webhok, topic: door/bell}\n");
+  CHECK(contains(pined.ctl({"check"}).out, "unknown source type 'webhok'"));
+  CHECK(contains(pined.ctl({"reload"}).err, "unknown source type 'webhok'"));
+}
+
 TEST_CASE("pinectl secret set while pined is down: stored with pined's rules, and pined then starts with the "
           "configuration that names it; never behind a running pined's back") {
   TempDir dir;
