@@ -376,4 +376,23 @@ std::shared_ptr<const Home> ActiveConfig::current() const {
   return current_;
 }
 
+std::string secretValueProblem(const std::string& homeDir, const std::vector<std::string>& envNames,
+                               const std::string& name, std::size_t valueBytes) {
+  // Stand-ins of the right lengths: the value itself never goes into a load.
+  std::string env;
+  for (auto& n : envNames)
+    if (n != name) env += n + "=" + std::string(64, 'x') + "\n";
+  env += name + "=" + std::string(valueBytes, 'x') + "\n";
+  LoadOptions options;
+  options.overlay[".env"] = env;
+  std::string out;
+  for (auto& e : loadHome(homeDir, options).errors) {
+    if (e.message.find("secret '" + name + "' is shorter than") == std::string::npos) continue;
+    std::string file = e.file.substr(e.file.find_last_of('/') + 1);
+    out += (out.empty() ? "" : "\n") + file + ":" + std::to_string(e.line) + ": " + e.message +
+           (e.hint.empty() ? "" : "; " + e.hint);
+  }
+  return out;
+}
+
 }  // namespace pine::config

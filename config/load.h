@@ -42,6 +42,13 @@ struct LoadOptions {
 
 LoadResult loadHome(const std::string& homeDir, const LoadOptions& options = {});
 
+// What storing a value of `valueBytes` bytes as the .env secret `name` would break in the
+// configuration on disk (a webhook's secret shorter than kMinHookSecretBytes), as
+// "pine.yaml:12: <message>; <hint>"; empty when nothing would. `envNames` are the names .env
+// holds now; their values are not read (every other one counts as long enough).
+std::string secretValueProblem(const std::string& homeDir, const std::vector<std::string>& envNames,
+                               const std::string& name, std::size_t valueBytes);
+
 // The home as it would be with relPath replaced by text: full validation,
 // cross-file references included.
 LoadResult validateChange(const std::string& homeDir, const std::string& relPath, const std::string& text);

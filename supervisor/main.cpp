@@ -105,6 +105,12 @@ int setSecretOffline(const pine::Home& home, const std::string& name) {
   }
   pine::secrets::SecretStore store(home.root + "/.env");
   for (auto& e : store.load()) std::cerr << "pined: " << e << "\n";
+  if (std::string problem = pine::config::secretValueProblem(home.root, store.names(), name, value.size());
+      !problem.empty()) {
+    OPENSSL_cleanse(value.data(), value.size());
+    std::cerr << "pined: not stored; .env is unchanged: " << problem << "\n";
+    return 1;
+  }
   try {
     store.set(name, value);
   } catch (...) {

@@ -49,6 +49,13 @@ class OwnerService final : public proto::Owner::Server {
     std::string name = params.getName();
     auto data = params.getValue();
     std::string value(reinterpret_cast<const char*>(data.begin()), data.size());
+    // Refused before .env changes: a running hook would refuse every delivery with it, and
+    // pined would not start again.
+    if (std::string problem = config::secretValueProblem(sup_.home().root, sup_.secrets().names(), name, value.size());
+        !problem.empty()) {
+      OPENSSL_cleanse(value.data(), value.size());
+      return failed("not stored; .env is unchanged: " + problem);
+    }
     try {
       sup_.secrets().set(name, value);
     } catch (std::exception& e) {

@@ -197,6 +197,34 @@ TEST_CASE("pinectl secret unset: a secret the configuration uses is kept unless 
   CHECK(pined.auditEvents("secret.unset").size() == 2);
 }
 
+TEST_CASE("pinectl secret set refuses a value too short for the webhook that uses it, running or not; a long one is stored") {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  Pined pined(home);
+  REQUIRE(pined.ctl({"secret", "set", "DOOR_HOOK"}, "a-long-webhook-secret-0123456789\n").exitCode == 0);
+  writeText(home + "/pine.yaml", readText(home + "/pine.yaml") +
+                                     "sources:\n  - {name: door, type: webhook, topic: door/bell, secret: DOOR_HOOK}\n");
+  REQUIRE(pined.ctl({"reload"}).exitCode == 0);
+  const std::string env = readText(home + "/.env");
+  auto shortOne = pined.ctl({"secret", "set", "DOOR_HOOK"}, "tiny\n");
+  CHECK(shortOne.exitCode != 0);
+  CHECK_MESSAGE(contains(shortOne.err, "not stored; .env is unchanged: pine.yaml:"), shortOne.err);
+  CHECK_MESSAGE(contains(shortOne.err, "shorter than 16 bytes"), shortOne.err);
+  CHECK(readText(home + "/.env") == env);
+  // The hook still takes the secret it had.
+  CHECK(postHook(home, "door", R"({"ring": 1})", {"Authorization: Bearer a-long-webhook-secret-0123456789"}) == 202);
+  // The twin: a long new value is stored, and a name no hook uses may be short.
+  CHECK(pined.ctl({"secret", "set", "DOOR_HOOK"}, "another-long-secret-9876543210\n").exitCode == 0);
+  CHECK(pined.ctl({"secret", "set", "SHORT_PIN"}, "1234\n").exitCode == 0);
+  // With pined stopped, pined --set-secret applies the same rule.
+  CHECK(WIFEXITED(pined.stop()));
+  const std::string env2 = readText(home + "/.env");
+  auto offline = pined.ctl({"secret", "set", "DOOR_HOOK"}, "tiny\n");
+  CHECK(offline.exitCode != 0);
+  CHECK_MESSAGE(contains(offline.err, "shorter than 16 bytes"), offline.err);
+  CHECK(readText(home + "/.env") == env2);
+}
+
 TEST_CASE("pinectl check and reload quote a bad line with its .env value redacted, and still say what and where") {
   TempDir dir;
   std::string home = dir.path() + "/home";
