@@ -314,6 +314,9 @@ bool RequestFraming::headerLineByte(char c) {
 
 bool RequestFraming::endOfHeaderLine() {
   if (line_.empty()) {
+    // HTTP/1.0 has no transfer codings: RFC 9112 6.1 calls such framing faulty (400, then close).
+    if (transferEncodings_ > 0 && !versions_.empty() && versions_.back())
+      return refuse(400, "Transfer-Encoding in an HTTP/1.0 request: send HTTP/1.1, or a Content-Length", false);
     endOfHead();
     return true;
   }

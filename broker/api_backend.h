@@ -5,6 +5,7 @@
 #include <kj/async.h>
 
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -22,7 +23,8 @@ struct ApiReply {
 
 // A POST to /hooks/<name> as it arrived: every header (names lowercased) and the raw body.
 struct HookDelivery {
-  std::map<std::string, std::string> headers;
+  std::map<std::string, std::string> headers;  // a header that came twice: its last value
+  std::set<std::string> repeated;              // the names that came more than once
   std::string body;
 };
 

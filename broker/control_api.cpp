@@ -665,7 +665,10 @@ kj::Promise<void> ControlApi::hookRequest(LimitedConnection* connection, kj::Htt
     std::string_view value(v.cStr());
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
     while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    d.headers[key] = std::string(value);
+    if (!d.headers.emplace(key, std::string(value)).second) {
+      d.repeated.insert(key);
+      d.headers[key] = std::string(value);
+    }
   });
   return readBody(body, limit, declared).then(
       [this, &response, name, d = kj::mv(d), connection](BodyResult b) mutable -> kj::Promise<void> {

@@ -154,6 +154,16 @@ kj::Promise<ApiReply> HookIntake::deliver(const std::string& name, HookDelivery 
     return apiError(413, "the body is larger than this hook's maxBodyKb");
   }
   const config::HookAuth& a = *hook->auth;
+  // A header that proves, dates or names the delivery must come once: which copy counts would be
+  // a guess, and a proxy may pass one copy on and we the other.
+  std::vector<std::string> once = {"authorization", "content-type", hookLower(a.signatureHeader)};
+  if (!a.timestampHeader.empty()) once.push_back(hookLower(a.timestampHeader));
+  for (const char* h : kDeliveryIdHeaders) once.push_back(h);
+  for (const auto& h : once)
+    if (!h.empty() && d.repeated.count(h)) {
+      auditRefusal(name, 400, "a header that must come once came twice");
+      return apiError(400, "the " + h + " header came more than once; send it once");
+    }
   auto headerOf = [&](const std::string& n) {
     auto it = d.headers.find(hookLower(n));
     return it == d.headers.end() ? std::string() : it->second;

@@ -1,6 +1,8 @@
 // POST /hooks/<name>: the HTTP side only (the secret is checked behind the backend, by pined).
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "tests/api/harness.h"
 
 using namespace pine::apitest;
@@ -41,6 +43,23 @@ TEST_CASE("hooks: a header's value reaches the backend without the spaces around
   });
   CHECK(id == "d-1");
   CHECK(auth == "Bearer tok");
+}
+
+TEST_CASE("hooks: a header that came twice reaches the backend named as repeated, with its last copy") {
+  ApiServer s;
+  auto c = RawConn::tcp(s.port());
+  c.send("POST /hooks/gh HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port()) +
+         "\r\nContent-Length: 2\r\nX-GitHub-Delivery: d-1\r\nx-github-delivery: d-2\r\nX-Other: 1\r\n\r\n{}");
+  CHECK(parse(c.readResponse()).status == 202);
+  std::set<std::string> repeated;
+  std::string id;
+  s.run([&](FakeBackend& b) {
+    REQUIRE(b.hooks.size() == 1);
+    repeated = b.hooks[0].second.repeated;
+    id = b.hooks[0].second.headers["x-github-delivery"];
+  });
+  CHECK(repeated == std::set<std::string>{"x-github-delivery"});
+  CHECK(id == "d-2");
 }
 
 TEST_CASE("hooks: an unknown name is 404 without reading the body; GET is 405; a bad name 404") {
@@ -110,6 +129,32 @@ TEST_CASE("hooks: trailer fields after the last chunk are one 400, and nothing i
   CHECK(parse(ok.readResponse()).status == 202);
   s.run([&](FakeBackend& b) { n = b.hooks.size(); });
   CHECK(n == 1);
+}
+
+TEST_CASE("hooks: chunked coding in an HTTP/1.0 request is one 400 and nothing is delivered; in HTTP/1.1 it is taken") {
+  // RFC 9112 6.1: HTTP/1.0 has no transfer codings, so such a request's framing is faulty.
+  ApiServer s;
+  const std::string rest = " HTTP/1.0\r\nHost: 127.0.0.1:" + std::to_string(s.port()) +
+                           "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
+  auto c = RawConn::tcp(s.port());
+  c.send("POST /hooks/gh" + rest);
+  auto r = parse(c.readResponse());
+  CHECK(r.status == 400);
+  CHECK(r.body.find("HTTP/1.0") != std::string::npos);
+  CHECK(c.closedWithin(2000ms));
+  size_t n = 1;
+  s.run([&](FakeBackend& b) { n = b.hooks.size(); });
+  CHECK(n == 0);
+  // The twin: the same request as HTTP/1.1, and HTTP/1.0 with a Content-Length.
+  auto ok = RawConn::tcp(s.port());
+  ok.send("POST /hooks/gh HTTP/1.1" + rest.substr(9));
+  CHECK(parse(ok.readResponse()).status == 202);
+  auto old = RawConn::tcp(s.port());
+  old.send("POST /hooks/gh HTTP/1.0\r\nHost: 127.0.0.1:" + std::to_string(s.port()) +
+           "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+  CHECK(parse(old.readResponse()).status == 202);
+  s.run([&](FakeBackend& b) { n = b.hooks.size(); });
+  CHECK(n == 2);
 }
 
 TEST_CASE("hooks: a broken request pipelined after a delivery is refused after it; the delivery is not lost") {

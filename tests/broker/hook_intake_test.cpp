@@ -5,6 +5,7 @@
 #include <openssl/hmac.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "broker/event_bus.h"
@@ -85,8 +86,13 @@ struct HookBench {
     std::error_code ec;
     std::filesystem::remove_all(root, ec);
   }
-  pine::ApiReply post(const std::string& hook, const std::string& body, std::map<std::string, std::string> headers) {
-    return intake->deliver(hook, pine::HookDelivery{std::move(headers), body}).wait(ws);
+  pine::ApiReply post(const std::string& hook, const std::string& body, std::map<std::string, std::string> headers,
+                      std::set<std::string> repeated = {}) {
+    pine::HookDelivery d;
+    d.headers = std::move(headers);
+    d.repeated = std::move(repeated);
+    d.body = body;
+    return intake->deliver(hook, std::move(d)).wait(ws);
   }
   std::vector<pine::store::Event> events() {
     pine::store::EventQuery q;
@@ -122,6 +128,23 @@ TEST_CASE("hooks: wrong, missing, wrongly prefixed or other-body signatures are 
   CHECK(b.post("gh", body, {{"x-hub-signature-256", "sha256=" + good.substr(0, 40)}}).status == 401);
   CHECK(b.events().empty());
   CHECK(b.post("gh", body, {{"x-hub-signature-256", "sha256=" + good}}).status == 202);  // the legitimate twin
+}
+
+TEST_CASE("hooks: a signature, time, bearer or delivery id header that came twice is 400, whichever copy is right") {
+  HookBench b;
+  std::string body = R"({"twice":1})";
+  std::string sig = "sha256=" + hmacHex(kSecret, body);
+  // The control API keeps a repeated header's last copy and names it in `repeated`.
+  CHECK(b.post("gh", body, {{"x-hub-signature-256", sig}}, {"x-hub-signature-256"}).status == 400);
+  CHECK(b.post("gh", body, {{"x-hub-signature-256", sig}, {"x-github-delivery", "d-2"}}, {"x-github-delivery"}).status == 400);
+  CHECK(b.post("ha", "{}", {{"authorization", "Bearer " + kSecret}}, {"authorization"}).status == 400);
+  std::string ts = std::to_string(b.now / 1000);
+  CHECK(b.post("stamp", body, {{"x-sig", "v1=" + hmacHex(kSecret, ts + "." + body)}, {"x-time", ts}}, {"x-time"}).status == 400);
+  CHECK(b.events().empty());
+  // The twins: each once, and another header that came twice, are delivered.
+  CHECK(b.post("gh", body, {{"x-hub-signature-256", sig}, {"x-forwarded-for", "a"}}, {"x-forwarded-for"}).status == 202);
+  CHECK(b.post("stamp", body, {{"x-sig", "v1=" + hmacHex(kSecret, ts + "." + body)}, {"x-time", ts}}).status == 202);
+  CHECK(b.events().size() == 2);
 }
 
 TEST_CASE("hooks: bearer wrong is 401, bearer right commits; a source marked owner gives owner events") {
@@ -246,8 +269,8 @@ TEST_CASE("hooks: two copies in flight at once are committed once") {
   std::string body = R"({"y":1})";
   std::map<std::string, std::string> h = {{"x-hub-signature-256", "sha256=" + hmacHex(kSecret, body)},
                                           {"idempotency-key", "k-1"}};
-  auto p1 = b.intake->deliver("gh", pine::HookDelivery{h, body});
-  auto p2 = b.intake->deliver("gh", pine::HookDelivery{h, body});
+  auto p1 = b.intake->deliver("gh", pine::HookDelivery{h, {}, body});
+  auto p2 = b.intake->deliver("gh", pine::HookDelivery{h, {}, body});
   auto r1 = p1.wait(b.ws);
   auto r2 = p2.wait(b.ws);
   CHECK(r1.status == 202);
