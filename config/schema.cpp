@@ -218,6 +218,23 @@ void readWebhookFields(Map& m, std::string& topic, HookAuth& h) {
   if (h.auth != WebhookAuth::Hmac)
     for (const char* k : {"signatureHeader", "signaturePrefix", "timestampHeader"})
       if (m.has(k)) m.ctx().error(m.keyPos(k), m.pathOf(k), std::string(k) + " is for auth: hmac", "set auth: hmac or remove it");
+  // Headers HTTP itself reads, or the other proof's: a hook that could never be proven.
+  auto lower = [](std::string v) {
+    for (auto& c : v) c = (char)std::tolower((unsigned char)c);
+    return v;
+  };
+  for (const char* k : {"signatureHeader", "timestampHeader"}) {
+    if (!m.has(k)) continue;
+    std::string v = lower(k == std::string("signatureHeader") ? h.signatureHeader : h.timestampHeader);
+    for (const char* taken : {"host", "content-length", "transfer-encoding", "connection", "content-type", "origin",
+                              "upgrade", "expect", "te", "trailer"})
+      if (v == taken)
+        m.ctx().error(m.valuePos(k), m.pathOf(k), "'" + std::string(taken) + "' is a header HTTP itself uses",
+                      "name the header the sender puts its signature or time in (X-Hub-Signature-256, X-Timestamp, ...)");
+  }
+  if (m.has("timestampHeader") && lower(h.timestampHeader) == lower(h.signatureHeader))
+    m.ctx().error(m.valuePos("timestampHeader"), m.pathOf("timestampHeader"), "the same header as signatureHeader",
+                  "the time and the signature come in two headers");
 }
 
 bool checkTopicList(Map& m, const std::string& key, std::vector<std::string>& out, bool reservedToo) {

@@ -618,3 +618,24 @@ TEST_CASE("a webhook secret shorter than 16 bytes is an error with its file and 
   r = h.load();
   CHECK(findError(r.errors, "webhooks[1].signatureHeader", "signatureHeader is for auth: hmac"));
 }
+
+TEST_CASE("a webhook's signature or time header cannot be one HTTP itself uses, nor both the same one") {
+  TempHome h;
+  const std::string base = slurpFile(h.path("pine.yaml"));
+  h.write(".env", "GH_HOOK=0123456789abcdef0123\n");
+  auto with = [&](const std::string& fields) {
+    h.write("pine.yaml", base + "\nwebhooks:\n  - {name: gh, topic: ci/github, secret: GH_HOOK, auth: hmac, " + fields + "}\n");
+    return h.load();
+  };
+  auto r = with("signatureHeader: Host");
+  CHECK_MESSAGE(findError(r.errors, "webhooks[0].signatureHeader", "'host' is a header HTTP itself uses"), dump(r.errors));
+  r = with("signatureHeader: X-Sig, timestampHeader: Content-Length");
+  CHECK(findError(r.errors, "webhooks[0].timestampHeader", "'content-length' is a header HTTP itself uses"));
+  r = with("signatureHeader: X-Sig, timestampHeader: x-sig");
+  CHECK(findError(r.errors, "webhooks[0].timestampHeader", "the same header as signatureHeader"));
+  r = with("timestampHeader: X-Hub-Signature-256");  // the default signature header
+  CHECK(findError(r.errors, "webhooks[0].timestampHeader", "the same header as signatureHeader"));
+  // The twin: two headers of the sender's own.
+  r = with("signatureHeader: X-Sig, timestampHeader: X-Time");
+  CHECK_MESSAGE(r.ok(), dump(r.errors));
+}
