@@ -62,6 +62,33 @@ TEST_CASE("mqtt redaction: a login value the broker would decode is redacted how
   // password), and the broker's reading skips a byte-order mark (the next two).
 }
 
+TEST_CASE("mqtt redaction: JSON that does not parse still has its escaped login value redacted") {
+  // The broker stores such a payload as a string, escapes and all; a reader that decodes them
+  // (a model does) would read the password. pine-egress redacts the same bytes; now so does pine-mqtt.
+  const std::string esc = "S3cr3tMqttPw\\u002d7f3a9";  // the password with its '-' escaped
+  const std::string cases[] = {
+      "{\"a\":\"" + esc + "\", ",                   // cut short
+      "{\"a\":\"" + esc + "\"} and more",           // text after it
+      "{\"a\":1}\n{\"a\":\"" + esc + "\"}",          // two documents
+      "{\"a\":\"" + esc + "\"}" + std::string(1, '\0'),  // a NUL after it
+      "{\"b\":\"\xff\",\"a\":\"" + esc + "\"}",      // a byte that is not UTF-8
+      "{\"b\":\"\\ud800\",\"a\":\"" + esc + "\"}",   // a lone surrogate before it
+      "{\"n\":1e99999,\"a\":\"" + esc + "\"}",        // a number out of range
+  };
+  const pine::redact::Redactor known({kPassword, kUser});
+  for (const auto& c : cases) {
+    CAPTURE(c);
+    const std::string out = pine::mqtt::redactedPayload(c, known);
+    CHECK(out.find(esc) == std::string::npos);
+    CHECK(out.find("[redacted]") != std::string::npos);
+  }
+  // The twins: the same shapes without the value reach the broker as sent.
+  for (const std::string& c : {std::string("{\"a\":\"x\\u002dy\", "), std::string("{\"a\":\"x\"} and more")}) {
+    CAPTURE(c);
+    CHECK(pine::mqtt::redactedPayload(c, known) == c);
+  }
+}
+
 TEST_CASE("mqtt redaction: a payload without a login value reaches the broker as sent; JSON stays JSON") {
   const pine::redact::Redactor known({kPassword, kUser});
   const std::string plain[] = {
