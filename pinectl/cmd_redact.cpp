@@ -41,6 +41,51 @@ bool readFile(const std::string& path, std::string& out, std::string& error) {
   return true;
 }
 
+// Passes the redacted text on line by line; a line that is a JSON object or array (a JSON log
+// line, an API answer) is also redacted with its strings decoded, as pine-egress and pine-mqtt
+// read JSON: a value written in \u escapes is found there too.
+class JsonLines final : public std::streambuf {
+ public:
+  JsonLines(std::ostream& out, const redact::Redactor& redactor) : out_(out), redactor_(redactor) {}
+  void finish() {
+    emit();
+    out_.flush();
+  }
+
+ protected:
+  int overflow(int c) override {
+    if (c == traits_type::eof()) return traits_type::not_eof(c);
+    line_ += static_cast<char>(c);
+    if (c == '\n') emit();
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    for (std::streamsize i = 0; i < n; ++i) overflow(static_cast<unsigned char>(s[i]));
+    return n;
+  }
+  int sync() override {
+    out_.flush();  // whole lines only: a partial one waits for its end
+    return out_ ? 0 : -1;
+  }
+
+ private:
+  void emit() {
+    if (line_.empty()) return;
+    const std::size_t first = line_.find_first_not_of(" \t");
+    if (first != std::string::npos && (line_[first] == '{' || line_[first] == '[')) {
+      const bool nl = line_.back() == '\n';
+      std::string json = redactor_.redact(std::string_view(line_).substr(0, line_.size() - (nl ? 1 : 0)),
+                                          redact::Format::kJson);
+      line_ = json + (nl ? "\n" : "");
+    }
+    out_ << line_;
+    line_.clear();
+  }
+  std::ostream& out_;
+  const redact::Redactor& redactor_;
+  std::string line_;
+};
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> parseDotEnv(const std::string& text) {
@@ -132,7 +177,10 @@ int cmdRedact(const std::string& home, std::istream& in, std::ostream& out) {
     std::cerr << "pinectl redact: .env values shorter than " << redact::kMinKnownLength
               << " characters are redacted only where a pattern matches them: " << shortKeys << "\n";
   }
-  redactor->redactStream(in, out);
+  JsonLines lines(out, *redactor);
+  std::ostream jsonAware(&lines);
+  redactor->redactStream(in, jsonAware);
+  lines.finish();
   return out ? 0 : 1;
 }
 

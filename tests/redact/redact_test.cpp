@@ -397,6 +397,27 @@ TEST_CASE("pinectl redact: .env values and the control token, patterns without a
   CHECK(out2.str() == "password=[redacted] and opaque-provider-value-1\n");
 }
 
+TEST_CASE("pinectl redact: a JSON line is also read with its strings decoded; other lines as text") {
+  TempHome home;
+  home.write(".env", "OPENAI_API_KEY=opaque-provider-value-1\n");
+  std::istringstream in(
+      "{\"key\": \"opaque\\u002dprovider-value-1\", \"n\": 1}\n"   // the value with an escaped '-'
+      "  [\"\\u006fpaque-provider-value-1\"]\n"                        // an array, after spaces
+      "{\"t\": \"ghp_\\u0061BcDeFgHiJkLmNoPqRsTuVwXyZ0123456789\"}\n"  // a pattern, escaped
+      "text opaque\\u002dprovider-value-1\n"                          // not JSON: as written
+      "{\"plain\": \"caf\\u00e9\"}\n"                                 // nothing to hide: unchanged
+      "last line opaque-provider-value-1");                           // no newline at the end
+  std::ostringstream out;
+  CHECK(pine::cmdRedact(home.root.string(), in, out) == 0);
+  CHECK(out.str() ==
+        "{\"key\": \"[redacted]\", \"n\": 1}\n"
+        "  [\"[redacted]\"]\n"
+        "{\"t\": \"[redacted]\"}\n"
+        "text opaque\\u002dprovider-value-1\n"
+        "{\"plain\": \"caf\\u00e9\"}\n"
+        "last line [redacted]");
+}
+
 TEST_CASE("pinectl redact: an unreadable .env is an error, not a silent pass") {
   if (geteuid() == 0) return;  // root reads any file
   TempHome home;
