@@ -2422,9 +2422,33 @@ void Checker::find(const std::vector<Field>& args, const Ctx& ctx, State& st) {
     starts.push_back(args[i]);
   }
   if (starts.empty()) starts.push_back(literalField("."));
+  // Whether a test picks some files rather than all: without one, -delete or -exec rm takes
+  // the whole tree, as rm -rf of each starting point would ("-type f" and a name of only
+  // wildcards pick everything that matters).
+  bool narrowed = false;
+  for (size_t k = i; k < args.size(); ++k) {
+    const std::string& t = args[k].text;
+    if (t == "-exec" || t == "-execdir" || t == "-ok" || t == "-okdir") break;
+    static const std::set<std::string> picks = {
+        "-name", "-iname", "-path", "-ipath", "-regex", "-iregex", "-wholename", "-iwholename", "-newer",
+        "-anewer", "-cnewer", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin", "-size", "-empty",
+        "-user", "-group", "-uid", "-gid", "-nouser", "-nogroup", "-perm", "-links", "-inum", "-samefile",
+        "-lname", "-ilname", "-newermt", "-newerct", "-used"};
+    if (!picks.count(t)) continue;
+    const std::string v = k + 1 < args.size() ? args[k + 1].text : "";
+    const bool wildcardOnly = (t == "-name" || t == "-iname" || t == "-path" || t == "-ipath" || t == "-wholename" ||
+                               t == "-iwholename") &&
+                              v.find_first_not_of("*?.") == std::string::npos;
+    if (!wildcardOnly) narrowed = true;
+  }
   for (; i < args.size(); ++i) {
     const std::string& t = args[i].text;
     if (t == "-exec" || t == "-execdir" || t == "-ok" || t == "-okdir") {
+      if (!narrowed && i + 1 < args.size()) {
+        static const std::set<std::string> removers = {"rm", "unlink", "shred", "truncate", "rmdir", "srm"};
+        if (removers.count(lower(progName(args[i + 1].text))))
+          for (const auto& s : starts) checkDelete(s, true, st);
+      }
       std::vector<Field> cmd;
       size_t k = i + 1;
       for (; k < args.size() && args[k].text != ";" && args[k].text != "+"; ++k) {
@@ -2440,7 +2464,7 @@ void Checker::find(const std::vector<Field>& args, const Ctx& ctx, State& st) {
       continue;
     }
     if (t == "-delete")
-      for (const auto& s : starts) checkDelete(s, false, st);
+      for (const auto& s : starts) checkDelete(s, !narrowed, st);
     if ((t == "-name" || t == "-iname" || t == "-path" || t == "-ipath" || t == "-regex" || t == "-iregex" ||
          t == "-wholename") && i + 1 < args.size()) {
       // Searching the system or a home folder for key and secret files is collecting credentials.
