@@ -71,8 +71,13 @@ kj::Promise<ApiReply> OwnerApi::reload() {
   return p_.supervisor().reloadConfigRequest().send().then([this](auto&& r) {
     nlohmann::json errors = nlohmann::json::array();
     for (auto e : r.getErrors()) errors.push_back(std::string(e.cStr()));
-    if (errors.empty()) p_.reloadConfiguration();  // pined validated it: the broker reads the same files
-    return ApiReply{200, {{"ok", errors.empty()}, {"errors", errors}}};
+    // pined validated it: the broker reads the same files. Unless pined restarts the broker for it:
+    // then the next one reads them, and what this one would start (a command source's run) is not
+    // started here too, a second before it is stopped.
+    if (errors.empty() && !r.getBrokerRestarts()) p_.reloadConfiguration();
+    nlohmann::json reply = {{"ok", errors.empty()}, {"errors", errors}};
+    if (r.getBrokerRestarts()) reply["brokerRestarts"] = true;
+    return ApiReply{200, reply};
   });
 }
 

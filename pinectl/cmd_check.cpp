@@ -72,7 +72,8 @@ int cmdReload(const std::string& home) {
     return 1;
   }
   if (j.value("ok", false)) {
-    std::cout << "configuration reloaded\n";
+    std::cout << "configuration reloaded"
+              << (j.value("brokerRestarts", false) ? "; the broker restarts to apply it (its folders changed)" : "") << "\n";
     return 0;
   }
   std::cerr << "configuration NOT reloaded; the previous one stays in force:\n";

@@ -22,8 +22,10 @@ interface Supervisor {
   # it could not do (the control API's TCP port in use), for pined to say on stderr: at most 16
   # lines of at most 1024 bytes, control characters replaced.
 
-  reloadConfig @3 () -> (errors :List(Text));
+  reloadConfig @3 () -> (errors :List(Text), brokerRestarts :Bool);
   # Re-read the home's configuration (`pinectl reload`); on errors the old one stays and they are returned.
+  # brokerRestarts: pined restarts the broker to apply it (its folders changed); the broker that asked
+  # then leaves it to the next one, so that nothing it would start starts twice.
 
   changeConfig @4 (path :Text, content :Text, reason :Text) -> (ok :Bool, errors :List(Text));
   # The only way configuration is written: validated like the file on disk, written atomically (mode 600), audited.

@@ -177,6 +177,7 @@ kj::Promise<void> SupervisorService::reloadConfig(ReloadConfigContext context) {
   auto list = context.getResults().initErrors(errors.size());
   // An error quotes the line it is about, which may hold a .env value: the broker gets none.
   for (size_t i = 0; i < errors.size(); ++i) list.set(i, sup_.redactor().redact(errors[i]));
+  context.getResults().setBrokerRestarts(errors.empty() && sup_.brokerRestartsForReload());
   return kj::READY_NOW;
 }
 

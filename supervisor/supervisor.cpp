@@ -132,11 +132,11 @@ void Supervisor::restartBrokerIfEnvReplaced(const char* why) {
   children_.signal(brokerPid_, SIGTERM);
 }
 
-void Supervisor::restartBrokerIfFoldersChanged() {
+bool Supervisor::restartBrokerIfFoldersChanged() {
   auto cfg = config_.current();
-  if (brokerPid_ == 0 || !cfg) return;
+  if (brokerPid_ == 0 || !cfg) return false;
   auto now = folderIdentities(watchedFolders(*cfg));
-  if (now == brokerFolders_) return;
+  if (now == brokerFolders_) return false;
   // The broker's sandbox holds exactly the folders of the configuration it started with, as they
   // were then: a folder removed and made again at its path is another one, closed to it.
   bool samePaths = now.size() == brokerFolders_.size() &&
@@ -150,6 +150,7 @@ void Supervisor::restartBrokerIfFoldersChanged() {
   tasks_.add(io_.provider->getTimer().afterDelay(1 * kj::SECONDS).then([this, pid = brokerPid_]() {
     if (brokerPid_ == pid) children_.signal(pid, SIGTERM);
   }));
+  return true;
 }
 
 std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {
@@ -161,13 +162,16 @@ std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {
     rebuildRedactor();
   }
   std::vector<std::string> errors;
+  brokerRestartsForReload_ = false;
   for (auto& e : config_.reload()) errors.push_back(e.format());
   if (errors.empty()) {
     spdlog::info("configuration reloaded ({})", by);
     shareHomeWithBroker("a configuration change");
     // Only when the owner reloads: a change the broker itself asked for (add_source) comes in
     // the middle of a task, which a restart would cut short.
-    if (owner) restartBrokerIfFoldersChanged();
+    // The broker then does not apply it itself: the one that starts next reads it, so that what it
+    // starts (a command source's run) starts once, not in the old broker too.
+    brokerRestartsForReload_ = owner && restartBrokerIfFoldersChanged();
   } else {
     spdlog::error("configuration NOT reloaded ({}): {} error(s); the previous one stays in force", by, errors.size());
     for (auto& e : errors) spdlog::error("  {}", e);
@@ -229,6 +233,7 @@ kj::Promise<void> Supervisor::onHangup() {
     shareHomeWithBroker("SIGHUP");  // logs reopened as root's are the broker's again
     restartBrokerIfEnvReplaced("an edit of .env");
     KJ_IF_MAYBE(admin, brokerAdmin_) {
+      if (brokerRestartsForReload_) return onHangup();  // the next broker reads it
       tasks_.add(admin->reloadRequest().send().ignoreResult().catch_([](kj::Exception&& e) {
         spdlog::warn("broker reload failed: {}", e.getDescription().cStr());
       }));

@@ -104,6 +104,8 @@ class Supervisor final : private kj::TaskSet::ErrorHandler {
   void secretsChanged();
   // Re-reads the configuration; on errors keeps the one in force and returns them (formatted).
   std::vector<std::string> reloadConfig(const std::string& by);
+  // Whether the last successful reload restarts the broker (its folders changed).
+  bool brokerRestartsForReload() const { return brokerRestartsForReload_; }
 
  private:
   kj::Promise<void> keepBroker();
@@ -115,7 +117,7 @@ class Supervisor final : private kj::TaskSet::ErrorHandler {
   // which a rename over .env detaches: restart the broker when .env is no longer the file it masked.
   void restartBrokerIfEnvReplaced(const char* why);
   // Its sandbox grants the folder sources' folders it started with: restart it when they change.
-  void restartBrokerIfFoldersChanged();
+  bool restartBrokerIfFoldersChanged();  // true: a restart is on its way
   kj::Promise<void> onHangup();
   kj::Promise<void> shutdown();
   kj::Promise<void> waitAllReaped(kj::TimePoint deadline);
@@ -140,6 +142,7 @@ class Supervisor final : private kj::TaskSet::ErrorHandler {
   // The watched folders the running broker's sandbox grants, each with the (device, inode) it had
   // then: Landlock grants the folder that was there, not the path.
   std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> brokerFolders_;
+  bool brokerRestartsForReload_ = false;
   config::ActiveConfig config_;
   secrets::SecretStore secrets_;
   std::shared_ptr<const redact::Redactor> redactor_;  // rebuilt whenever the secrets change

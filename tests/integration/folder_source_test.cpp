@@ -159,11 +159,15 @@ TEST_CASE("a folder added by the owner's reload: pined restarts the broker, whos
   CHECK_MESSAGE(reload.exitCode == 0, std::string(reload.out + reload.err));
   std::this_thread::sleep_for(500ms);
   CHECK(pined.rolePid("broker") == broker);
+  // With a command source added by the same reload: it runs once, in the new broker (before, the
+  // old one applied the reload and ran it too, a second before it was stopped).
   writeText(home + "/pine.yaml", base + "sources:\n  - {name: one, type: folder, path: " + first +
                                      ", start: always, debounceMs: 100}\n  - {name: two, type: folder, path: " + second +
-                                     ", start: always, debounceMs: 100}\n");
+                                     ", start: always, debounceMs: 100}\n"
+                                     "  - {name: tick, type: command, mode: lines, command: [sh, -c, 'echo started; sleep 1000'], start: always}\n");
   reload = pined.ctl({"reload"});
   CHECK_MESSAGE(reload.exitCode == 0, std::string(reload.out + reload.err));
+  CHECK_MESSAGE(contains(reload.out, "the broker restarts to apply it"), reload.out);
   REQUIRE_MESSAGE(waitUntil([&] { pid_t now = pined.rolePid("broker"); return now > 0 && now != broker; }, 15s),
                   tailOf(pined.stderrText(), 4000));
   REQUIRE(waitUntil([&] { return pined.api("GET", "/v1/events?limit=1").status == 200; }, 15s));
@@ -173,6 +177,13 @@ TEST_CASE("a folder added by the owner's reload: pined restarts the broker, whos
   bool audited = false;
   for (auto& e : pined.auditJson("broker.restart")) audited |= e.value("reason", "").find("folder") != std::string::npos;
   CHECK(audited);
+  auto ticks = [&] {
+    auto j = pined.api("GET", "/v1/events?topic=command/tick&limit=100").json();
+    return j.is_object() && j.contains("events") ? j["events"].size() : size_t(0);
+  };
+  REQUIRE(waitUntil([&] { return ticks() >= 1; }, 20s));
+  std::this_thread::sleep_for(3s);
+  CHECK(ticks() == 1);
 }
 
 TEST_CASE("a folder removed and made again: the owner's reload restarts the broker, whose sandbox then holds the new one") {
