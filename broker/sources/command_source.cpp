@@ -18,6 +18,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kDropReportEvery = std::chrono::seconds(10);
 
+long long wallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 long long msSince(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
 }
@@ -60,12 +64,36 @@ CommandSource::CommandSource(kj::AsyncIoContext& io, config::Source source, Comm
   if (!status_.error) status_.error = [](const std::string&, const std::string&) {};
   if (!status_.recall) status_.recall = [](const std::string&, const std::string&) { return std::optional<std::string>(); };
   if (!status_.remember) status_.remember = [](const std::string&, const std::string&, const std::string&) {};
-  task_ = (source_.commandMode == "lines" ? linesLoop(0) : intervalLoop()).eagerlyEvaluate([this](kj::Exception&& e) {
+  task_ = (source_.commandMode == "lines" ? linesLoop(0) : firstInterval()).eagerlyEvaluate([this](kj::Exception&& e) {
     spdlog::error("command source '{}': stopped: {}", source_.name, e.getDescription().cStr());
   });
 }
 
 CommandSource::~CommandSource() = default;
+
+// The same command line and interval as the run remembered: its schedule goes on across a broker
+// restart (a reload, a crash) instead of running at once each time. Another command line or
+// interval runs at once: the owner changed it and wants to see it work.
+std::string CommandSource::scheduleKey() const {
+  std::string line = std::to_string(source_.intervalSec);
+  for (const auto& a : source_.command) line += '\0' + a;
+  return fingerprint(line);
+}
+
+kj::Promise<void> CommandSource::firstInterval() {
+  long long wait = 0;
+  if (auto last = status_.recall(source_.name, "lastRun")) {
+    size_t bar = last->find('|');
+    long long at = bar == std::string::npos ? 0 : std::atoll(last->substr(0, bar).c_str());
+    long long since = wallMs() - at;
+    if (bar != std::string::npos && last->substr(bar + 1) == scheduleKey() && since >= 0)
+      wait = std::max<long long>(0, (long long)source_.intervalSec * 1000 - since);
+  }
+  if (wait == 0) return intervalLoop();
+  spdlog::info("command source '{}': last run {} s ago; the next in {} s", source_.name,
+               (source_.intervalSec * 1000LL - wait) / 1000, wait / 1000);
+  return io_.provider->getTimer().afterDelay(wait * kj::MILLISECONDS).then([this]() { return intervalLoop(); });
+}
 
 kj::Promise<void> CommandSource::intervalLoop() {
   auto began = Clock::now();
@@ -104,6 +132,8 @@ kj::Promise<CommandExit> CommandSource::runOnce(bool interval) {
         if (refused_) spdlog::info("source '{}': the command runs again", source_.name);
         refused_.reset();
         if (interval) {
+          // Once it has started: a start pined refused is no run to wait out.
+          status_.remember(source_.name, "lastRun", std::to_string(wallMs()) + "|" + scheduleKey());
           RunBounds bounds{source_.timeoutSec, limits_.maxStdoutBytes, limits_.stderrTailBytes, limits_.drainMs};
           return runToEnd(io_.provider->getTimer(), kj::mv(cmd), bounds, [this]() {
                    spdlog::warn("command source '{}': still running after {} s: killed", source_.name, source_.timeoutSec);

@@ -83,7 +83,9 @@ class CommandSource {
 
  private:
   struct Run;
+  kj::Promise<void> firstInterval();  // waits out what is left of the interval of the last run remembered
   kj::Promise<void> intervalLoop();
+  std::string scheduleKey() const;
   kj::Promise<void> linesLoop(long long waitMs);
   kj::Promise<CommandExit> runOnce(bool interval);
   void intervalDone(const FinishedCommand& run);

@@ -178,6 +178,35 @@ TEST_CASE("command source, interval: a run's output is one event, the same outpu
   CHECK_FALSE(src.notRunning());
 }
 
+TEST_CASE("command source, interval: a new broker waits out the interval of the run remembered; a changed command runs at once") {
+  Harness h;
+  {
+    CommandSource first(h.loop.io, commandSource("interval", 60), h.starter({"/bin/echo", "x"}), h.loop.sink(), h.status(),
+                        fastLimits());
+    REQUIRE(h.loop.until([&] { return h.starts == 1 && h.looks.size() == 1; }, 5s));
+  }
+  REQUIRE(h.memory.count("cmd/lastRun"));
+  // The broker restarts (a reload, a crash): the same source with the same memory runs nothing yet.
+  {
+    CommandSource again(h.loop.io, commandSource("interval", 60), h.starter({"/bin/echo", "x"}), h.loop.sink(), h.status(),
+                        fastLimits());
+    CHECK_FALSE(h.loop.until([&] { return h.starts > 1; }, 1500ms));
+  }
+  // The twins: another command line, or a run remembered longer ago than the interval, run at once.
+  {
+    auto changed = commandSource("interval", 60);
+    changed.command = {"another"};
+    CommandSource other(h.loop.io, changed, h.starter({"/bin/echo", "x"}), h.loop.sink(), h.status(), fastLimits());
+    REQUIRE(h.loop.until([&] { return h.starts == 2; }, 5s));
+  }
+  std::string& last = h.memory["cmd/lastRun"];
+  last = std::to_string(std::stoll(last.substr(0, last.find('|'))) - 61000) + last.substr(last.find('|'));
+  auto changed = commandSource("interval", 60);
+  changed.command = {"another"};
+  CommandSource late(h.loop.io, changed, h.starter({"/bin/echo", "x"}), h.loop.sink(), h.status(), fastLimits());
+  CHECK(h.loop.until([&] { return h.starts == 3; }, 5s));
+}
+
 TEST_CASE("command source, interval: stdout past its cap is cut and counted; a failing run is a status error") {
   Harness h;
   auto limits = fastLimits();
