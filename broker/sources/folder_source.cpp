@@ -189,6 +189,7 @@ void FolderSource::lookSome(size_t& budget) {
       }
       Fd d = openDirBeneath(root_.get(), l.dir);
       if (!d.ok()) {  // gone, or a link put in its place: the notice about it says so
+        if (errno == EACCES || errno == EPERM) unseen("sub-folders the broker's user may not read");
         looks_.pop_front();
         continue;
       }
@@ -458,6 +459,11 @@ void FolderSource::hashSome(size_t& budget) {
       ++calls_;
       Fd fd = openFileBeneath(root_.get(), name);
       if (!fd.ok()) {
+        if (errno == EACCES || errno == EPERM) {
+          // Not remembered: once it may be read (a chmod is a notice too), it is reported then.
+          noteOnce("files the broker's user may not read are not reported (make them readable to it)");
+          continue;
+        }
         touch(name);  // gone, or no longer a regular file: settle says which
         continue;
       }
@@ -487,8 +493,11 @@ void FolderSource::hashSome(size_t& budget) {
 void FolderSource::unseen(const std::string& what) {
   // Once a kind, without the folder's name (names are outside content): files there are not
   // reported, and the owner should know why rather than see nothing.
-  if (!unseenNoted_.insert(what).second) return;
-  std::string why = "files in " + what + " are not reported";
+  noteOnce("files in " + what + " are not reported");
+}
+
+void FolderSource::noteOnce(const std::string& why) {
+  if (!unseenNoted_.insert(why).second) return;
   spdlog::warn("source '{}': {}", source_.name, why);
   memory_->noteError(source_.name, why);
 }

@@ -121,6 +121,7 @@ class FolderSource {
   void rememberQuietly(const std::string& name, const Seen& seen);
   bool overCap();
   void unseen(const std::string& what);
+  void noteOnce(const std::string& why);  // a status error and a log line, once each
   // Whether the folder opened at start is still the one at the configured path (not moved away,
   // deleted or replaced).
   bool rootStillHere();

@@ -15,6 +15,7 @@
 #include "broker/sources/source_manager.h"
 #include "broker/store/store.h"
 #include "tests/sources/mosquitto_fixture.h"
+#include "tests/sources/permissions_apply.h"
 
 using namespace sources_test;
 using namespace std::chrono_literals;
@@ -395,6 +396,35 @@ TEST_CASE("folder: past maxFiles new files go unreported, with the reason, until
   CHECK(removed == 5);
   CHECK(added == 25);
   CHECK(names.size() == 25);
+}
+
+TEST_CASE("folder: a file or sub-folder the broker may not read is said in the status line, and reported once readable") {
+  // Before, both were left out without a word (a review's /etc: shadow and gshadow missing).
+  Rig rig;
+  const std::string w = rig.dir.watched();
+  write(w + "/ok.txt", "hello\n");
+  write(w + "/private.txt", "mine\n");
+  std::filesystem::create_directories(w + "/closed");
+  write(w + "/closed/inside.txt", "x");
+  chmod((w + "/private.txt").c_str(), 0);
+  chmod((w + "/closed").c_str(), 0);
+  PermissionsApply asTheBroker;
+  auto src = rig.start(rig.source(true, 50));
+  REQUIRE(rig.waitFor("ok.txt", "new"));  // the legitimate twin
+  rig.loop.run(500ms);
+  CHECK(rig.named("private.txt") == 0);
+  CHECK(rig.named("closed/inside.txt") == 0);
+  auto status = rig.store->sourceStatus("drop");
+  REQUIRE(status);
+  CAPTURE(status->error);
+  CHECK(status->error.find("may not read") != std::string::npos);
+  CHECK(status->error.find("private") == std::string::npos);  // no file's name: outside content
+  // Made readable: reported then, once.
+  chmod((w + "/private.txt").c_str(), 0644);
+  CHECK(rig.waitFor("private.txt", "new"));
+  rig.loop.run(300ms);
+  CHECK(rig.named("private.txt") == 1);
+  chmod((w + "/closed").c_str(), 0755);  // for the clean-up
 }
 
 TEST_CASE("folder: sub-folders deeper than maxDepth are not looked into, and the status line says so") {
