@@ -39,7 +39,11 @@ int cmdSources(const std::string& home, bool json, std::ostream& out, std::ostre
     seen += "last event " + shownField(s, "lastEventAt", "never") + "; " + shownField(s, "events", "0") + " events, " +
             shownField(s, "errors", "0") + " errors";
     out << "  " << seen << "\n";
-    if (s.contains("lastError")) out << "  last error " << shownField(s, "lastErrorAt") << ": " << shownField(s, "lastError") << "\n";
+    if (s.contains("lastError")) {
+      out << "  last error " << shownField(s, "lastErrorAt") << ": " << shownField(s, "lastError");
+      if (s.contains("lastLookAt") && s.value("lastLookAt", "") > s.value("lastErrorAt", "")) out << " (looked again since)";
+      out << "\n";
+    }
   }
   return 0;
 }

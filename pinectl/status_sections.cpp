@@ -21,7 +21,13 @@ void sourcesSection(const nlohmann::json& list, std::ostream& out) {
     out << "  " << shownField(s, "name") << " (" << shownField(s, "type") << ")  " << shownField(s, "state");
     if (s.contains("why")) out << ": " << shownField(s, "why");
     out << "; last event " << shownField(s, "lastEventAt", "never");
-    if (s.value("errors", 0) > 0) out << "; " << shownField(s, "errors") << " errors, last: " << shownField(s, "lastError");
+    if (s.value("errors", 0) > 0) {
+      // With its time, and whether the source has looked since: an old error is not a present one.
+      out << "; " << shownField(s, "errors") << " errors, last at " << shownField(s, "lastErrorAt") << ": "
+          << shownField(s, "lastError");
+      if (s.contains("lastLookAt") && s.value("lastLookAt", "") > s.value("lastErrorAt", ""))
+        out << " (looked again since, at " << shownField(s, "lastLookAt") << ")";
+    }
     out << "\n";
   }
 }

@@ -114,6 +114,7 @@ kj::Promise<void> CommandSource::linesLoop(long long lastWaitMs) {
       std::string why = fmt::format("the command {} after {} ms; restarting it in {} s", describeExit(e), ran, wait / 1000.0);
       status_.error(source_.name, why);
       spdlog::warn("command source '{}': {}", source_.name, why);
+      restarting_ = why;
     }
     return io_.provider->getTimer().afterDelay(wait * kj::MILLISECONDS).then([this, wait]() { return linesLoop(wait); });
   });
@@ -131,6 +132,7 @@ kj::Promise<CommandExit> CommandSource::runOnce(bool interval) {
       .then([this, interval](StartedCommand cmd) -> kj::Promise<CommandExit> {
         if (refused_) spdlog::info("source '{}': the command runs again", source_.name);
         refused_.reset();
+        restarting_.reset();
         if (interval) {
           // Once it has started: a start pined refused is no run to wait out.
           status_.remember(source_.name, "lastRun", std::to_string(wallMs()) + "|" + scheduleKey());

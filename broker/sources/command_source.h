@@ -78,7 +78,9 @@ class CommandSource {
 
   const config::Source& source() const { return source_; }
   // Why the last start failed (pined refused: no sandbox, sandbox: false, ...), or nullopt.
-  const std::optional<std::string>& notRunning() const { return refused_; }
+  // Why it is not running now: pined refused the start, or a lines command ended and waits to be
+  // started again.
+  std::optional<std::string> notRunning() const { return refused_ ? refused_ : restarting_; }
   uint64_t droppedLines() const { return dropped_; }
 
  private:
@@ -106,6 +108,7 @@ class CommandSource {
   CommandLimits limits_;
   std::string topic_;
   std::optional<std::string> refused_;
+  std::optional<std::string> restarting_;  // a lines command that ended: why, until it runs again
   // mode lines: the line being read, what was cut of it, the bucket and what it dropped
   std::string partial_;
   size_t partialCut_ = 0;

@@ -344,6 +344,22 @@ TEST_CASE("command source, lines: a command that exits is restarted, with backof
   CHECK(h.anyError("exited with 4"));
 }
 
+TEST_CASE("command source, lines: while it waits to be started again it is listed as not running, with why") {
+  // Before, `pinectl sources` said "running" for a command that had ended and waited 32 s.
+  Harness h;
+  auto limits = fastLimits();
+  limits.restartMinMs = limits.restartMaxMs = 3000;
+  CommandSource src(h.loop.io, commandSource("lines"), h.starter({"/bin/sh", "-c", "echo hi; sleep 0.5; exit 4"}),
+                    h.loop.sink(), h.status(), limits);
+  REQUIRE(h.loop.until([&] { return h.loop.drafts.size() == 1; }, 5s));
+  CHECK_FALSE(src.notRunning());  // the twin: running while it runs
+  REQUIRE(h.loop.until([&] { return src.notRunning().has_value(); }, 5s));
+  CHECK(src.notRunning()->find("exited with 4") != std::string::npos);
+  CHECK(src.notRunning()->find("restarting it in 3 s") != std::string::npos);
+  REQUIRE(h.loop.until([&] { return h.starts == 2; }, 6s));
+  CHECK(h.loop.until([&] { return !src.notRunning().has_value(); }, 2s));
+}
+
 TEST_CASE("command source: a start pined refuses is listed as not running, with pined's reason") {
   Harness h;
   h.refuse = "no usable sandbox: Landlock is missing";
