@@ -54,6 +54,8 @@ std::optional<ApiRefusal> checkHost(const std::optional<std::string>& host, ApiL
   if (!host) return ApiRefusal{403, "no Host header: send Host: localhost" +
                                         (listener == ApiListener::Tcp ? ":" + std::to_string(port) : std::string())};
   std::string h = lower(*host);
+  // A field's value is without the white space after it (RFC 9110 5.5); kj-http keeps it.
+  while (!h.empty() && (h.back() == ' ' || h.back() == '\t')) h.pop_back();
   if (listener == ApiListener::Unix) {
     // pinectl sends "localhost"; a port means nothing on a unix socket, so any is taken.
     if (h == "localhost") return std::nullopt;
@@ -328,6 +330,13 @@ bool RequestFraming::endOfHeaderLine() {
   size_t v = colon + 1;
   while (v < line_.size() && (line_[v] == ' ' || line_[v] == '\t')) v++;
   std::string name = line_.substr(0, colon);
+  // kj-http drops a field whose value is empty, so the checks after it would not see these.
+  size_t last = line_.find_last_not_of(" \t");
+  const bool empty = last == std::string::npos || last < v;
+  if (empty && equalsLower(name, "content-length"))
+    return refuse(400, "Content-Length must be one decimal number, sent once", false);
+  if (empty && (equalsLower(name, "origin") || equalsLower(name, "sec-fetch-site")))
+    return refuse(403, "requests from web pages are refused (Origin or Sec-Fetch-Site present)", false);
   if (equalsLower(name, "content-length")) {
     contentLengths_++;
     contentLength_ = line_.substr(v);

@@ -827,12 +827,13 @@ kj::Promise<void> ControlApi::route(kj::HttpMethod method, const std::vector<std
       return sendError(response, 404, "no agent '" + agent + "': agent ids are [a-z0-9_-], 1 to 64 bytes");
     if (action == "messages") {
       if (!only({M::POST})) return wrongMethod("POST");
-      // 64 MB only for a message with attached files; which it is shows once the body is read.
-      return withJsonBody(headers, body, limits_.maxMessageBody, false, response,
+      // Files cannot be attached through the API (yet): a body that carries them is refused rather
+      // than taken with its files dropped, and no body is let past 1 MB on their account.
+      return withJsonBody(headers, body, limit, false, response,
                           [this, agent, &headers, &response](json j) -> kj::Promise<void> {
-                            if (j.dump().size() > limits_.maxBody && !j.contains("files"))
-                              return sendError(response, 413, "the body is larger than 1 MB; only a message with "
-                                                              "\"files\" may be larger (up to 64 MB)");
+                            if (j.is_object() && j.contains("files"))
+                              return sendError(response, 400, "\"files\" is not taken through the API: put the "
+                                                              "files in the agent's workspace and name them in \"text\"");
                             return postMessage(agent, kj::mv(j), headers, response);
                           });
     }

@@ -26,7 +26,6 @@ struct ControlApiLimits {
   kj::Duration bodyTimeout = 30 * kj::SECONDS;     // the whole body, from the end of the head
   kj::Duration keepalive = 15 * kj::SECONDS;       // ": keepalive" on a quiet SSE stream
   uint64_t maxBody = 1 << 20;                      // 1 MB
-  uint64_t maxMessageBody = 64 << 20;              // 64 MB, a message with "files" only
   size_t sseQueue = 1024;                          // notifications a slow SSE reader may fall behind
   size_t maxConnections = 256;                     // open at once, both listeners; then evictOne, else 503
   HttpHeadLimits head;                             // request line, header lines, whole head (431, 414)

@@ -78,6 +78,7 @@ TEST_CASE("Host on TCP: only 127.0.0.1 or localhost with the bound port") {
   CHECK_FALSE(checkHost(std::string("127.0.0.1:8421"), ApiListener::Tcp, 8421));
   CHECK_FALSE(checkHost(std::string("localhost:8421"), ApiListener::Tcp, 8421));
   CHECK_FALSE(checkHost(std::string("LOCALHOST:8421"), ApiListener::Tcp, 8421));
+  CHECK_FALSE(checkHost(std::string("localhost:8421 \t"), ApiListener::Tcp, 8421));  // trailing white space
   CHECK(checkHost(std::nullopt, ApiListener::Tcp, 8421)->status == 403);
   CHECK(checkHost(std::string("evil.example:8421"), ApiListener::Tcp, 8421)->status == 403);
   CHECK(checkHost(std::string("127.0.0.1:8422"), ApiListener::Tcp, 8421)->status == 403);
