@@ -60,7 +60,12 @@ PageLook judgePage(const PageMemory& before, const std::string& url, const PageA
   }
   look.memory = before;
   if (a.status == 304) {
-    look.verdict = PageVerdict::Unchanged;
+    // Not Modified since what? Without a validator sent there is nothing it could be the same as:
+    // a server that says so every time would look healthy and never deliver anything.
+    if (before.etag.empty() && before.lastModified.empty())
+      look.error = "HTTP 304 (not modified) from " + url + " to a request that sent no ETag or date to compare with";
+    else
+      look.verdict = PageVerdict::Unchanged;
     return look;
   }
   if (a.status < 200 || a.status > 299) {

@@ -231,3 +231,21 @@ TEST_CASE("http poller: an ETag or Last-Modified that could not be sent back is 
   CHECK(look.memory.etag == "\"v1\"");
   CHECK(look.memory.lastModified == "Wed, 02 Dec 2026 10:00:00 GMT");
 }
+
+TEST_CASE("http poller: a 304 to a look that sent nothing to compare with is an error, not \"unchanged\"") {
+  // A review's server answered 304 to every request: the source showed "unchanged, 0 errors"
+  // for ever while nothing had ever been delivered.
+  PageMemory none;
+  auto look = judgePage(none, "https://example.com/p", page(304, ""));
+  CHECK(look.error.find("HTTP 304") != std::string::npos);
+  CHECK(look.error.find("sent no ETag or date") != std::string::npos);
+  // The twins: a 304 after an ETag, or after a date, was sent is the page unchanged.
+  PageMemory tagged;
+  tagged.etag = "\"v1\"";
+  CHECK(judgePage(tagged, "https://example.com/p", page(304, "")).verdict == PageVerdict::Unchanged);
+  PageMemory dated;
+  dated.lastModified = "Wed, 02 Dec 2026 10:00:00 GMT";
+  auto ok = judgePage(dated, "https://example.com/p", page(304, ""));
+  CHECK(ok.verdict == PageVerdict::Unchanged);
+  CHECK(ok.error.empty());
+}
