@@ -181,13 +181,22 @@ std::vector<SecurityNote> securityNotes(const Home& home, const HomeFacts& facts
       notes.push_back({pineFile, at + ".tls",
                        "ftp source '" + s.name + "' logs in without TLS: its password crosses the network in clear",
                        "use ftps:// or a server with AUTH TLS, and remove tls: none"});
-    if (s.type == "command")
-      notes.push_back({pineFile, at + ".command",
-                       "command source '" + s.name + "' runs `" + shownCommandLine(s.command) + "` in the sandbox of agent '" +
-                           commandAgent(s) + "'" +
-                           (s.commandMode == "lines" ? ", all the time (each line it prints an event)"
-                                                     : ", every " + std::to_string(s.intervalSec) + " s"),
-                       "remove the source if you do not want that command run"});
+    if (s.type == "command") {
+      auto agent = home.agents.find(commandAgent(s));
+      if (agent != home.agents.end() && !agent->second.sandbox.enabled)
+        // pined runs commands only in a sandbox: said as what happens, not as what would.
+        notes.push_back({pineFile, at + ".agent",
+                         "command source '" + s.name + "' does not run: agent '" + commandAgent(s) +
+                             "' has sandbox: false, and a source's command runs only in its agent's sandbox",
+                         "give agent '" + commandAgent(s) + "' its sandbox back, or name another agent in the source"});
+      else
+        notes.push_back({pineFile, at + ".command",
+                         "command source '" + s.name + "' runs `" + shownCommandLine(s.command) + "` in the sandbox of agent '" +
+                             commandAgent(s) + "'" +
+                             (s.commandMode == "lines" ? ", all the time (each line it prints an event)"
+                                                       : ", every " + std::to_string(s.intervalSec) + " s"),
+                         "remove the source if you do not want that command run"});
+    }
     // A folder in the workspace of the source's own agent is that agent's already; any other is read by pine.
     if (s.type == "folder" &&
         (s.agent.empty() || s.path.rfind(home.root + "/agents/" + s.agent + "/workspace/", 0) != 0))

@@ -201,6 +201,21 @@ TEST_CASE("note: sandbox false, trustWorkspace true, mode bypass (in agent.yaml 
   CHECK(findNote(notes, h.path("pine.yaml"), "defaults.mode", "agent 'house'"));
 }
 
+TEST_CASE("note: a command source of an agent with sandbox: false says it does not run") {
+  // Before, check said "runs `id` in the sandbox of agent 'house', every 60 s" while pined refused to.
+  TempHome h;
+  h.replace("pine.yaml", "sources:\n", "sources:\n  - {name: who, type: command, agent: house, command: [id], intervalSec: 60}\n");
+  auto notes = notesOf(h);
+  CHECK_MESSAGE(findNote(notes, h.path("pine.yaml"), "sources[0].command", "runs `id` in the sandbox of agent 'house'"),
+                all(notes));  // the twin: sandboxed, it runs
+  h.replace("agents/house/agent.yaml", "sandbox:\n  network: none\n", "sandbox: false\n");
+  notes = notesOf(h);
+  auto* off = findNote(notes, h.path("pine.yaml"), "sources[0].agent", "command source 'who' does not run");
+  REQUIRE_MESSAGE(off, all(notes));
+  CHECK(off->message.find("sandbox: false") != std::string::npos);
+  CHECK_FALSE(findNote(notes, h.path("pine.yaml"), "sources[0].command", "runs `id`"));
+}
+
 TEST_CASE("note: security.bypassWhenTainted, naming the agents in bypass") {
   TempHome h;
   h.replace("pine.yaml", "bypassWhenTainted: false", "bypassWhenTainted: true");
