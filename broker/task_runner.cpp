@@ -106,6 +106,10 @@ void TaskRunner::launch(const std::string& id) {
   background_.add(kj::mv(supervision));
 }
 
+namespace {
+constexpr size_t kHistoryBytes = 4 << 20;  // of stored messages, as JSON text
+}  // namespace
+
 TaskForWorker TaskRunner::taskFor(const TaskRecord& t, const RunRequest& req, const std::string& sandbox, Run& run) {
   auto cfg = config_;
   const auto& agent = cfg->agents.at(req.agent);
@@ -115,12 +119,27 @@ TaskForWorker TaskRunner::taskFor(const TaskRecord& t, const RunRequest& req, co
   info.session = req.session;
   info.trust = trustName(req.trust);
   info.tainted = services_.sessions().tainted(req.agent, req.session);
+  // The conversation as the worker gets it: the newest messages within kHistoryBytes, from a message
+  // that opens a turn on (a tool result without the call it answers would be refused by a provider).
+  // Past that the task message would outgrow what one message between processes may carry, and
+  // the worker died on it at every turn from then on.
+  auto rows = services_.store().messages(req.agent, req.session, 400);
+  size_t from = rows.size(), bytes = 0;
+  while (from > 0 && bytes + rows[from - 1].content.size() <= kHistoryBytes) bytes += rows[--from].content.size();
+  while (from < rows.size() && rows[from].role != "user" && rows[from].role != "event") ++from;
   nlohmann::json history = nlohmann::json::array();
-  for (auto& m : services_.store().messages(req.agent, req.session, 400)) {
-    auto j = nlohmann::json::parse(m.content, nullptr, false);
+  for (size_t i = from; i < rows.size(); ++i) {
+    auto j = nlohmann::json::parse(rows[i].content, nullptr, false);
     if (!j.is_discarded()) history.push_back(j);
   }
   info.history = history.dump();
+  if (from > 0) {
+    spdlog::info("task {}: the {} oldest messages of {}/{} are left out of its history ({} MB at most)", t.id, from,
+                 req.agent, req.session, kHistoryBytes >> 20);
+    info.text += "\n\n(pine: the " + std::to_string(from) +
+                 " oldest messages of this conversation are not shown to you; it is larger than a run is given. "
+                 "The owner can start it afresh with a reset.)";
+  }
   std::string instructions = readIfExists(home_.agents() + "/" + req.agent + "/AGENTS.md");
   if (req.agent == "main") {
     std::string user = readIfExists(home_.root + "/USER.md");

@@ -501,3 +501,24 @@ TEST_CASE("a sub-agent works under its conversation's permissions: what it reads
         if (s["session"] == "main") tainted = s["tainted"];
   CHECK(tainted);
 }
+
+TEST_CASE("a conversation larger than a run is given keeps working: its oldest messages are left out, and the run is told") {
+  // A review sent twelve 1 MB messages to one conversation: from the eighth on every task failed
+  // ("the worker ended before answering"), its history too large for one message to the worker.
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeConfig(home);
+  Pined pined(home, {}, {});
+  std::string big;
+  while (big.size() < 900 * 1024) big += "word ";
+  for (int i = 0; i < 10; ++i) {
+    auto t = message(pined, "main", "part " + std::to_string(i) + " " + big, true, "big");
+    REQUIRE_MESSAGE(t["state"] == "done", t.dump().substr(0, 400));
+  }
+  auto last = message(pined, "main", "hello after all that", true, "big");
+  CHECK_MESSAGE(last["state"] == "done", last.dump().substr(0, 400));
+  CHECK(contains(pined.stderrText(), "oldest messages of main/big are left out of its history"));
+  // The twin: a small conversation is given whole.
+  auto small = message(pined, "main", "hello", true, "small");
+  CHECK(small["state"] == "done");
+}
