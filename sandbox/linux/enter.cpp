@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -175,6 +176,20 @@ int dropPrivileges(const LinuxPlan& plan) noexcept {
   return capsToZero();
 }
 
+// As root each program gets a uid of its own (an agent's, the broker's): a bound on that uid's
+// processes, so that a loop starting processes (`while :; do sleep 9 & done`) stops there instead
+// of taking the machine's every pid. Threads count too; browsers and builds stay far below it.
+constexpr rlim_t kMaxProcesses = 4096;
+
+int limitProcesses(const LinuxPlan& plan) noexcept {
+  if (!plan.changeIds) return 0;  // an unprivileged pined's uid is the owner's: not ours to bound
+  struct rlimit now;
+  if (getrlimit(RLIMIT_NPROC, &now) != 0) return errno;
+  if (now.rlim_max != RLIM_INFINITY && now.rlim_max <= kMaxProcesses && now.rlim_cur <= kMaxProcesses) return 0;
+  struct rlimit lower = {std::min<rlim_t>(now.rlim_cur, kMaxProcesses), std::min<rlim_t>(now.rlim_max, kMaxProcesses)};
+  return setrlimit(RLIMIT_NPROC, &lower) == 0 ? 0 : errno;
+}
+
 int armParentDeath(pid_t expectedParent) noexcept {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
   if (getppid() != expectedParent) return ESRCH;  // it died before the signal was armed
@@ -211,6 +226,7 @@ Failure finishAndExec(const LinuxPlan& plan, const ExecTarget& target, pid_t par
     if (int e = ns::loopbackUp()) return {kStageLoopback, e};
   }
   if (int e = dropPrivileges(plan)) return {kStageCredentials, e};
+  if (int e = limitProcesses(plan)) return {kStageCredentials, e};
   // setresuid cleared the parent-death signal; arm it again for the last time.
   if (int e = armParentDeath(parent)) return {kStageParentDeath, e};
   if (chdir(plan.cwd.c_str()) != 0) return {kStageChdir, errno};

@@ -687,6 +687,15 @@ TEST_CASE("the worker cannot signal or trace the supervisor; its own children it
   WORKS(run({"kill-child"}, flat));
 }
 
+TEST_CASE("as root, a worker's uid may have at most 4096 processes; hundreds at once still work") {
+  // A review ran `while true; do sleep 100 & done` in an agent's sandbox: nothing bounded it but
+  // the machine's pid_max. The kernel now stops that uid at 4096 processes (and threads).
+  if (geteuid() != 0) return;  // unprivileged: the uid is the owner's, and not bounded by pine
+  WORKS(run({"sh", "/usr/bin/python3 -c 'import resource; s, h = resource.getrlimit(resource.RLIMIT_NPROC); "
+                   "exit(0 if 0 < s <= 4096 and 0 < h <= 4096 else 1)'"}));
+  WORKS(run({"sh", "for i in $(seq 300); do sleep 2 & done; wait"}));  // the twin: a busy build's worth
+}
+
 TEST_CASE("git, python3, sh, pipes, child processes and TMPDIR work") {
   std::string script =
       "set -e; cd \"$HOME\" >/dev/null; cd " + fx().ws +
