@@ -127,7 +127,7 @@ class RequestFraming {
   std::deque<bool> versions_;  // per request line read and not yet taken: HTTP/1.0
 };
 
-// Keys of /v1/state/{key}: [A-Za-z0-9_.:-], 1 to 128 bytes, not starting with '.' or '-'.
+// Keys of /v1/state/{key}: [A-Za-z0-9_.:/-], 1 to 128 bytes, not starting with '.', '-' or '/'.
 // Approval ids: [A-Za-z0-9_-], 1 to 64 bytes.
 bool isValidApprovalId(const std::string& id);
 

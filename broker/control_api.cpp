@@ -1135,6 +1135,8 @@ kj::Promise<void> ControlApi::eventStream(const ApiQuery& query, const kj::HttpH
   std::string topic;
   if (auto it = query.find("topic"); it != query.end()) topic = it->second;
   if (topic.size() > 512) return sendError(response, 400, "topic filter longer than 512 bytes");
+  // A filter that can never match would hold a stream open that says nothing, ever.
+  if (auto why = filterProblem(topic); why && !topic.empty()) return sendError(response, 400, "topic filter: " + *why);
   std::optional<long long> after;
   if (auto id = header(headers, hLastEventId_)) {
     after = parseSeq(*id);

@@ -113,6 +113,19 @@ bool topicMatches(const std::string& filter, const std::string& topic) {
   }
 }
 
+std::optional<std::string> filterProblem(const std::string& filter) {
+  size_t from = 0;
+  for (;;) {
+    size_t end = filter.find('/', from);
+    std::string_view level = std::string_view(filter).substr(from, end == std::string::npos ? std::string::npos : end - from);
+    if (level.find('#') != std::string_view::npos && (level != "#" || end != std::string::npos))
+      return "'#' stands alone as the last level of a filter (home/#)";
+    if (level.find('+') != std::string_view::npos && level != "+") return "'+' stands alone for one level (home/+/temp)";
+    if (end == std::string::npos) return std::nullopt;
+    from = end + 1;
+  }
+}
+
 nlohmann::json eventFeedItem(const std::string& topic, long long seq, std::string text) {
   return {{"kind", "event"}, {"topic", topic}, {"seq", seq}, {"text", std::move(text)}};
 }

@@ -64,6 +64,9 @@ class Feed {
 
 // MQTT-style topic filter: '+' matches one level, '#' (last) the rest, including none.
 bool topicMatches(const std::string& filter, const std::string& topic);
+// Why `filter` can match nothing as the owner meant it ('#' not alone at the end, '+' not alone
+// in its level), or nothing when it is well formed.
+std::optional<std::string> filterProblem(const std::string& filter);
 
 // A committed event as the feed carries it: {"kind": "event", "topic", "seq", "text"}, the text
 // being the event's JSON (no newline in it), written once whoever listens; GET /v1/events/stream
