@@ -524,7 +524,9 @@ std::size_t matchKeyValue(Reach& r, std::size_t i, std::vector<Span>& out) {
   const std::size_t keyBegin = j;
   if (keyBegin == keyEnd) return 0;
   if (keyBegin >= 2 && t[keyBegin - 1] == '{' && t[keyBegin - 2] == '$') return 0;  // ${secret:NAME}
-  if (keyBegin >= 1 && t[keyBegin - 1] == '/') return 0;  // a path's last part: "/etc/passwd': it is ..."
+  // A quoted path whose last part looks like a key, followed by words: "refused '/etc/passwd': it is
+  // outside". Only that: /run/secrets/db_password:VALUE and {"/app/password": "VALUE"} are secrets.
+  const bool quotedPath = quotedKey && sep == ':' && keyBegin >= 1 && t[keyBegin - 1] == '/';
   if (sep == ':' && keyBegin >= 3 && t.compare(keyBegin - 3, 3, "://") == 0) return 0;  // user:pass@ (matchUrl)
   const KeyKind kind = classifyKey(t.substr(keyBegin, keyEnd - keyBegin));
   if (kind == KeyKind::kNone) return 0;
@@ -553,6 +555,7 @@ std::size_t matchKeyValue(Reach& r, std::size_t i, std::vector<Span>& out) {
 
   std::size_t vs = v, ve = v;
   bool quotedValue = false;
+  if (quotedPath && t[v] != '"' && t[v] != '\'' && t[v] != '`') return 0;
   if (t[v] == '"' || t[v] == '\'' || t[v] == '`') {
     quotedValue = true;
     vs = v + 1;
@@ -813,7 +816,10 @@ std::size_t matchCryptHash(std::string_view t, std::size_t i, std::vector<Span>&
 // after a space for sshpass. Only on a line that runs one of those commands.
 std::size_t matchDashP(std::string_view t, std::size_t i, std::vector<Span>& out) {
   if (!flagStart(t, i) || i + 2 >= t.size()) return 0;
-  const std::string_view before = t.substr(0, i);
+  // Only the words of the same command: `echo mysql; tar -pcf ...` is another command's -p.
+  std::string_view before = t.substr(0, i);
+  const std::size_t cut = before.find_last_of(";&|(`\n");
+  if (cut != std::string_view::npos) before = before.substr(cut + 1);
   const bool sshpass = before.find("sshpass") != std::string_view::npos;
   if (!sshpass && before.find("mysql") == std::string_view::npos && before.find("mariadb") == std::string_view::npos)
     return 0;
@@ -830,7 +836,14 @@ std::size_t matchDashP(std::string_view t, std::size_t i, std::vector<Span>& out
     if (ve == std::string_view::npos) ve = t.size();
   } else {
     ve = v;
-    while (ve < t.size() && !is(t[ve], kSpace | kEol) && t[ve] != '"' && t[ve] != '\'') ++ve;
+    while (ve < t.size() && !is(t[ve], kEol) && t[ve] != '"' && t[ve] != '\'') {
+      if (t[ve] == '\\' && ve + 1 < t.size() && !is(t[ve + 1], kEol)) {  // an escaped space goes on
+        ve += 2;
+        continue;
+      }
+      if (is(t[ve], kSpace)) break;
+      ++ve;
+    }
   }
   while (ve > vs && is(t[ve - 1], kEol)) --ve;
   if (ve <= vs || isPlaceholder(t.substr(vs, ve - vs))) return 0;
@@ -852,8 +865,13 @@ std::size_t matchNetrc(std::string_view t, std::size_t i, std::vector<Span>& out
   std::size_t v = i + 8;
   while (v < t.size() && is(t[v], kSpace)) ++v;
   std::size_t e = v;
-  while (e < t.size() && !is(t[e], kSpace | kEol)) ++e;
-  if (e == v || isPlaceholder(t.substr(v, e - v))) return 0;
+  if (v < t.size() && t[v] == '"') {  // a quoted value may hold spaces
+    e = t.find('"', ++v);
+    if (e == std::string_view::npos) e = eol;
+  } else {
+    while (e < t.size() && !is(t[e], kSpace | kEol)) ++e;
+  }
+  if (e <= v || isPlaceholder(t.substr(v, e - v))) return 0;
   out.push_back({v, e});
   return e;
 }
@@ -872,12 +890,18 @@ std::size_t matchCookie(std::string_view t, std::size_t i, std::vector<Span>& ou
     while (eq < t.size() && t[eq] != '=' && t[eq] != ';' && !is(t[eq], kSpace | kEol) && t[eq] != '"' && t[eq] != '\'')
       ++eq;
     if (eq >= t.size() || t[eq] != '=' || eq == p) break;
-    std::size_t e = eq + 1;
-    while (e < t.size() && t[e] != ';' && !is(t[e], kSpace | kEol) && t[e] != '"' && t[e] != '\'') ++e;
-    if (e > eq + 1 && !isPlaceholder(t.substr(eq + 1, e - eq - 1))) {
-      out.push_back({eq + 1, e});
+    std::size_t vs = eq + 1, e = vs;
+    if (e < t.size() && t[e] == '"') {  // cookie-value may be quoted (RFC 6265)
+      vs = ++e;
+      while (e < t.size() && t[e] != '"' && !is(t[e], kEol)) ++e;
+    } else {
+      while (e < t.size() && t[e] != ';' && !is(t[e], kSpace | kEol) && t[e] != '"' && t[e] != '\'') ++e;
+    }
+    if (e > vs && !isPlaceholder(t.substr(vs, e - vs))) {
+      out.push_back({vs, e});
       last = e;
     }
+    if (e < t.size() && t[e] == '"' && vs > eq + 1) ++e;  // past the closing quote
     if (set || e >= t.size() || t[e] != ';') break;
     p = e;
   }
