@@ -124,11 +124,16 @@ void Supervisor::shareHomeWithBroker(const char* why) {
   }
 }
 
+bool Supervisor::envReplacedUnderBroker() const {
+  // As root, .env is closed to the broker's uid whatever its inode.
+  return !sandboxes_.host().root() && brokerPid_ != 0 && fileIdentity(options_.home.root + "/.env") != maskedEnv_;
+}
+
 void Supervisor::restartBrokerIfEnvReplaced(const char* why) {
-  if (sandboxes_.host().root() || brokerPid_ == 0) return;  // as root, .env is closed to the broker's uid
-  if (fileIdentity(options_.home.root + "/.env") == maskedEnv_) return;
+  if (!envReplacedUnderBroker()) return;
   spdlog::warn("{} replaced .env, which the broker's mask no longer covers: restarting the broker", why);
   audit("broker.restart", {{"reason", std::string(why) + " replaced .env"}, {"process_pid", brokerPid_}});
+  restartingBroker_ = brokerPid_;
   children_.signal(brokerPid_, SIGTERM);
 }
 
@@ -146,6 +151,7 @@ bool Supervisor::restartBrokerIfFoldersChanged() {
   spdlog::warn("{}: restarting the broker so that its sandbox holds exactly those there now", reason);
   audit("broker.restart", {{"reason", reason}, {"process_pid", brokerPid_}});
   brokerFolders_ = std::move(now);  // asked once, even if reloaded again meanwhile
+  restartingBroker_ = brokerPid_;   // until it is gone, every reload is the next broker's to apply
   // A moment later: a reload the owner asked for through the broker (pinectl reload) gets its answer first.
   tasks_.add(io_.provider->getTimer().afterDelay(1 * kj::SECONDS).then([this, pid = brokerPid_]() {
     if (brokerPid_ == pid) children_.signal(pid, SIGTERM);
@@ -172,17 +178,20 @@ std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {
     // The broker then does not apply it itself: the one that starts next reads it, so that what it
     // starts (a command source's run) starts once, not in the old broker too.
     brokerRestartsForReload_ = owner && restartBrokerIfFoldersChanged();
+    // A restart already on its way (a reload a moment ago, an editor's new .env): the broker that
+    // asks is about to go, and must not start what its successor will start again.
+    if (owner && by == "pinectl reload" && envReplacedUnderBroker() && restartingBroker_ != brokerPid_) {
+      restartingBroker_ = brokerPid_;
+      tasks_.add(io_.provider->getTimer().afterDelay(1 * kj::SECONDS).then([this]() {
+        restartBrokerIfEnvReplaced("an edit of .env");
+      }));
+    }
+    if (restartingBroker_ != 0 && restartingBroker_ == brokerPid_) brokerRestartsForReload_ = true;
   } else {
     spdlog::error("configuration NOT reloaded ({}): {} error(s); the previous one stays in force", by, errors.size());
     for (auto& e : errors) spdlog::error("  {}", e);
   }
   audit("config.reload", {{"by", by}, {"ok", errors.empty()}, {"errors", errors}});
-  // An editor may have replaced .env (SIGHUP's handler checks at once); a moment later, so that
-  // pinectl, which asked through the broker, gets its answer first.
-  if (by == "pinectl reload")
-    tasks_.add(io_.provider->getTimer().afterDelay(1 * kj::SECONDS).then([this]() {
-      restartBrokerIfEnvReplaced("an edit of .env");
-    }));
   return errors;
 }
 
@@ -233,7 +242,8 @@ kj::Promise<void> Supervisor::onHangup() {
     shareHomeWithBroker("SIGHUP");  // logs reopened as root's are the broker's again
     restartBrokerIfEnvReplaced("an edit of .env");
     KJ_IF_MAYBE(admin, brokerAdmin_) {
-      if (brokerRestartsForReload_) return onHangup();  // the next broker reads it
+      if (brokerRestartsForReload_ || (restartingBroker_ != 0 && restartingBroker_ == brokerPid_))
+        return onHangup();  // the next broker reads it
       tasks_.add(admin->reloadRequest().send().ignoreResult().catch_([](kj::Exception&& e) {
         spdlog::warn("broker reload failed: {}", e.getDescription().cStr());
       }));

@@ -118,6 +118,7 @@ class Supervisor final : private kj::TaskSet::ErrorHandler {
   void restartBrokerIfEnvReplaced(const char* why);
   // Its sandbox grants the folder sources' folders it started with: restart it when they change.
   bool restartBrokerIfFoldersChanged();  // true: a restart is on its way
+  bool envReplacedUnderBroker() const;   // .env is another file than the one masked from the broker
   kj::Promise<void> onHangup();
   kj::Promise<void> shutdown();
   kj::Promise<void> waitAllReaped(kj::TimePoint deadline);
@@ -143,6 +144,7 @@ class Supervisor final : private kj::TaskSet::ErrorHandler {
   // then: Landlock grants the folder that was there, not the path.
   std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> brokerFolders_;
   bool brokerRestartsForReload_ = false;
+  pid_t restartingBroker_ = 0;  // the broker pined has asked to stop so that its successor starts afresh
   config::ActiveConfig config_;
   secrets::SecretStore secrets_;
   std::shared_ptr<const redact::Redactor> redactor_;  // rebuilt whenever the secrets change

@@ -168,6 +168,9 @@ TEST_CASE("a folder added by the owner's reload: pined restarts the broker, whos
   reload = pined.ctl({"reload"});
   CHECK_MESSAGE(reload.exitCode == 0, std::string(reload.out + reload.err));
   CHECK_MESSAGE(contains(reload.out, "the broker restarts to apply it"), reload.out);
+  // A second reload while that restart is on its way is the next broker's to apply as well.
+  auto again = pined.ctl({"reload"});
+  CHECK_MESSAGE(contains(again.out, "the broker restarts to apply it"), again.out);
   REQUIRE_MESSAGE(waitUntil([&] { pid_t now = pined.rolePid("broker"); return now > 0 && now != broker; }, 15s),
                   tailOf(pined.stderrText(), 4000));
   REQUIRE(waitUntil([&] { return pined.api("GET", "/v1/events?limit=1").status == 200; }, 15s));
