@@ -611,9 +611,13 @@ kj::Promise<BotReply> Channel::callPatiently(const std::string& method, json par
 void Channel::sendTo(long long chatId, const std::string& markdown, json extra, std::function<void(long long)> sent) {
   if (!mayReceive(chatId)) {
     audit("telegram.send_refused", {{"source", source_.name}, {"chat", chatId}});
+    if (sent) sent(0);
     return;
   }
   auto pieces = splitForTelegram(markdown);
+  // Text that renders to nothing (white space, an empty code block): something is still said,
+  // and `sent` always hears an end.
+  if (pieces.empty()) pieces = splitForTelegram("(no answer)");
   for (size_t i = 0; i < pieces.size(); ++i)
     sendHtml(chatId, pieces[i], i + 1 == pieces.size() ? extra : json::object(),
              i + 1 == pieces.size() ? sent : std::function<void(long long)>());

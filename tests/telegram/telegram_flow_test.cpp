@@ -93,6 +93,7 @@ void writeHome(const std::string& home, const FakeBotApi& tg, const std::string&
             "            arguments: {to: \"owner\", text: \"a note for you\"}\n      - text: \"sent it\"\n"
             "  - match: \"spend tokens\"\n    turns:\n      - tool_calls: [{name: ls, arguments: {path: .}}]\n"
             "        usage: {input: 900, output: 200}\n      - text: \"spent\"\n"
+            "  - match: \"say nothing\"\n    text: \"```\\n```\"\n"
             "  - match: \"\"\n    text: \"ok\"\n");
 }
 
@@ -529,6 +530,22 @@ TEST_CASE("telegram: an answer owed across a broker restart goes out once, howev
   std::this_thread::sleep_for(3s);
   CHECK(countWith(tg, 4101, "Hi") == 1);
   CHECK(answersOwed(home) == 0);
+}
+
+TEST_CASE("telegram: an answer that renders to nothing is still said, and not owed for ever") {
+  // An empty code block renders to no text at all: the answer was never sent, and stayed owed
+  // (and skipped by every sweep) until the broker restarted, and then again.
+  FakeBotApi tg(kToken);
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  writeHome(home, tg, "    allow: [4201]\n");
+  Pined pined(home, {}, {});
+  User owner{4201, "Olga", "", ""};
+  tg.addTextMessage(owner, dm(4201), "say nothing");
+  CHECK(tg.waitForMessage(4201, has("(no answer)"), 30s));
+  CHECK(waitUntil([&] { return answersOwed(home) == 0; }, 10s));
+  tg.addTextMessage(owner, dm(4201), "hello bot");  // the twin: a real answer as it is
+  CHECK(tg.waitForMessage(4201, has("Hi"), 30s));
 }
 
 TEST_CASE("telegram: a forwarded message is outside content; notices can be turned off; outputs go to owner chats only") {
