@@ -110,7 +110,13 @@ class TreeScan {
       }
       bool guardedHere = tainted && std::find(names.begin(), names.end(), name) != names.end();
       if (guardedHere) pol_.denyWrite.push_back(path);  // .pi/ and .agents/ are denied whole
-      if (!dir_) return;
+      if (!dir_) {
+        // A `.git` file ("gitdir: ..." of a worktree or submodule) points git at its settings: a
+        // tainted run rewriting it would move the repository's config to one it wrote.
+        struct stat st;
+        if (tainted && name == ".git" && lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) pol_.denyWrite.push_back(path);
+        return;
+      }
       if (tainted && name == ".git") visitGitDir(path, depth + 1);
       // Below a guarded folder or inside .git only secrets are left to find.
       walk(path, depth + 1, tainted && !guardedHere && name != ".git");

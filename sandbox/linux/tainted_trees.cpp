@@ -57,7 +57,10 @@ class Finder {
     // lie outside every tree walked here.
     struct stat dotGit;
     if (fstatat(fd, ".git", &dotGit, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(dotGit.st_mode))
-      out_.gitPointers.insert(join(rel, ".git"));
+      // Known by what it is too: one there before the run, rewritten by it, is a new pointer.
+      out_.gitPointers[join(rel, ".git")] = std::to_string(dotGit.st_ino) + ":" + std::to_string(dotGit.st_size) + ":" +
+                                            std::to_string(dotGit.st_mtim.tv_sec) + "." +
+                                            std::to_string(dotGit.st_mtim.tv_nsec);
     // The instruction names here, before any folder below is walked: a walk that runs out of
     // budget below has still seen every one of the folders it visited.
     struct stat named;
@@ -165,8 +168,9 @@ Quarantined quarantineNewGitSettings(const std::string& root, const GitFolders& 
   if (rootFd.get() < 0) return out;
   GitFolders now = find(rootFd.get(), 50000);
   out.complete = now.complete;
-  for (const auto& rel : now.gitPointers) {
-    if (before.gitPointers.count(rel)) continue;
+  for (const auto& [rel, identity] : now.gitPointers) {
+    auto was = before.gitPointers.find(rel);
+    if (was != before.gitPointers.end() && was->second == identity) continue;
     const size_t slash = rel.rfind('/');
     kj::AutoCloseFd dir(openBelow(rootFd.get(), slash == std::string::npos ? "" : rel.substr(0, slash)));
     if (dir.get() >= 0 && moveAside(dir.get(), ".git", stamp)) out.folders.push_back(rel);

@@ -11,6 +11,7 @@
 // under `.git/modules` and worktrees' are all found. Walks are descriptor-based
 // (owned_tree.h): no link is followed and no mount crossed.
 #pragma once
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,8 +33,9 @@ struct GitFolders {
   std::set<std::string> found;
   // Every instruction name (policy.h instructionNames) in the folders walked, and those folders.
   std::set<std::string> instructions, visited;
-  // Every `.git` that is not a folder (a "gitdir:" file or a link), as "<folder>/.git".
-  std::set<std::string> gitPointers;
+  // Every `.git` that is not a folder (a "gitdir:" file or a link), as "<folder>/.git", with its
+  // inode, size and change time.
+  std::map<std::string, std::string> gitPointers;
   bool complete = true;
 };
 GitFolders findGitFolders(const std::string& root, size_t maxFolders = 50000);

@@ -51,6 +51,7 @@ r 'echo ../evil > .git/commondir'
 r 'mkdir -p evl/.git evl/st/o evl/st/r && echo "ref: refs/heads/master" > evl/.git/HEAD && ln -s ../st/o evl/.git/objects && ln -s ../st/r evl/.git/refs && printf "[core]\n\tfsmonitor = touch fsmonitor-ran\n" > evl/.git/config'
 r 'mkdir -p exe/.git && echo "ref: refs/heads/master" > exe/.git/HEAD && touch exe/.git/objects exe/.git/refs && chmod 755 exe/.git/objects exe/.git/refs && printf "[core]\n\tpager = evil\n" > exe/.git/config'
 r 'mkdir -p ptr && echo "gitdir: /tmp/elsewhere" > ptr/.git && mkdir -p lnk && ln -s /tmp/elsewhere lnk/.git'
+r 'echo "gitdir: /tmp/elsewhere" > wt/.git'
 r 'mv .git .git-aside'
 r 'cd && echo registry=http://evil.example/ >> .npmrc'
 r 'git config --global core.hooksPath /tmp/evil'
@@ -121,6 +122,9 @@ TEST_CASE("a tainted session's script cannot plant instruction files or git sett
   writeText(proj + "/plant.sh", plant);
   writeText(ws + "/twin.sh", kTwin);
   REQUIRE(run({"/usr/bin/git", "init", "-q", ws}).exitCode == 0);  // the owner's repository
+  // The owner's worktree-style pointer, there before the run; and one the run leaves alone.
+  writeText(ws + "/wt/.git", "gitdir: ../.git\n");
+  writeText(ws + "/keep-wt/.git", "gitdir: ../.git\n");
   Pined pined(home, {}, {});
   auto opened = pined.ctl({"folder", "main/main", proj});
   REQUIRE_MESSAGE(opened.exitCode == 0, opened.err);
@@ -137,13 +141,17 @@ TEST_CASE("a tainted session's script cannot plant instruction files or git sett
 
   // Refused by the sandbox while the run lasted: missing files were there (empty) and read-only.
   for (const char* refused : {"no: echo obey > SOUL.md", "no: echo obey > CLAUDE.md", "no: echo obey > m.tmp && mv -f",
-                              "no: ln -f note.txt AGENTS.md", "no: mv .git .git-aside"})
+                              "no: ln -f note.txt AGENTS.md", "no: mv .git .git-aside",
+                              R"(no: echo \"gitdir: /tmp/elsewhere\" > wt/.git)"})
     CHECK_MESSAGE(contains(out, refused), refused);
   CHECK(readText(ws + "/SOUL.md").empty());
   CHECK(readText(ws + "/CLAUDE.md").empty());
   CHECK(readText(ws + "/MEMORY.md").empty());
   CHECK(readText(ws + "/AGENTS.md") == "the owner's rules\n");
   CHECK(pathExists(ws + "/.git/HEAD"));
+  // The owner's .git pointers stay as they were (before: rewritten to point anywhere).
+  CHECK(readText(ws + "/wt/.git") == "gitdir: ../.git\n");
+  CHECK(readText(ws + "/keep-wt/.git") == "gitdir: ../.git\n");
   // The private home's settings, which a later clean run would read, stay as they were; the
   // private home itself stays writable.
   const std::string priv = home + "/sandbox/main";
