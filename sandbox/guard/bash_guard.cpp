@@ -2422,25 +2422,25 @@ void Checker::find(const std::vector<Field>& args, const Ctx& ctx, State& st) {
     starts.push_back(args[i]);
   }
   if (starts.empty()) starts.push_back(literalField("."));
-  // Whether a test picks some files rather than all: without one, -delete or -exec rm takes
-  // the whole tree, as rm -rf of each starting point would ("-type f" and a name of only
-  // wildcards pick everything that matters).
-  bool narrowed = false;
+  // Whether a test picks some files rather than all: without one, -delete or -exec rm takes the
+  // whole tree, as rm -rf of each starting point would. Only a name or path test with a literal
+  // character counts ("*.log" picks, "*", ".*" and "./*" do not), and only in a plain chain of
+  // tests: -o, !, -not or parentheses could make it pick everything, so they count as none.
+  // Time, size and permission tests are left out: -mtime -100000 is everything.
+  bool narrowed = false, branching = false;
   for (size_t k = i; k < args.size(); ++k) {
     const std::string& t = args[k].text;
     if (t == "-exec" || t == "-execdir" || t == "-ok" || t == "-okdir") break;
-    static const std::set<std::string> picks = {
-        "-name", "-iname", "-path", "-ipath", "-regex", "-iregex", "-wholename", "-iwholename", "-newer",
-        "-anewer", "-cnewer", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin", "-size", "-empty",
-        "-user", "-group", "-uid", "-gid", "-nouser", "-nogroup", "-perm", "-links", "-inum", "-samefile",
-        "-lname", "-ilname", "-newermt", "-newerct", "-used"};
-    if (!picks.count(t)) continue;
-    const std::string v = k + 1 < args.size() ? args[k + 1].text : "";
-    const bool wildcardOnly = (t == "-name" || t == "-iname" || t == "-path" || t == "-ipath" || t == "-wholename" ||
-                               t == "-iwholename") &&
-                              v.find_first_not_of("*?.") == std::string::npos;
-    if (!wildcardOnly) narrowed = true;
+    if (t == "-o" || t == "-or" || t == "!" || t == "-not" || t == "(" || t == ")") branching = true;
+    if (t == "-empty") narrowed = true;  // empty files and folders only: nothing of value goes
+    static const std::set<std::string> picks = {"-name",  "-iname", "-path",       "-ipath",  "-regex",
+                                                "-iregex", "-wholename", "-iwholename", "-lname", "-ilname"};
+    if (!picks.count(t) || k + 1 >= args.size()) continue;
+    const std::string& v = args[k + 1].text;
+    if (!args[k + 1].dynamic && std::any_of(v.begin(), v.end(), [](char c) { return std::isalnum((unsigned char)c); }))
+      narrowed = true;
   }
+  if (branching) narrowed = false;
   for (; i < args.size(); ++i) {
     const std::string& t = args[i].text;
     if (t == "-exec" || t == "-execdir" || t == "-ok" || t == "-okdir") {
