@@ -335,6 +335,14 @@ bool RequestFraming::endOfHeaderLine() {
   const bool empty = last == std::string::npos || last < v;
   if (empty && equalsLower(name, "content-length"))
     return refuse(400, "Content-Length must be one decimal number, sent once", false);
+  if (empty && equalsLower(name, "transfer-encoding"))
+    return refuse(400, "an empty Transfer-Encoding: send chunked, or a Content-Length", false);
+  // kj-http joins a repeated Authorization or Content-Type into one "a, b": which copy the sender
+  // meant would be a guess (a webhook's delivery is refused for it, docs/api.md).
+  if (equalsLower(name, "authorization") && ++authorizations_ > 1)
+    return refuse(400, "Authorization given twice: send it once", false);
+  if (equalsLower(name, "content-type") && ++contentTypes_ > 1)
+    return refuse(400, "Content-Type given twice: send it once", false);
   if (empty && (equalsLower(name, "origin") || equalsLower(name, "sec-fetch-site")))
     return refuse(403, "requests from web pages are refused (Origin or Sec-Fetch-Site present)", false);
   if (equalsLower(name, "content-length")) {
@@ -365,7 +373,7 @@ void RequestFraming::endOfHead() {
     }
   }
   headBytes_ = headerLines_ = 0;
-  contentLengths_ = transferEncodings_ = 0;
+  contentLengths_ = transferEncodings_ = authorizations_ = contentTypes_ = 0;
   contentLength_.clear();
   transferEncoding_.clear();
   line_.clear();

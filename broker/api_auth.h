@@ -119,7 +119,7 @@ class RequestFraming {
   bool cr_ = false;        // the last byte was a CR: only LF may follow
   size_t headBytes_ = 0, headerLines_ = 0, heads_ = 0;
   size_t spaces_ = 0, partStart_ = 0;  // in the request line: spaces so far, where the target or version starts
-  int contentLengths_ = 0, transferEncodings_ = 0;
+  int contentLengths_ = 0, transferEncodings_ = 0, authorizations_ = 0, contentTypes_ = 0;
   std::string contentLength_, transferEncoding_;
   uint64_t remaining_ = 0;  // of a fixed body or a chunk's data
   uint64_t chunkSize_ = 0;

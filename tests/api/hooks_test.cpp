@@ -45,6 +45,27 @@ TEST_CASE("hooks: a header's value reaches the backend without the spaces around
   CHECK(auth == "Bearer tok");
 }
 
+TEST_CASE("Authorization or Content-Type twice, and an empty Transfer-Encoding, are 400 before any route; once each is taken") {
+  // kj-http joins a repeated Authorization or Content-Type into one "a, b" value, so the hook
+  // could not tell which copy was meant; an empty field it drops altogether.
+  ApiServer s;
+  const std::string head = "POST /hooks/gh HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port()) + "\r\n";
+  for (const std::string& twice : {std::string("Authorization: Bearer wrong\r\nAuthorization: Bearer tok\r\n"),
+                                   std::string("Content-Type: text/plain\r\ncontent-type: application/json\r\n"),
+                                   std::string("Transfer-Encoding: \r\n")}) {
+    CAPTURE(twice);
+    auto c = RawConn::tcp(s.port());
+    c.send(head + twice + "Content-Length: 2\r\n\r\n{}");
+    CHECK(parse(c.readResponse()).status == 400);
+  }
+  size_t n = 1;
+  s.run([&](FakeBackend& b) { n = b.hooks.size(); });
+  CHECK(n == 0);
+  auto once = RawConn::tcp(s.port());
+  once.send(head + "Authorization: Bearer tok\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+  CHECK(parse(once.readResponse()).status == 202);
+}
+
 TEST_CASE("hooks: a header that came twice reaches the backend named as repeated, with its last copy") {
   ApiServer s;
   auto c = RawConn::tcp(s.port());
