@@ -275,10 +275,15 @@ ApiReply OwnerApi::resetAgent(const std::string& agent, const nlohmann::json& bo
   if (!p_.config->agents.count(agent)) return noAgent(agent);
   std::vector<std::string> sessions;
   if (body.is_object() && body.contains("session")) {
-    // As a message names it: a name that could be no conversation is refused, not audited as reset.
-    if (!body["session"].is_string() || !isValidTaskId(body["session"].get<std::string>()))
-      return apiError(400, "\"session\" must be [A-Za-z0-9_.-], 1 to 64 characters");
-    sessions.push_back(body["session"].get<std::string>());
+    // One pine made (a subscription's agent~u-ID, a sub-agent's conv+subN), or one a message could
+    // name; any other text is refused, not audited as reset.
+    if (!body["session"].is_string()) return apiError(400, "\"session\" must be a string");
+    const std::string session = body["session"].get<std::string>();
+    bool known = false;
+    for (auto& s : p_.store.sessions(agent)) known |= s.session == session;
+    if (!known && !isValidTaskId(session))
+      return apiError(400, "\"session\" must be one of the agent's conversations, or [A-Za-z0-9_.-], 1 to 64 characters");
+    sessions.push_back(session);
   } else {
     for (auto& s : p_.store.sessions(agent)) sessions.push_back(s.session);
   }

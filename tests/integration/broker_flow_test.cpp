@@ -144,6 +144,7 @@ TEST_CASE("an owner turn with a tool call is answered, and the decision is audit
   auto bad = pined.api("POST", "/v1/agents/main/reset", "{\"session\": \"../../x\"}");
   CHECK(bad.status == 400);
   CHECK(contains(bad.body, "[A-Za-z0-9_.-], 1 to 64"));
+
   CHECK(pined.api("POST", "/v1/agents/main/reset", "{\"session\": \"" + std::string(100, 'a') + "\"}").status == 400);
   // Reset clears the mark.
   CHECK(pined.api("POST", "/v1/agents/main/reset", "{}").status == 200);

@@ -351,6 +351,10 @@ TEST_CASE("subscriptions: events of a subscribed source arrive in the conversati
   }, 20s));
   CAPTURE(own.dump());
   CHECK(own["session"].get<std::string>().rfind("relay-sep~u-s", 0) == 0);
+  // A conversation pine named itself ('~' is in no name a message may give) may be reset by name.
+  auto reset = pined.api("POST", "/v1/agents/relay-sep/reset", nlohmann::json{{"session", own["session"]}}.dump());
+  CHECK_MESSAGE(reset.status == 200, reset.body);
+  CHECK(pined.api("POST", "/v1/agents/relay-sep/reset", R"({"session": "relay-sep~u-nothere"})").status == 400);
   CHECK(own["trust"] == "untrusted");
   CHECK(line(own, "fenced=") == "fenced=yes");
   CHECK(tasksOf(pined, "relay-sub").size() == before + 1);
