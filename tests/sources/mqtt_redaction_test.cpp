@@ -74,6 +74,10 @@ TEST_CASE("mqtt redaction: JSON that does not parse still has its escaped login 
       "{\"b\":\"\xff\",\"a\":\"" + esc + "\"}",      // a byte that is not UTF-8
       "{\"b\":\"\\ud800\",\"a\":\"" + esc + "\"}",   // a lone surrogate before it
       "{\"n\":1e99999,\"a\":\"" + esc + "\"}",        // a number out of range
+      // A syntax error before it, where the JSON-aware reading stops decoding:
+      "{\"x\": tru, \"a\":\"" + esc + "\"}", "{'y': 1, \"a\":\"" + esc + "\"}", "{\"x\":1,, \"a\":\"" + esc + "\"}",
+      "{x: 1, \"a\":\"" + esc + "\"}", "{\"x\": NaN, \"a\":\"" + esc + "\"}", "{\"x\": 01, \"a\":\"" + esc + "\"}",
+      "{/* c */ \"a\":\"" + esc + "\"}", "{\"x\": \"\\q\", \"a\":\"" + esc + "\"}", "[word, \"" + esc + "\"]",
   };
   const pine::redact::Redactor known({kPassword, kUser});
   for (const auto& c : cases) {
