@@ -127,8 +127,40 @@ std::optional<std::string> mqttJobFor(const config::Source& s, const secrets::Se
   return std::nullopt;
 }
 
+namespace {
+
+std::string loginPrint(const mqtt::JobSpec& spec) {
+  std::string all = spec.username + '\0' + spec.password + '\0' + spec.caPem;
+  std::string print = sha256Hex(all);
+  OPENSSL_cleanse(all.data(), all.size());
+  return print;
+}
+
+}  // namespace
+
+void restartMqttWhoseLoginChanged(Supervisor& sup, std::map<std::string, MqttSession>& sessions) {
+  auto cfg = sup.config();
+  if (!cfg) return;
+  for (auto& [name, session] : sessions) {
+    if (session.pid == 0) continue;
+    std::string now;
+    for (const auto& s : cfg->pine.sources) {
+      if (s.name != name || s.type != "mqtt") continue;
+      mqtt::JobSpec spec;
+      if (!mqttJobFor(s, sup.secrets(), sup.home().root, spec)) now = loginPrint(spec);
+      OPENSSL_cleanse(spec.password.data(), spec.password.size());
+      OPENSSL_cleanse(spec.username.data(), spec.username.size());
+    }
+    if (now == session.login) continue;
+    spdlog::info("mqtt source '{}': its login or CA changed: restarting its connector", name);
+    audit("mqtt.restart", {{"source", name}, {"process_pid", session.pid}, {"reason", "login or CA changed"}});
+    sup.killChild(session.pid, "mqtt");
+    session.pid = 0;
+  }
+}
+
 kj::Promise<void> openMqtt(
-    Supervisor& sup, kj::AsyncIoContext& io, std::map<std::string, pid_t>& sessions,
+    Supervisor& sup, kj::AsyncIoContext& io, std::map<std::string, MqttSession>& sessions,
     capnp::CallContext<proto::Supervisor::OpenMqttParams, proto::Supervisor::OpenMqttResults> context) {
   const std::string name = context.getParams().getSource();
   KJ_REQUIRE(!name.empty() && name.size() <= 64, "openMqtt: bad source name");
@@ -141,9 +173,11 @@ kj::Promise<void> openMqtt(
 
   mqtt::JobSpec spec;
   auto pending = kj::heap<PendingJob>();
+  std::string login;
   {
     auto why = mqttJobFor(*source, sup.secrets(), sup.home().root, spec);
     if (!why) pending->job = mqtt::encodeJob(spec);
+    if (!why) login = loginPrint(spec);
     OPENSSL_cleanse(spec.password.data(), spec.password.size());
     OPENSSL_cleanse(spec.username.data(), spec.username.size());
     if (why) refuse(*why);
@@ -164,8 +198,8 @@ kj::Promise<void> openMqtt(
   }
   theirs = nullptr;
   sup.adoptChild(pid, "mqtt");
-  if (auto old = sessions.find(name); old != sessions.end()) sup.killChild(old->second, "mqtt");
-  sessions[name] = pid;
+  if (auto old = sessions.find(name); old != sessions.end() && old->second.pid != 0) sup.killChild(old->second.pid, "mqtt");
+  sessions[name] = MqttSession{pid, login};
   audit("mqtt.start", {{"source", name}, {"process_pid", pid}, {"url", source->url},
                        {"login", !source->usernameSecret.empty() || !source->passwordSecret.empty()}});
   // The job goes first; only then is the socket the broker's (the bytes travel to pine-mqtt, which

@@ -22,11 +22,22 @@ namespace pine {
 
 class Supervisor;
 
+// A running pine-mqtt, and a fingerprint (SHA-256) of the login values and CA it was given.
+struct MqttSession {
+  pid_t pid = 0;
+  std::string login;
+};
+
 // `sessions`: the pine-mqtt of each source this broker connection opened; one asked for again
 // replaces it (the old one is killed), so the broker cannot pile up sessions of a source.
 kj::Promise<void> openMqtt(
-    Supervisor& sup, kj::AsyncIoContext& io, std::map<std::string, pid_t>& sessions,
+    Supervisor& sup, kj::AsyncIoContext& io, std::map<std::string, MqttSession>& sessions,
     capnp::CallContext<proto::Supervisor::OpenMqttParams, proto::Supervisor::OpenMqttResults> context);
+
+// After .env or a CA file may have changed (pinectl secret set, an owner's reload): each session
+// whose login values or CA differ from what it was started with is stopped; the broker opens it
+// again, and pined starts it with the values now in force (a refused one then says why).
+void restartMqttWhoseLoginChanged(Supervisor& sup, std::map<std::string, MqttSession>& sessions);
 
 // The job for source `s`: its address and lists, the values of its secrets, its CA file's bytes
 // (a relative caFile is in pine's home). Error text that names what is missing and how to fix

@@ -172,6 +172,12 @@ kj::Promise<void> SupervisorService::ready(ReadyContext context) {
 }
 
 
+SupervisorService::SupervisorService(Supervisor& sup, kj::AsyncIoContext& io) : sup_(sup), io_(io), egress_(sup, io) {
+  sup_.setLoginsChanged([this] { restartMqttWhoseLoginChanged(sup_, mqttSessions_); });
+}
+
+SupervisorService::~SupervisorService() noexcept(false) { sup_.setLoginsChanged(nullptr); }
+
 kj::Promise<void> SupervisorService::reloadConfig(ReloadConfigContext context) {
   auto errors = sup_.reloadConfig("pinectl reload");
   auto list = context.getResults().initErrors(errors.size());

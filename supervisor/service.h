@@ -9,6 +9,7 @@
 
 #include "proto/supervisor.capnp.h"
 #include "supervisor/egress_call.h"
+#include "supervisor/mqtt_call.h"
 
 namespace pine {
 
@@ -19,7 +20,8 @@ void setExitStatus(proto::ExitStatus::Builder out, int status);
 
 class SupervisorService final : public proto::Supervisor::Server {
  public:
-  SupervisorService(Supervisor& sup, kj::AsyncIoContext& io) : sup_(sup), io_(io), egress_(sup, io) {}
+  SupervisorService(Supervisor& sup, kj::AsyncIoContext& io);
+  ~SupervisorService() noexcept(false);
 
  protected:
   kj::Promise<void> spawnWorker(SpawnWorkerContext context) override;
@@ -50,7 +52,7 @@ class SupervisorService final : public proto::Supervisor::Server {
   Supervisor& sup_;
   kj::AsyncIoContext& io_;
   EgressProcesses egress_;  // this broker connection's egress processes
-  std::map<std::string, pid_t> mqttSessions_;  // the pine-mqtt of each mqtt source, by name
+  std::map<std::string, MqttSession> mqttSessions_;  // the pine-mqtt of each mqtt source, by name
 };
 
 }  // namespace pine

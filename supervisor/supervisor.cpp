@@ -113,6 +113,7 @@ void Supervisor::secretsChanged() {
   rebuildRedactor();
   reloadConfig("pinectl secret");
   restartBrokerIfEnvReplaced("pinectl secret");
+  if (loginsChanged_) loginsChanged_();
 }
 
 void Supervisor::shareHomeWithBroker(const char* why) {
@@ -178,6 +179,7 @@ std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {
     // The broker then does not apply it itself: the one that starts next reads it, so that what it
     // starts (a command source's run) starts once, not in the old broker too.
     brokerRestartsForReload_ = owner && restartBrokerIfFoldersChanged();
+    if (owner && loginsChanged_) loginsChanged_();  // .env was read again above
     // A restart already on its way (a reload a moment ago, an editor's new .env): the broker that
     // asks is about to go, and must not start what its successor will start again.
     if (owner && by == "pinectl reload" && envReplacedUnderBroker() && restartingBroker_ != brokerPid_) {

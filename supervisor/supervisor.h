@@ -104,6 +104,9 @@ class Supervisor final : private kj::TaskSet::ErrorHandler {
   void secretsChanged();
   // Re-reads the configuration; on errors keeps the one in force and returns them (formatted).
   std::vector<std::string> reloadConfig(const std::string& by);
+  // Called when .env or a CA file may hold other values (pinectl secret, the owner's reload): the
+  // broker's service restarts the MQTT connectors whose login changed.
+  void setLoginsChanged(std::function<void()> f) { loginsChanged_ = std::move(f); }
   // Whether the last successful reload restarts the broker (its folders changed).
   bool brokerRestartsForReload() const { return brokerRestartsForReload_; }
 
@@ -144,6 +147,7 @@ class Supervisor final : private kj::TaskSet::ErrorHandler {
   // then: Landlock grants the folder that was there, not the path.
   std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> brokerFolders_;
   bool brokerRestartsForReload_ = false;
+  std::function<void()> loginsChanged_;
   pid_t restartingBroker_ = 0;  // the broker pined has asked to stop so that its successor starts afresh
   config::ActiveConfig config_;
   secrets::SecretStore secrets_;

@@ -135,6 +135,18 @@ TEST_CASE("mqtt: a wrong password is said in the broker's log, retried with back
   bool said = waitUntil([&] { return contains(pined.stderrText(), "the MQTT server refused the login"); }, 20s);
   CHECK_MESSAGE(said, tailOf(pined.stderrText(), 3000));
   CHECK(contains(pined.stderrText(), "usernameSecret and passwordSecret"));
+  // The right password set: its connector starts again with it, and messages arrive (before, the
+  // one running kept the wrong password until pined restarted).
+  REQUIRE(pined.ctl({"secret", "set", "MQTT_PASSWORD"}, "the-right-password-4711\n").exitCode == 0);
+  sources_test::Client client(mosquitto.port(), {}, user, "the-right-password-4711");
+  bool arrived = waitUntil([&] {
+    client.publish("house/fixed", "1");
+    auto events = pined.api("GET", "/v1/events?topic=house/fixed").json();
+    return events.is_object() && events["events"].is_array() && !events["events"].empty();
+  }, 30s);
+  CHECK_MESSAGE(arrived, tailOf(pined.stderrText(), 3000));
+  CHECK(pined.auditEvents("mqtt.restart").size() == 1);
   pined.stop();
   CHECK_FALSE(contains(pined.stderrText(), "a-wrong-password-0815"));
+  CHECK_FALSE(contains(pined.stderrText(), "the-right-password-4711"));
 }
