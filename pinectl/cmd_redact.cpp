@@ -48,7 +48,7 @@ class JsonLines final : public std::streambuf {
  public:
   JsonLines(std::ostream& out, const redact::Redactor& redactor) : out_(out), redactor_(redactor) {}
   void finish() {
-    emit();
+    emit(true);
     out_.flush();
   }
 
@@ -56,7 +56,9 @@ class JsonLines final : public std::streambuf {
   int overflow(int c) override {
     if (c == traits_type::eof()) return traits_type::not_eof(c);
     line_ += static_cast<char>(c);
-    if (c == '\n') emit();
+    // A line without an end holds no more than this: past it, what came is passed on as the
+    // stream redactor left it, and the JSON reading skips that line.
+    if (c == '\n' || line_.size() >= kMaxJsonLine) emit();
     return c;
   }
   std::streamsize xsputn(const char* s, std::streamsize n) override {
@@ -69,10 +71,14 @@ class JsonLines final : public std::streambuf {
   }
 
  private:
-  void emit() {
+  static constexpr std::size_t kMaxJsonLine = 1 << 20;
+  void emit(bool atEnd = false) {
     if (line_.empty()) return;
+    const bool ended = line_.back() == '\n' || atEnd;
+    const bool whole = ended && !partial_;
+    partial_ = !ended;
     const std::size_t first = line_.find_first_not_of(" \t");
-    if (first != std::string::npos && (line_[first] == '{' || line_[first] == '[')) {
+    if (whole && first != std::string::npos && (line_[first] == '{' || line_[first] == '[')) {
       const bool nl = line_.back() == '\n';
       std::string json = redactor_.redact(std::string_view(line_).substr(0, line_.size() - (nl ? 1 : 0)),
                                           redact::Format::kJson);
@@ -84,6 +90,7 @@ class JsonLines final : public std::streambuf {
   std::ostream& out_;
   const redact::Redactor& redactor_;
   std::string line_;
+  bool partial_ = false;  // the line being passed on was cut at kMaxJsonLine
 };
 
 }  // namespace

@@ -406,7 +406,8 @@ TEST_CASE("pinectl redact: a JSON line is also read with its strings decoded; ot
       "{\"t\": \"ghp_\\u0061BcDeFgHiJkLmNoPqRsTuVwXyZ0123456789\"}\n"  // a pattern, escaped
       "text opaque\\u002dprovider-value-1\n"                          // not JSON: as written
       "{\"plain\": \"caf\\u00e9\"}\n"                                 // nothing to hide: unchanged
-      "last line opaque-provider-value-1");                           // no newline at the end
+      "last line opaque-provider-value-1\n"
+      "{\"end\": \"opaque\\u002dprovider-value-1\"}");                // JSON, no newline at the end
   std::ostringstream out;
   CHECK(pine::cmdRedact(home.root.string(), in, out) == 0);
   CHECK(out.str() ==
@@ -415,7 +416,19 @@ TEST_CASE("pinectl redact: a JSON line is also read with its strings decoded; ot
         "{\"t\": \"[redacted]\"}\n"
         "text opaque\\u002dprovider-value-1\n"
         "{\"plain\": \"caf\\u00e9\"}\n"
-        "last line [redacted]");
+        "last line [redacted]\n"
+        "{\"end\": \"[redacted]\"}");
+}
+
+TEST_CASE("pinectl redact: a JSON line longer than 1 MiB is passed on in pieces, whole and unchanged") {
+  // The JSON reading holds a line until its end: past 1 MiB it lets go (the text redactor still
+  // read all of it), so that a line without an end cannot take all memory.
+  TempHome home;
+  const std::string huge = "{\"k\": \"" + std::string(3 << 20, 'x') + "\"}\n{\"after\": 1}\n";
+  std::istringstream in(huge);
+  std::ostringstream out;
+  CHECK(pine::cmdRedact(home.root.string(), in, out) == 0);
+  CHECK(out.str() == huge);
 }
 
 TEST_CASE("pinectl redact: an unreadable .env is an error, not a silent pass") {
