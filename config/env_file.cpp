@@ -143,12 +143,14 @@ std::map<std::string, std::string> parseEnvFile(const std::string& path, std::ve
 }
 
 std::set<std::string> envFileNames(const std::string& path, std::vector<ConfigError>* errors,
-                                   std::set<std::string>* shortOnes, std::size_t minBytes) {
+                                   std::set<std::string>* shortOnes, std::size_t minBytes,
+                                   std::set<std::string>* tinyOnes, std::size_t tinyBytes) {
   auto values = parseEnvFile(path, errors);
   std::set<std::string> names;
   for (auto& [k, v] : values) {
     names.insert(k);
     if (shortOnes && v.size() < minBytes) shortOnes->insert(k);
+    if (tinyOnes && v.size() < tinyBytes) tinyOnes->insert(k);
     wipe(v);
   }
   return names;

@@ -25,6 +25,7 @@ std::map<std::string, std::string> parseEnvFile(const std::string& path, std::ve
 // The names only; values are wiped before the parse result is released. With `shortOnes`,
 // also the names whose value has fewer than minBytes bytes (webhook secrets must be longer).
 std::set<std::string> envFileNames(const std::string& path, std::vector<ConfigError>* errors,
-                                   std::set<std::string>* shortOnes = nullptr, std::size_t minBytes = 0);
+                                   std::set<std::string>* shortOnes = nullptr, std::size_t minBytes = 0,
+                                   std::set<std::string>* tinyOnes = nullptr, std::size_t tinyBytes = 0);
 
 }  // namespace pine::config

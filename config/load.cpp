@@ -182,6 +182,15 @@ void resolve(const Home& home, const HomeView& view, const std::vector<Ref>& ref
                      " bytes: a webhook's secret is all that keeps strangers from posting events",
               "store a long random value: `openssl rand -hex 32 | pinectl secret set " + r.name + "`");
         break;
+      case Ref::EgressSecret:
+        // Its presence in .env is the Secret ref's error; here only its length.
+        if (!skipEnv && home.envTinySecrets.count(r.name))
+          err(r, "secret '" + r.name + "' is shorter than " + std::to_string(kMinEgressSecretBytes) +
+                     " bytes: pine-egress, which fills it in, could not redact so short a value from what comes back, "
+                     "and does not use it",
+              "store a value of at least " + std::to_string(kMinEgressSecretBytes) + " bytes: `pinectl secret set " +
+                  r.name + "` (for a login name, an account with a longer one)");
+        break;
       case Ref::HomeFile:
         if (r.name.find("..") != std::string::npos && r.name[0] != '/')
           err(r, "'" + r.name + "' leaves pine's home", "write a path inside the home, or an absolute one");
@@ -299,10 +308,12 @@ LoadResult loadHome(const std::string& homeDirIn, const LoadOptions& opts) {
       for (auto& [k, v] : values) {
         home.envSecretNames.insert(k);
         if (v.size() < kMinHookSecretBytes) home.envShortSecrets.insert(k);
+        if (v.size() < kMinEgressSecretBytes) home.envTinySecrets.insert(k);
       }
     }
   } else {
-    home.envSecretNames = envFileNames(view.full(".env"), &errors, &home.envShortSecrets, kMinHookSecretBytes);
+    home.envSecretNames = envFileNames(view.full(".env"), &errors, &home.envShortSecrets, kMinHookSecretBytes,
+                                       &home.envTinySecrets, kMinEgressSecretBytes);
   }
 
   // After a file that did not parse, "no such agent/model" would be noise: report the parse error alone.

@@ -73,6 +73,9 @@ struct HookAuth {
   int maxBodyKb = 1024;         // larger bodies are refused (413)
 };
 inline constexpr std::size_t kMinHookSecretBytes = 16;  // shorter webhook secrets are refused
+// pine-egress fills in no value shorter than this: it could not redact it from what comes back
+// (redact::kMinKnownLength).
+inline constexpr std::size_t kMinEgressSecretBytes = 8;
 
 struct Webhook : HookAuth {
   std::string name;
@@ -307,6 +310,7 @@ struct Home {
   std::map<std::string, AgentConfig> agents;
   std::set<std::string> envSecretNames;  // names only; the supervisor alone reads values
   std::set<std::string> envShortSecrets;  // names whose value is under kMinHookSecretBytes (a hook may not use them)
+  std::set<std::string> envTinySecrets;   // names whose value is under kMinEgressSecretBytes (egress does not use them)
 
   Mode effectiveMode(const AgentConfig& a) const { return a.mode ? *a.mode : pine.defaults.mode; }
   const std::string& effectiveModel(const AgentConfig& a) const {

@@ -27,7 +27,7 @@ struct Pos {
 // whole home is read.
 struct Ref {
   // PinedFile: a file only pined reads (an MQTT source's caFile): checked where .env is.
-  enum Kind { Agent, AgentOrAll, Model, Provider, Source, Secret, HookSecret, HomeFile, PinedFile, Pricing, WatchedFolder };
+  enum Kind { Agent, AgentOrAll, Model, Provider, Source, Secret, HookSecret, EgressSecret, HomeFile, PinedFile, Pricing, WatchedFolder };
   Kind kind;
   std::string name;  // for HomeFile: the path as written; WatchedFolder: "path\nagent"; for Pricing: the agent id
   std::string file;

@@ -320,10 +320,12 @@ void readFtpSourceFields(Map& m, Source& s) {
       c.error(m.valuePos("tls"), m.pathOf("tls"), "expected 'required' or 'none', got '" + tls + "'",
               "required (the default) needs AUTH TLS on ftp://; none sends the password in clear");
   }
-  m.secretName("usernameSecret", s.usernameSecret);
-  m.require("usernameSecret");
-  m.secretName("passwordSecret", s.passwordSecret);
-  m.require("passwordSecret");
+  // Filled in by pine-egress, which takes no value under kMinEgressSecretBytes.
+  for (auto [key, out] : {std::pair<const char*, std::string*>{"usernameSecret", &s.usernameSecret},
+                          std::pair<const char*, std::string*>{"passwordSecret", &s.passwordSecret}}) {
+    if (m.secretName(key, *out)) m.ctx().ref(Ref::EgressSecret, *out, m.valuePos(key), m.pathOf(key));
+    m.require(key);
+  }
   m.integer("intervalSec", s.intervalSec, 60, 7 * 86400);
   m.boolean("fetch", s.fetch);  // each new or changed file into the owning agent's inbox (supervisor/ftp_fetch.h)
   if (m.integer("maxFileMb", s.maxFileMb, 1, 1024) && !s.fetch)
@@ -409,7 +411,8 @@ void readSourceTypeFields(Map& m, const std::string& type, Source& s) {
     checkUrl(m, "url", s.url, {"https", "http"});
     m.require("url");
     m.integer("intervalSec", s.intervalSec, 60, 7 * 86400);
-    m.secretName("tokenSecret", s.tokenSecret);
+    if (m.secretName("tokenSecret", s.tokenSecret))
+      m.ctx().ref(Ref::EgressSecret, s.tokenSecret, m.valuePos("tokenSecret"), m.pathOf("tokenSecret"));
     readHttpSourceFields(m, s);
   } else if (type == "command") {
     m.strList("command", s.command);

@@ -132,7 +132,7 @@ void writeFull(const TempHome& h) {
   h.write("source-types/once.js", "export default {}\n");
   h.write("certs/mqtt-ca.pem", "-----BEGIN CERTIFICATE-----\nnot checked by the loader\n-----END CERTIFICATE-----\n");
   h.write(".env",
-          "CI_HOOK=ci-hook-value-0123456789\nFORM_HOOK=form-hook-value-0123456789\nMQTT_USER=c\nMQTT_PASSWORD=d\nSTATUS_TOKEN=e\nTELEGRAM_TOKEN=f\nFTP_USER=h\nFTP_PASSWORD=g\n"
+          "CI_HOOK=ci-hook-value-0123456789\nFORM_HOOK=form-hook-value-0123456789\nMQTT_USER=c\nMQTT_PASSWORD=d\nSTATUS_TOKEN=status-token-e\nTELEGRAM_TOKEN=f\nFTP_USER=ftp-user-h\nFTP_PASSWORD=ftp-password-g\n"
           "OPENAI_KEY=h\nANTHROPIC_KEY=i\nGH_TOKEN=j\nCAL_TOKEN=k\nSEARCH_KEY=l\n");
 }
 

@@ -433,9 +433,33 @@ TEST_CASE("telegram sources: base URL, groups, file cap and notices are checked 
   CHECK(r.errors.size() == 6);
 }
 
+TEST_CASE("ftp and http sources: a login value or token under 8 bytes is an error with its line; pinectl secret set refuses it") {
+  // pine-egress fills in no value it could not redact from the answer: the source failed at
+  // every look, while check said nothing and secret set stored it.
+  TempHome h;
+  h.write(".env", "FU=admin\nFP=secret-password\nTOK=short\n");
+  h.write("pine.yaml", "defaults: {model: demo}\n"
+                       "sources:\n"
+                       "  - {name: a, type: ftp, url: \"ftps://files.example/drop/\", usernameSecret: FU, passwordSecret: FP}\n"
+                       "  - {name: b, type: http, url: \"https://example.com/\", tokenSecret: TOK}\n");
+  auto r = h.load();
+  std::string all = dump(r.errors);
+  auto* user = findError(r.errors, "sources[0].usernameSecret", "secret 'FU' is shorter than 8 bytes");
+  REQUIRE_MESSAGE(user, all);
+  CHECK(user->line == 3);
+  CHECK(findError(r.errors, "sources[1].tokenSecret", "secret 'TOK' is shorter than 8 bytes"));
+  CHECK_MESSAGE(r.errors.size() == 2, all);
+  CHECK(secretValueProblem(h.root, {"FU", "FP", "TOK"}, "FP", 5).find("pine.yaml:3") != std::string::npos);
+  // The twins: values of 8 bytes and more load, and may be set.
+  h.write(".env", "FU=admin-01\nFP=secret-password\nTOK=a-long-token\n");
+  r = h.load();
+  CHECK_MESSAGE(r.ok(), dump(r.errors));
+  CHECK(secretValueProblem(h.root, {"FU", "FP", "TOK"}, "FP", 8).empty());
+}
+
 TEST_CASE("ftp sources: maxInboxMb only with fetch, and never less than maxFileMb") {
   TempHome h;
-  h.write(".env", "FU=user\nFP=secret-password\n");
+  h.write(".env", "FU=ftp-user-1\nFP=secret-password\n");
   const std::string ftp = "type: ftp, url: \"ftps://files.example/drop/\", usernameSecret: FU, passwordSecret: FP";
   h.write("pine.yaml", "defaults: {model: demo}\n"
                        "sources:\n"
