@@ -3109,7 +3109,10 @@ void Checker::finalCommand(const std::string& name, const std::vector<Field>& ar
                            const Stdin& in, State& st) {
   std::string lname = lower(name);
   bool printsOnly = lname == "echo" || lname == "printf" || lname == ":" || lname == "true" || lname == "false";
-  if (!printsOnly)
+  // test and [ look at a file's type and modes, never its content ([ -f .env ] is no read; a
+  // $(cat .env) in their words is judged as its own command).
+  const bool testsOnly = lname == "test" || lname == "[";
+  if (!printsOnly && !testsOnly)
     for (size_t k = 1; k < args.size(); ++k) scanArg(args[k], st);
 
   // An environment dump followed by a search for secrets.

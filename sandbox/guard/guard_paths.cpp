@@ -218,6 +218,12 @@ std::optional<std::string> destructiveReason(const PathInfo& p, bool recursive) 
 }
 
 std::optional<std::string> writeReason(const PathInfo& p) {
+  // The temp folder itself as a destination (cp f "$TMPDIR"/): what is written lands inside it.
+  // Deleting it stays refused (destructiveReason).
+  const auto& d = p.comps;
+  const bool tmpRoot = (d.size() == 1 && compIs(d[0], "tmp")) ||
+                       (d.size() == 2 && (compIs(d[0], "var") || compIs(d[0], "private")) && compIs(d[1], "tmp"));
+  if (p.where == Where::System && tmpRoot) return std::nullopt;
   switch (p.where) {
     case Where::Root:
     case Where::System: return "writes to a system path (" + p.display + ")";

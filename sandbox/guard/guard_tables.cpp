@@ -166,6 +166,12 @@ std::optional<std::string> networkTool(const std::string& name, const std::vecto
       "iperf", "iperf3", "smbclient", "rpcclient", "ldapsearch", "snmpwalk", "snmpget", "dnsenum", "fierce",
       "ssh-agent-forward", "xfreerdp", "rdesktop", "vncviewer", "httpx", "nuclei", "katana", "gau", "waybackurls"};
   std::string lname = lower(name);
+  // Asking a tool its version or usage connects to nothing (curl --version, ssh -V).
+  static const std::set<std::string> onlyAsks = {"--version", "-V", "--help", "-h", "-help", "version", "help"};
+  const bool asksOnly = args.size() >= 2 && std::all_of(args.begin() + 1, args.end(), [](const std::string& a) {
+    return onlyAsks.count(a) > 0;
+  });
+  if (asksOnly && tools.count(lname)) return std::nullopt;
   if (tools.count(lname) || (name == "GET" || name == "POST" || name == "HEAD")) return name;
   auto arg = [&](size_t k) { return k < args.size() ? args[k] : std::string(); };
   static const std::set<std::string> browsers = {
