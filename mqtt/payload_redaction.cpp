@@ -59,7 +59,7 @@ std::string decodeEscapes(std::string_view p) {
       case 'u':
         if (!hex4(i + 2, cp)) break;
         i += 5;
-        if (cp >= 0xD800 && cp < 0xDC00 && i + 6 < p.size() + 0 && p[i + 1] == '\\' && p[i + 2] == 'u' &&
+        if (cp >= 0xD800 && cp < 0xDC00 && i + 6 < p.size() && p[i + 1] == '\\' && p[i + 2] == 'u' &&
             hex4(i + 3, low) && low >= 0xDC00 && low < 0xE000) {
           cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
           i += 6;

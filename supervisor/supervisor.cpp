@@ -180,19 +180,25 @@ std::vector<std::string> Supervisor::reloadConfig(const std::string& by) {
     // starts (a command source's run) starts once, not in the old broker too.
     brokerRestartsForReload_ = owner && restartBrokerIfFoldersChanged();
     if (owner && loginsChanged_) loginsChanged_();  // .env was read again above
-    // A restart already on its way (a reload a moment ago, an editor's new .env): the broker that
-    // asks is about to go, and must not start what its successor will start again.
-    if (owner && by == "pinectl reload" && envReplacedUnderBroker() && restartingBroker_ != brokerPid_) {
-      restartingBroker_ = brokerPid_;
-      tasks_.add(io_.provider->getTimer().afterDelay(1 * kj::SECONDS).then([this]() {
-        restartBrokerIfEnvReplaced("an edit of .env");
-      }));
-    }
-    if (restartingBroker_ != 0 && restartingBroker_ == brokerPid_) brokerRestartsForReload_ = true;
   } else {
     spdlog::error("configuration NOT reloaded ({}): {} error(s); the previous one stays in force", by, errors.size());
     for (auto& e : errors) spdlog::error("  {}", e);
   }
+  // An editor may have replaced .env, which the broker's mask then no longer covers: restarted
+  // whether or not the configuration loaded, a moment later so that pinectl, which asked through
+  // the broker, gets its answer first (SIGHUP's handler checks at once).
+  // Decided now and carried out then, whatever .env is by then: a broker marked as going must go.
+  if (by == "pinectl reload" && envReplacedUnderBroker() && restartingBroker_ != brokerPid_) {
+    restartingBroker_ = brokerPid_;
+    spdlog::warn("an edit of .env replaced it, which the broker's mask no longer covers: restarting the broker");
+    audit("broker.restart", {{"reason", "an edit of .env replaced .env"}, {"process_pid", brokerPid_}});
+    tasks_.add(io_.provider->getTimer().afterDelay(1 * kj::SECONDS).then([this, pid = brokerPid_]() {
+      if (brokerPid_ == pid) children_.signal(pid, SIGTERM);
+    }));
+  }
+  // A restart on its way (this reload's, a moment ago's, an editor's new .env): the broker that
+  // asks is about to go, and must not start what its successor will start again.
+  if (errors.empty() && restartingBroker_ != 0 && restartingBroker_ == brokerPid_) brokerRestartsForReload_ = true;
   audit("config.reload", {{"by", by}, {"ok", errors.empty()}, {"errors", errors}});
   return errors;
 }
