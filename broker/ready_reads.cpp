@@ -51,9 +51,12 @@ kj::Promise<size_t> ReadyReads::readSome(kj::byte* buffer, size_t minBytes, size
   }
   if (n == 0) return got;  // the peer closed
   got += (size_t)n;
-  // Fewer bytes than asked for: the socket is empty (and not at its end, or read would say 0).
-  // Start the wait now, before the loop next looks for events, so that no arrival is missed.
-  if (got < maxBytes) ready_ = observer_.whenBecomesReadable();
+  // Fewer bytes than asked for: the socket is empty, unless its end came with them (the loop has
+  // seen it: atEndHint), and the next read says 0 at once; an edge-triggered wait would never end.
+  // Else start the wait now, before the loop next looks for events, so that no arrival is missed.
+  bool ended = false;
+  KJ_IF_MAYBE(e, observer_.atEndHint()) { ended = *e; }
+  if (got < maxBytes && !ended) ready_ = observer_.whenBecomesReadable();
   if (got >= minBytes) return got;
   return readSome(buffer, minBytes, maxBytes, got);
 }

@@ -84,3 +84,17 @@ TEST_CASE("ready reads: the peer's close ends a waiting read with what it has") 
   p.peer = -1;
   CHECK(p.read(1, 100) == "");
 }
+
+TEST_CASE("ready reads: bytes and the peer's end that the loop saw together: the next read ends at once") {
+  SocketPair p;
+  const std::string head = "POST /v1/events HTTP/1.1\r\nContent-Length: 40\r\n\r\n{\"topic\"";
+  p.send(head);
+  REQUIRE(shutdown(p.peer, SHUT_WR) == 0);
+  // The loop sees bytes and end in one event while no read waits (edge-triggered: there is no second).
+  p.io.waitScope.poll();
+  CHECK(p.read(1, 4096) == head);  // short: the socket is empty, and at its end
+  std::string buf(100, '\0');
+  auto rest = p.stream->tryRead(buf.data(), 1, buf.size());
+  auto timedOut = p.io.provider->getTimer().afterDelay(2 * kj::SECONDS).then([]() -> size_t { return 999; });
+  CHECK(rest.exclusiveJoin(kj::mv(timedOut)).wait(p.io.waitScope) == 0);  // ended, not waited out
+}
