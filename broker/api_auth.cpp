@@ -212,7 +212,10 @@ size_t RequestFraming::scan(const char* data, size_t size) {
         uint64_t n = std::min<uint64_t>(remaining_, size - i);
         remaining_ -= n;
         i += n;
-        if (remaining_ == 0) state_ = state_ == State::FixedBody ? State::RequestLine : State::ChunkDataEnd;
+        if (remaining_ == 0) {
+          if (state_ == State::FixedBody) endOfRequest();
+          else state_ = State::ChunkDataEnd;
+        }
         continue;
       }
       case State::ChunkSize: ok = chunkSizeByte(c); break;
@@ -222,7 +225,8 @@ size_t RequestFraming::scan(const char* data, size_t size) {
           cr_ = true;
         } else if (c == '\n') {
           cr_ = false;
-          state_ = state_ == State::ChunkDataEnd ? State::ChunkSize : State::RequestLine;
+          if (state_ == State::ChunkDataEnd) state_ = State::ChunkSize;
+          else endOfRequest();
         } else if (state_ == State::ChunkDataEnd) {
           ok = refuse(400, "a chunk's data must be followed by CRLF (Transfer-Encoding: chunked)", true);
         } else {
@@ -230,6 +234,8 @@ size_t RequestFraming::scan(const char* data, size_t size) {
           refusal_->trailer = true;
         }
         break;
+      case State::Ended:
+        return i;  // after a request that asked to close: not passed on, and not refused
       case State::Closed:
         ok = refuse(400, "the body's framing (Content-Length, Transfer-Encoding) was refused: nothing more is read "
                          "on this connection",
@@ -345,6 +351,22 @@ bool RequestFraming::endOfHeaderLine() {
     return refuse(400, "Content-Type given twice: send it once", false);
   if (empty && (equalsLower(name, "origin") || equalsLower(name, "sec-fetch-site")))
     return refuse(403, "requests from web pages are refused (Origin or Sec-Fetch-Site present)", false);
+  if (equalsLower(name, "connection")) {
+    // Its list as ConnectionService reads it: items without the spaces around them, any case.
+    std::string items = line_.substr(v);
+    size_t at = 0;
+    while (at <= items.size()) {
+      size_t comma = items.find(',', at);
+      if (comma == std::string::npos) comma = items.size();
+      size_t b = at, e = comma;
+      while (b < e && (items[b] == ' ' || items[b] == '\t')) b++;
+      while (e > b && (items[e - 1] == ' ' || items[e - 1] == '\t')) e--;
+      std::string item = items.substr(b, e - b);
+      if (equalsLower(item, "close")) askedClose_ = true;
+      if (equalsLower(item, "keep-alive")) askedKeepAlive_ = true;
+      at = comma + 1;
+    }
+  }
   if (equalsLower(name, "content-length")) {
     contentLengths_++;
     contentLength_ = line_.substr(v);
@@ -356,8 +378,13 @@ bool RequestFraming::endOfHeaderLine() {
   return true;
 }
 
+void RequestFraming::endOfRequest() { state_ = closing_ ? State::Ended : State::RequestLine; }
+
 void RequestFraming::endOfHead() {
   heads_++;
+  // As ConnectionService decides it: HTTP/1.0 closes unless it asks to be kept, 1.1 when it asks.
+  closing_ = !versions_.empty() && versions_.back() ? !askedKeepAlive_ : askedClose_;
+  askedClose_ = askedKeepAlive_ = false;
   state_ = State::RequestLine;
   if (transferEncodings_ > 0) {
     state_ = transferEncodings_ == 1 && contentLengths_ == 0 && equalsLower(transferEncoding_, "chunked")
@@ -380,6 +407,7 @@ void RequestFraming::endOfHead() {
   if (line_.capacity() > 1024) line_.shrink_to_fit();  // a long line's buffer goes with its head
   chunkSize_ = 0;
   chunkDigits_ = 0;
+  if (state_ == State::RequestLine) endOfRequest();  // no body: the request has ended
 }
 
 bool RequestFraming::chunkSizeByte(char c) {

@@ -82,7 +82,8 @@ struct FramingRefusal {
 // a trailer, and a chunk size beyond 64 bits (which kj-http wraps to a small one) are refused
 // (400). A body framing it cannot follow (Content-Length twice or not a number, with
 // Transfer-Encoding, a coding but chunked) ends the connection: the route refuses that request
-// (checkBodyFraming), and no byte after its head is passed on.
+// (checkBodyFraming), and no byte after its head is passed on. Nor is a byte after a request that
+// asked to close, as the control API reads the Connection header (closed()).
 class RequestFraming {
  public:
   explicit RequestFraming(HttpHeadLimits limits = {}) : limits_(limits) {}
@@ -90,6 +91,9 @@ class RequestFraming {
   // or fewer once refusal() is set; the rest, and everything after, never reach it.
   size_t scan(const char* data, size_t size);
   const std::optional<FramingRefusal>& refusal() const { return refusal_; }
+  // The last request asked to close (Connection: close, or HTTP/1.0 without keep-alive) and has
+  // ended: no byte after it is passed on (scan returns fewer), without a refusal.
+  bool closed() const { return state_ == State::Ended; }
   size_t heads() const { return heads_; }                // complete request heads so far
   bool betweenRequests() const { return state_ == State::RequestLine && line_.empty() && !cr_; }
   size_t buffered() const { return line_.size(); }       // kept meanwhile: one line, within the limits
@@ -103,7 +107,7 @@ class RequestFraming {
   }
 
  private:
-  enum class State { RequestLine, HeaderLine, FixedBody, ChunkSize, ChunkData, ChunkDataEnd, LastChunkEnd, Closed };
+  enum class State { RequestLine, HeaderLine, FixedBody, ChunkSize, ChunkData, ChunkDataEnd, LastChunkEnd, Closed, Ended };
   bool refuse(int status, std::string message, bool inBody);
   bool requestLineByte(char c);
   bool headerLineByte(char c);
@@ -111,6 +115,7 @@ class RequestFraming {
   bool endOfRequestLine();
   bool endOfHeaderLine();
   void endOfHead();
+  void endOfRequest();
 
   HttpHeadLimits limits_;
   State state_ = State::RequestLine;
@@ -125,6 +130,8 @@ class RequestFraming {
   uint64_t chunkSize_ = 0;
   int chunkDigits_ = 0;     // significant hex digits so far
   std::deque<bool> versions_;  // per request line read and not yet taken: HTTP/1.0
+  bool askedClose_ = false, askedKeepAlive_ = false;  // this head's Connection list so far
+  bool closing_ = false;       // the request being read asked to close
 };
 
 // Keys of /v1/state/{key}: [A-Za-z0-9_.:/-], 1 to 128 bytes, not starting with '.', '-' or '/'.

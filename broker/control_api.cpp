@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "broker/feed.h"
+#include "broker/http_status.h"
 #include "broker/ready_reads.h"
 #include "broker/turn_writes.h"
 #include "common/json_depth.h"
@@ -28,34 +29,6 @@ namespace {
 using json = nlohmann::json;
 using M = kj::HttpMethod;
 using Response = kj::HttpService::Response;
-
-// Deeper than any request body of this API needs; shallow enough for every copy and dump of it.
-constexpr int kMaxBodyNesting = 64;
-
-const char* statusText(unsigned status) {
-  switch (status) {
-    case 200: return "OK";
-    case 202: return "Accepted";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 413: return "Payload Too Large";
-    case 414: return "URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    default: return "Error";
-  }
-}
 
 std::string methodName(M m) { return kj::str(m).cStr(); }
 
@@ -218,7 +191,9 @@ class ControlApi::LimitedConnection final : public ForwardingStream {
   bool takeHttp10() { return framing_.takeHttp10(); }  // the request now served said HTTP/1.0
 
   kj::Promise<size_t> tryRead(void* buffer, size_t minBytes, size_t maxBytes) override {
-    if (ended_) return size_t(0);
+    // After a request that asked to close (RFC 9112 9.6): the connection ends for kj-http, and
+    // nothing sent after that request reaches it, neither served nor answered.
+    if (ended_ || framing_.closed()) return size_t(0);
     if (framing_.refusal()) return refused();
     return inner_->tryRead(buffer, minBytes, maxBytes).then([this, buffer](size_t n) -> kj::Promise<size_t> {
       if (n > 0) returning_.cameBack(sender);  // it sent again (or sends more of a body)
@@ -538,6 +513,14 @@ kj::Promise<void> ControlApi::serve(kj::Own<kj::AsyncIoStream> connection, ApiLi
   KJ_REQUIRE(endpoint != nullptr, "serve() on a listener that is not listening");
   // A socket is read only once it has something (ready_reads.h): no failed read per request.
   if (connection->getFd() != nullptr) connection = kj::heap<ReadyReads>(kj::mv(connection), io_.unixEventPort);
+  // The owner's socket (its peer checked): single events from scripts and bridges come here.
+  if (listener == ApiListener::Unix && limits_.plainEvents) return servePlain(kj::mv(connection), *endpoint);
+  return serveHttp(kj::mv(connection), *endpoint);
+}
+
+kj::Promise<void> ControlApi::serveHttp(kj::Own<kj::AsyncIoStream> connection, Endpoint& ep) {
+  Endpoint* endpoint = &ep;
+  const ApiListener listener = ep.kind;
   // One write per turn (turn_writes.h): an answer's head and body wake the client once.
   auto gathered = kj::heap<TurnWrites>(kj::mv(connection), io_.provider->getTimer());
   auto limited = kj::heap<LimitedConnection>(kj::mv(gathered), limits_.head, returning_, refusalsLogged_);
@@ -752,8 +735,8 @@ kj::Promise<void> ControlApi::withJsonBody(const kj::HttpHeaders& headers, kj::A
         if (b.refusal) return sendClosingError(response, b.refusal->status, b.refusal->message);
         if (b.text.empty() && emptyIsObject) return then(json::object());
         // Before the parse: a copy, dump or destructor of a value nested this deep recurses past the stack.
-        if (jsonNestingDepth(b.text) > kMaxBodyNesting)
-          return sendError(response, 400, "the body nests deeper than " + std::to_string(kMaxBodyNesting) +
+        if (jsonNestingDepth(b.text) > kMaxApiBodyNesting)
+          return sendError(response, 400, "the body nests deeper than " + std::to_string(kMaxApiBodyNesting) +
                                               " levels of [ and {");
         json j = parseOutsideJson(b.text);
         if (j.is_discarded() || !j.is_object())

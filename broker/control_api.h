@@ -30,6 +30,7 @@ struct ControlApiLimits {
   size_t maxConnections = 256;                     // open at once, both listeners; then evictOne, else 503
   HttpHeadLimits head;                             // request line, header lines, whole head (431, 414)
   kj::Duration senderReturn = kj::MILLISECONDS;    // how long an answered event's sender counts as coming back
+  bool plainEvents = true;  // pine.sock serves plain single events without kj-http (plain_events.cpp)
 };
 
 class ControlApi final : private kj::TaskSet::ErrorHandler,
@@ -59,19 +60,30 @@ class ControlApi final : private kj::TaskSet::ErrorHandler,
   // Serves HTTP on a connection as if it had been accepted on that listener (which must be
   // listening), after the peer checks: what acceptLoop does, and the fuzz target's way in.
   kj::Promise<void> serve(kj::Own<kj::AsyncIoStream> connection, ApiListener listener);
+  kj::Promise<void> serveOld(kj::Own<kj::AsyncIoStream> connection, ApiListener listener);
 
   // Connections whose event (POST /v1/events, a webhook) was answered moments ago and that have
   // not sent again: the event bus waits for them (returning_senders.h).
   size_t returningSenders() { return returning_.count(); }
+  // Requests served as plain single events (plain_events.cpp), for the tests that compare both ways.
+  unsigned long long plainEventsServed() const { return plainServed_; }
 
  private:
   class Endpoint;
   class ConnectionService;
   class LimitedConnection;
   struct BodyResult;
+  struct PlainConnection;
 
   kj::Promise<void> acceptLoop(kj::ConnectionReceiver& receiver, Endpoint& endpoint);
   kj::Promise<void> refuseBusy(kj::Own<kj::AsyncIoStream> connection);
+  // kj-http serving a connection (its socket read through ReadyReads already).
+  kj::Promise<void> serveHttp(kj::Own<kj::AsyncIoStream> connection, Endpoint& endpoint);
+  // plain_events.cpp: a connection's plain single events, until its first other request, from
+  // which on serveHttp() has it (with the bytes read so far).
+  kj::Promise<void> servePlain(kj::Own<kj::AsyncIoStream> connection, Endpoint& endpoint);
+  kj::Promise<void> nextPlain(PlainConnection& c, Endpoint& endpoint);
+  kj::Promise<void> handOver(PlainConnection& c, Endpoint& endpoint);
   // Closes the TCP connection that has waited longest and is not kept (an idle one, or a request
   // whose head or body is still coming; kept: the owner's request, or a webhook delivery that has
   // arrived whole); false when there is none.
@@ -135,6 +147,7 @@ class ControlApi final : private kj::TaskSet::ErrorHandler,
   LineBudget refusalsLogged_{60};  // refused requests in the log, a minute (the rest counted)
   std::string tcpProblem_;
   ReturningSenders returning_;  // before the connections, which leave it when they end
+  unsigned long long plainServed_ = 0;
   // One HttpServer per listener, so a request knows which socket it came in on.
   kj::Own<Endpoint> unixEndpoint_, tcpEndpoint_;
   kj::Own<kj::ConnectionReceiver> unixReceiver_, tcpReceiver_;

@@ -4,6 +4,10 @@
 #pragma once
 #include <kj/async-io.h>
 
+#include <algorithm>
+#include <cstring>
+#include <string>
+
 namespace pine {
 
 class ForwardingStream : public kj::AsyncIoStream {
@@ -25,6 +29,29 @@ class ForwardingStream : public kj::AsyncIoStream {
 
  protected:
   kj::Own<kj::AsyncIoStream> inner_;
+};
+
+// A connection some of whose bytes were read already (plain_events.cpp): they are read first.
+class ReplayedStream final : public ForwardingStream {
+ public:
+  ReplayedStream(kj::Own<kj::AsyncIoStream> inner, std::string readAlready)
+      : ForwardingStream(kj::mv(inner)), again_(std::move(readAlready)) {}
+  kj::Promise<size_t> tryRead(void* buffer, size_t minBytes, size_t maxBytes) override {
+    if (at_ == again_.size()) return inner_->tryRead(buffer, minBytes, maxBytes);
+    size_t n = std::min(maxBytes, again_.size() - at_);
+    memcpy(buffer, again_.data() + at_, n);
+    at_ += n;
+    if (at_ == again_.size()) std::string().swap(again_), at_ = 0;
+    // What was read already may be less than minBytes: the rest comes from the connection.
+    if (n >= minBytes) return n;
+    return inner_->tryRead(static_cast<char*>(buffer) + n, minBytes - n, maxBytes - n).then([n](size_t more) {
+      return n + more;
+    });
+  }
+
+ private:
+  std::string again_;
+  size_t at_ = 0;
 };
 
 }  // namespace pine

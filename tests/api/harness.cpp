@@ -262,6 +262,12 @@ void ApiServer::run(const std::function<void(FakeBackend&)>& fn) {
   executor_->executeSync([&] { fn(*backend_); });
 }
 
+unsigned long long ApiServer::plainEventsServed() {
+  unsigned long long n = 0;
+  executor_->executeSync([&] { n = api_->plainEventsServed(); });
+  return n;
+}
+
 size_t ApiServer::returningSenders() {
   size_t n = 0;
   executor_->executeSync([&] { n = api_->returningSenders(); });
@@ -309,6 +315,8 @@ RawConn& RawConn::operator=(RawConn&& o) noexcept {
   }
   return *this;
 }
+
+void RawConn::shutdownWrite() { ::shutdown(fd_, SHUT_WR); }
 
 bool RawConn::send(const std::string& bytes) {
   size_t off = 0;

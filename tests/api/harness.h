@@ -85,6 +85,7 @@ class ApiServer {
   std::vector<std::string> calls();
   // ControlApi::returningSenders(), asked on the event loop's thread.
   size_t returningSenders();
+  unsigned long long plainEventsServed();  // ControlApi::plainEventsServed()
 
  private:
   void loop(ControlApiLimits limits);
@@ -110,6 +111,7 @@ class RawConn {
   ~RawConn();
 
   bool send(const std::string& bytes);  // false when the server has closed
+  void shutdownWrite();                 // says "no more requests" (the server answers those it has, then closes)
   // Reads until `until` is in what arrived, the peer closes, or the time runs out. Returns all received so far.
   std::string readUntil(const std::string& until, std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
   // Reads until a whole HTTP response has arrived (or close, or timeout).

@@ -312,3 +312,47 @@ TEST_CASE("what kj-http itself refuses (an unknown method) is JSON too, and ends
   // Twin: the method in capitals.
   CHECK(roundTrip(s, request(s, "POST", "/v1/reload", "{}")).status == 200);
 }
+
+TEST_CASE("framing: nothing after a request that asked to close is passed on, and nothing is refused for it") {
+  auto passed = [](const std::string& bytes, bool* closed, bool* refused) {
+    pine::RequestFraming f;
+    size_t n = f.scan(bytes.data(), bytes.size());
+    *closed = f.closed();
+    *refused = f.refusal().has_value();
+    return n;
+  };
+  bool closed = false, refused = false;
+  const std::string get = "GET /health HTTP/1.1\r\nHost: localhost\r\n";
+  const std::string after = "OST /v1/events HTTP/1.1\r\n\r\n";  // would be answered (501) if passed on
+  for (std::string close : {"Connection: close\r\n", "Connection: keep-alive, Close \r\n", "connection: x\r\nConnection: close\r\n"}) {
+    std::string first = get + close + "\r\n";
+    CHECK(passed(first + after, &closed, &refused) == first.size());
+    CHECK(closed);
+    CHECK_FALSE(refused);
+  }
+  // With a body: the body is passed, then nothing.
+  std::string post = "POST /v1/events HTTP/1.1\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}";
+  CHECK(passed(post + after, &closed, &refused) == post.size());
+  CHECK(closed);
+  std::string chunked = "POST /v1/events HTTP/1.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
+  CHECK(passed(chunked + after, &closed, &refused) == chunked.size());
+  CHECK(closed);
+  // HTTP/1.0 closes unless it asks to be kept.
+  std::string old = "GET /health HTTP/1.0\r\n\r\n";
+  CHECK(passed(old + after, &closed, &refused) == old.size());
+  CHECK(closed);
+  // Twins: kept open, the next request is passed on (and this one is refused: no method like it).
+  std::string kept = "GET /health HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n";
+  CHECK(passed(kept + "GET /health HTTP/1.1\r\n\r\n", &closed, &refused) == kept.size() + 24);
+  CHECK_FALSE(closed);
+  std::string plain = get + "Connection: keep-alive\r\n\r\n";
+  CHECK(passed(plain + plain, &closed, &refused) == 2 * plain.size());
+  CHECK_FALSE(closed);
+  CHECK_FALSE(refused);
+  CHECK(passed(plain + "OST /v1/events HTTP/1.1\r\nHost: \x01\r\n\r\n", &closed, &refused) < plain.size() + 40);
+  CHECK(refused);
+  // A value that only contains the word is not close.
+  std::string notClose = get + "Connection: closed, upgrade-close\r\n\r\n";
+  CHECK(passed(notClose + plain, &closed, &refused) == notClose.size() + plain.size());
+  CHECK_FALSE(closed);
+}

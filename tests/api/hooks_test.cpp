@@ -248,6 +248,15 @@ TEST_CASE("Connection: close ends the connection after its answer; without it th
   CHECK(piped.closedWithin(2000ms));
   CHECK(piped.received().find("HTTP/1.1 200") != std::string::npos);
   CHECK_MESSAGE(piped.received().find("HTTP/1.1", 8) == std::string::npos, piped.received());
+  // Nor is a broken head after it answered (it was: a second, 400 answer after the close).
+  for (std::string version : {"1.1", "1.0"}) {
+    auto broken = RawConn::tcp(s.port());
+    broken.send("GET /health HTTP/" + version + "\r\n" + host + (version == "1.1" ? "Connection: close\r\n" : "") +
+                "\r\nOST /v1/events HTTP/1.1\r\n\r\n");
+    CHECK(broken.closedWithin(2000ms));
+    CHECK(broken.received().find("HTTP/1.1 200") == 0);
+    CHECK_MESSAGE(broken.received().find("HTTP/1.1", 8) == std::string::npos, broken.received());
+  }
   // The twin: a connection that did not ask stays open for its next request.
   auto kept = RawConn::tcp(s.port());
   kept.send("GET /health HTTP/1.1\r\n" + host + "Connection: keep-alive\r\n\r\n");

@@ -1,5 +1,7 @@
 // The control API's request head checks, on any bytes a client may send: RequestFraming alone
-// (the same verdict however the bytes are split, at most one line kept), and the whole server
+// (the same verdict however the bytes are split, at most one line kept), the plain single-event
+// reader (what it takes, RequestFraming passes as one whole request; the same answers with it on
+// and off, byte for byte), and the whole server
 // (ControlApi over an in-memory pipe, as if on pine.sock) answering them: every response well
 // formed with a status, every error a JSON {"error"}, a complete head always answered, a head
 // RequestFraming refuses answered with that status as the last word before the connection ends.
@@ -19,6 +21,7 @@
 #include "broker/api_backend.h"
 #include "broker/control_api.h"
 #include "broker/feed.h"
+#include "broker/plain_event_request.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {
@@ -68,7 +71,7 @@ pine::HttpHeadLimits fuzzLimits() {
 struct Server {
   kj::AsyncIoContext io = kj::setupAsyncIo();
   StubBackend backend;
-  kj::Own<pine::ControlApi> api;
+  kj::Own<pine::ControlApi> api, kjOnly;  // kjOnly: the same, with no plain path (plain_events.cpp)
   Server() {
     spdlog::set_level(spdlog::level::off);  // refusals are logged; thousands a second would drown the run
     static std::string dir;
@@ -83,6 +86,9 @@ struct Server {
     limits.head = fuzzLimits();
     api = kj::heap<pine::ControlApi>(io, backend, limits);
     api->listenUnix(dir + "/pine.sock");  // serve() needs the listener; connections come over pipes
+    limits.plainEvents = false;
+    kjOnly = kj::heap<pine::ControlApi>(io, backend, limits);
+    kjOnly->serveHandedOver(dir + "/pine.sock");  // the same path in GET /v1/status, not bound twice
   }
 };
 
@@ -186,7 +192,10 @@ pine::RequestFraming frameAll(const uint8_t* data, size_t size, const std::vecto
   size_t passed = whole.scan(bytes, size);
   *passedOut = passed;
   FUZZ_CHECK(passed <= size, "scan passes on at most what it was given");
-  FUZZ_CHECK((passed < size) == whole.refusal().has_value(), "scan stops short exactly when it refuses");
+  FUZZ_CHECK(!whole.refusal() || passed < size, "a refusal stops scan short");
+  FUZZ_CHECK(passed == size || whole.refusal() || whole.closed(),
+             "scan stops short only when it refuses, or after a request that asked to close");
+  FUZZ_CHECK(!(whole.refusal() && whole.closed()), "a connection is closed or refused, not both");
   if (whole.refusal()) {
     int s = whole.refusal()->status;
     FUZZ_CHECK(s == 400 || s == 414 || s == 431, "a refusal is 400, 414 or 431");
@@ -207,6 +216,7 @@ pine::RequestFraming frameAll(const uint8_t* data, size_t size, const std::vecto
   FUZZ_CHECK(piecewisePassed == passed, "the same bytes pass however they are split");
   FUZZ_CHECK(piecewise.heads() == whole.heads(), "the same heads are seen however the bytes are split");
   FUZZ_CHECK(piecewise.refusal().has_value() == whole.refusal().has_value(), "the same verdict however split");
+  FUZZ_CHECK(piecewise.closed() == whole.closed(), "closed after the same request however split");
   if (whole.refusal()) {
     FUZZ_CHECK(piecewise.refusal()->status == whole.refusal()->status &&
                    piecewise.refusal()->message == whole.refusal()->message &&
@@ -248,19 +258,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto split = pieces(data, size);
   size_t passed = 0;
   auto framing = frameAll(data, size, split, &passed);
+  // What the plain path serves without kj-http is, to RequestFraming, one whole request of that length.
+  pine::PlainEventRequest plain;
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  if (pine::readPlainEventRequest(bytes, fuzzLimits(), pine::ControlApiLimits().maxBody, &plain) ==
+      pine::PlainVerdict::Plain) {
+    pine::RequestFraming one(fuzzLimits());
+    FUZZ_CHECK(plain.length <= size && one.scan(bytes.data(), plain.length) == plain.length && !one.refusal() &&
+                   one.heads() == 1 && one.betweenRequests(),
+               "a plain request is one whole request that RequestFraming passes");
+  }
 
-  std::string out;
-  bool ended = false;
-  size_t read = 0;
-  {
-    auto pipe = kj::newTwoWayPipe();
-    auto serving = server->api->serve(kj::heap<Counted>(kj::mv(pipe.ends[1]), read), pine::ApiListener::Unix)
-                       .eagerlyEvaluate(nullptr);
-    auto reading = readAll(*pipe.ends[0], out, ended).eagerlyEvaluate(nullptr);
-    auto writing = writePieces(*pipe.ends[0], reinterpret_cast<const char*>(data), split).eagerlyEvaluate(nullptr);
-    server->io.waitScope.poll();  // runs until nothing is left to do but wait for a timer
-  }  // everything still waiting (a stream, a body never finished) is cancelled here
-  server->io.waitScope.poll();
+  std::string out, kjOut;
+  bool ended = false, kjEnded = false;
+  size_t read = 0, kjRead = 0;
+  auto talk = [&](pine::ControlApi& api, std::string& answers, bool& closed, size_t& consumed) {
+    {
+      auto pipe = kj::newTwoWayPipe();
+      auto serving = api.serve(kj::heap<Counted>(kj::mv(pipe.ends[1]), consumed), pine::ApiListener::Unix)
+                         .eagerlyEvaluate(nullptr);
+      auto reading = readAll(*pipe.ends[0], answers, closed).eagerlyEvaluate(nullptr);
+      auto writing = writePieces(*pipe.ends[0], reinterpret_cast<const char*>(data), split).eagerlyEvaluate(nullptr);
+      server->io.waitScope.poll();  // runs until nothing is left to do but wait for a timer
+    }  // everything still waiting (a stream, a body never finished) is cancelled here
+    server->io.waitScope.poll();
+  };
+  talk(*server->api, out, ended, read);
+  talk(*server->kjOnly, kjOut, kjEnded, kjRead);
+  FUZZ_CHECK(out == kjOut && ended == kjEnded, "the same answers with the plain path on and off");
 
   Answers answers = parseResponses(out);
   bool headRefused = framing.refusal() && !framing.refusal()->inBody;

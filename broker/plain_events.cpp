@@ -1,0 +1,112 @@
+// Single events on pine.sock without kj-http. A connection starts here: each request that is a
+// plain POST /v1/events (plain_event_request.h), arrived whole and passing every check the routed
+// path makes, is published and answered here, one at a time; the first request that is anything
+// else, arrived in pieces, or would be refused, goes with every byte after it to kj-http
+// (serveHttp), which serves the connection from then on and answers it as before. So this path
+// never refuses and never logs a refusal: it only serves what kj-http would have served the same.
+#include <kj/debug.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "broker/control_api.h"
+#include "broker/forwarding_stream.h"
+#include "broker/http_status.h"
+#include "broker/plain_event_request.h"
+#include "common/json_depth.h"
+#include "common/outside_json.h"
+
+namespace pine {
+
+namespace {
+
+using json = nlohmann::json;
+
+// One read's worth: a plain request is a few hundred bytes; one that does not fit goes to kj-http.
+constexpr size_t kReadSize = 16384;
+constexpr size_t kTimedOut = SIZE_MAX;
+
+// The answer as sendReply() has kj-http write it: the same status line, fields and body.
+std::string answerText(ApiReply reply) {
+  if (reply.status < 100 || reply.status > 599) reply.status = 500;
+  std::string body = reply.text.empty() ? reply.body.dump() + "\n" : std::move(reply.text) + "\n";
+  std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " " + statusText((unsigned)reply.status) +
+                    "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nContent-Type: application/json\r\n";
+  if (reply.retryAfterSec > 0) out += "Retry-After: " + std::to_string(reply.retryAfterSec) + "\r\n";
+  out += "\r\n";
+  return out + body;
+}
+
+}  // namespace
+
+struct ControlApi::PlainConnection {
+  PlainConnection(kj::Own<kj::AsyncIoStream> s, ReturningSenders& returning) : stream(kj::mv(s)), sender(returning) {}
+  kj::Own<kj::AsyncIoStream> stream;  // null once kj-http has it
+  ReturningSenders::Sender sender;    // answered, until its next request arrives
+  std::string in;                     // read, not yet served
+  kj::Array<kj::byte> chunk = kj::heapArray<kj::byte>(kReadSize);
+};
+
+kj::Promise<void> ControlApi::servePlain(kj::Own<kj::AsyncIoStream> connection, Endpoint& endpoint) {
+  auto c = kj::heap<PlainConnection>(kj::mv(connection), returning_);
+  auto& conn = *c;
+  return nextPlain(conn, endpoint).attach(kj::mv(c));
+}
+
+kj::Promise<void> ControlApi::handOver(PlainConnection& c, Endpoint& endpoint) {
+  returning_.cameBack(c.sender);
+  c.chunk = nullptr;  // kj-http reads into its own buffer from now on
+  return serveHttp(kj::heap<ReplayedStream>(kj::mv(c.stream), std::move(c.in)), endpoint);
+}
+
+kj::Promise<void> ControlApi::nextPlain(PlainConnection& c, Endpoint& endpoint) {
+  if (c.in.empty()) {
+    // Waits as long as kj-http waits for a request; then the connection ends, as kj-http ends it.
+    auto timedOut = io_.provider->getTimer().afterDelay(limits_.headerTimeout).then([]() { return kTimedOut; });
+    return c.stream->tryRead(c.chunk.begin(), 1, c.chunk.size())
+        .exclusiveJoin(kj::mv(timedOut))
+        .then([this, &c, &endpoint](size_t n) -> kj::Promise<void> {
+          if (n == 0 || n == kTimedOut) return kj::READY_NOW;
+          returning_.cameBack(c.sender);  // it sent again
+          c.in.append(reinterpret_cast<const char*>(c.chunk.begin()), n);
+          return nextPlain(c, endpoint);
+        });
+  }
+  PlainEventRequest req;
+  // Not whole in what one read brought, or another request: kj-http's from here on.
+  if (readPlainEventRequest(c.in, limits_.head, limits_.maxBody, &req) != PlainVerdict::Plain) return handOver(c, endpoint);
+  // Every check handle() and withJsonBody() make; where one would refuse, kj-http answers it.
+  std::optional<std::string> host;
+  if (req.hasHost) host = std::string(req.host);
+  ApiRequestFacts facts;
+  facts.method = "POST";
+  facts.path = "/v1/events";
+  facts.authorization = std::string(req.authorization);
+  std::optional<std::string> contentType;
+  if (req.hasContentType) contentType = std::string(req.contentType);
+  if (checkHost(host, endpoint.kind, endpoint.port) || checkApiRequest(facts, backend_.token()) ||
+      checkContentType(contentType, true) || jsonNestingDepth(req.body) > kMaxApiBodyNesting)
+    return handOver(c, endpoint);
+  json body = parseOutsideJson(req.body);
+  if (body.is_discarded() || !body.is_object()) return handOver(c, endpoint);
+  c.in.erase(0, req.length);
+  ++plainServed_;
+  return kj::evalNow([&]() { return backend_.publishEvent(body); })
+      .catch_([](kj::Exception&& e) -> kj::Promise<ApiReply> {
+        // As handle() answers a backend that failed; a connection gone ends this one.
+        if (e.getType() == kj::Exception::Type::DISCONNECTED) return kj::mv(e);
+        return ApiReply{502, json{{"error", std::string("the broker could not answer: ") + e.getDescription().cStr()}}};
+      })
+      .then([&c](ApiReply reply) {
+        auto text = kj::heap<std::string>(answerText(kj::mv(reply)));
+        auto& t = *text;
+        return c.stream->write(t.data(), t.size()).attach(kj::mv(text));
+      })
+      .then([this, &c, &endpoint]() {
+        returning_.answered(c.sender);
+        return nextPlain(c, endpoint);
+      });
+}
+
+}  // namespace pine

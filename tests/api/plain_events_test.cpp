@@ -1,0 +1,251 @@
+// Plain single events on pine.sock, served without kj-http (broker/plain_events.cpp): the reader
+// says yes only to the plainest POST /v1/events, and pine.sock answers every request the same,
+// byte for byte, whether that path is on or off; whatever it does not serve goes to kj-http with
+// the bytes it read, so refusals, timeouts and other routes are as before.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "broker/plain_event_request.h"
+#include "tests/api/harness.h"
+
+using namespace pine;
+using namespace pine::apitest;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kToken = FakeBackend().tok;
+
+std::string plainHead(size_t length, const std::string& token = kToken, const std::string& extra = "") {
+  return "POST /v1/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + token +
+         "\r\nContent-Type: application/json\r\n" + extra + "Content-Length: " + std::to_string(length) + "\r\n\r\n";
+}
+std::string plainEvent(const std::string& body, const std::string& token = kToken, const std::string& extra = "") {
+  return plainHead(body.size(), token, extra) + body;
+}
+const std::string kDoor = R"({"topic":"home/door","payload":{"open":true}})";
+
+PlainVerdict verdictOf(const std::string& bytes, PlainEventRequest* out = nullptr) {
+  PlainEventRequest ignored;
+  return readPlainEventRequest(bytes, HttpHeadLimits{}, 1 << 20, out ? out : &ignored);
+}
+
+// Everything pine.sock answers to `bytes` sent at once and then the end of the client's requests,
+// until it closes, with the plain path on or off; and the backend's calls.
+struct Exchange {
+  std::string answers;
+  std::vector<std::string> calls;
+  unsigned long long plain = 0;  // of them served by the plain path
+};
+Exchange talk(const std::string& bytes, bool plain) {
+  auto limits = ApiServer::testLimits();
+  limits.plainEvents = plain;
+  ApiServer s(limits);
+  auto c = RawConn::unixSocket(s.socketPath());
+  c.send(bytes);
+  c.shutdownWrite();
+  CHECK(c.closedWithin(3000ms));
+  return {c.received(), s.calls(), s.plainEventsServed()};
+}
+
+int statusOf(const std::string& answers, size_t i = 0) {
+  size_t at = 0;
+  for (size_t k = 0; k <= i; ++k) {
+    at = answers.find("HTTP/1.1 ", k == 0 ? 0 : at + 1);
+    if (at == std::string::npos) return 0;
+  }
+  return std::stoi(answers.substr(at + 9, 3));
+}
+
+}  // namespace
+
+TEST_CASE("the plain reader takes the plainest POST /v1/events, whole, and nothing else") {
+  PlainEventRequest r;
+  std::string whole = plainEvent(kDoor);
+  REQUIRE(verdictOf(whole, &r) == PlainVerdict::Plain);
+  CHECK(r.length == whole.size());
+  CHECK(r.body == kDoor);
+  CHECK(r.authorization == "Bearer " + kToken);
+  CHECK(r.host == "localhost");
+  // Field names in any case, spaces before values, the fields a client adds: still plain.
+  CHECK(verdictOf("POST /v1/events HTTP/1.1\r\nhost:localhost\r\nauthorization: \t Bearer x\r\n"
+                  "user-agent: curl/8\r\naccept: */*\r\nconnection: Keep-Alive\r\ncontent-length: 2\r\n\r\n{}",
+                  &r) == PlainVerdict::Plain);
+  CHECK(r.authorization == "Bearer x");
+  // Followed by the next request: only the first is taken.
+  CHECK(verdictOf(whole + whole, &r) == PlainVerdict::Plain);
+  CHECK(r.length == whole.size());
+  // Any prefix of it may still become one.
+  for (size_t n : {size_t(0), size_t(5), size_t(26), size_t(40), whole.size() - kDoor.size() - 2, whole.size() - 1})
+    CHECK(verdictOf(whole.substr(0, n)) == PlainVerdict::Incomplete);
+
+  // Everything else is kj-http's, plain-looking or not.
+  auto other = [&](const std::string& bytes) { return verdictOf(bytes) == PlainVerdict::Other; };
+  std::string body = "{}";
+  std::string rest = "Host: localhost\r\nContent-Length: 2\r\n\r\n{}";
+  CHECK(other("post /v1/events HTTP/1.1\r\n" + rest));
+  CHECK(other("POST /v1/events/ HTTP/1.1\r\n" + rest));
+  CHECK(other("POST /v1/events?x=1 HTTP/1.1\r\n" + rest));
+  CHECK(other("POST /v1//events HTTP/1.1\r\n" + rest));
+  CHECK(other("POST /v1/events HTTP/1.0\r\n" + rest));
+  CHECK(other("GET /v1/events HTTP/1.1\r\n" + rest));
+  CHECK(other("POST /hooks/gh HTTP/1.1\r\n" + rest));
+  CHECK(other("POST  /v1/events HTTP/1.1\r\n" + rest));
+  CHECK(other(plainEvent(body, kToken, "Origin: http://evil.example\r\n")));
+  CHECK(other(plainEvent(body, kToken, "Sec-Fetch-Site: cross-site\r\n")));
+  CHECK(other(plainEvent(body, kToken, "Transfer-Encoding: chunked\r\n")));
+  CHECK(other(plainEvent(body, kToken, "Expect: 100-continue\r\n")));
+  CHECK(other(plainEvent(body, kToken, "X-Anything: 1\r\n")));
+  CHECK(other(plainEvent(body, kToken, "Connection: close\r\n")));
+  CHECK(other(plainEvent(body, kToken, "Connection: keep-alive, close\r\n")));
+  CHECK(other(plainEvent(body, kToken, "Authorization: Bearer other\r\n")));  // twice
+  CHECK(other(plainEvent(body, kToken, "Host: localhost\r\n")));
+  CHECK(other(plainEvent(body, kToken, "Content-Type: application/json\r\n")));
+  CHECK(other(plainEvent(body, kToken, "Content-Length: 2\r\n")));
+  CHECK(other(plainEvent(body, kToken, "User-Agent: a\r\nUser-Agent: b\r\n")));
+  CHECK(other(plainEvent(body, kToken, "Host : localhost\r\n")));  // a space before the colon
+  CHECK(other(plainEvent(body, kToken, " folded\r\n")));
+  CHECK(other(plainEvent(body, kToken, "User-Agent: caf\xc3\xa9\r\n")));  // not ASCII
+  CHECK(other(plainEvent(body, kToken, std::string("User-Agent: a\0b\r\n", 17))));
+  CHECK(other(plainEvent(body, kToken, "User-Agent: a\rb\r\n")));  // a bare CR
+  CHECK(other("POST /v1/events HTTP/1.1\r\nContent-Length: 2 \r\n\r\n{}"));  // spaces after a value
+  CHECK(other(plainEvent(body, kToken + "\t")));
+  CHECK(other("POST /v1/events HTTP/1.1\nHost: localhost\nContent-Length: 2\n\n{}"));  // bare LF line ends
+  for (std::string length : {"", " ", "+2", "-2", "0x2", "2 2", "0", "00", "1048577", "99999999999999999999"})
+    CHECK(other("POST /v1/events HTTP/1.1\r\nContent-Length: " + length + "\r\n\r\n{}"));
+  CHECK(other("POST /v1/events HTTP/1.1\r\nHost: localhost\r\n\r\n"));  // no length: no body
+  // Within the head's limits only.
+  HttpHeadLimits small;
+  small.maxHeaderLine = 40;
+  CHECK(readPlainEventRequest(plainEvent(body, kToken), small, 1 << 20, &r) == PlainVerdict::Other);
+  small = HttpHeadLimits{};
+  small.maxHeaderLines = 3;
+  CHECK(readPlainEventRequest(plainEvent(body, kToken), small, 1 << 20, &r) == PlainVerdict::Other);
+  small.maxHeaderLines = 4;
+  CHECK(readPlainEventRequest(plainEvent(body, kToken), small, 1 << 20, &r) == PlainVerdict::Plain);
+  CHECK(readPlainEventRequest(plainEvent(body, kToken), HttpHeadLimits{}, 1, &r) == PlainVerdict::Other);
+}
+
+TEST_CASE("pine.sock answers the same, byte for byte, with the plain path on and off") {
+  const std::string deep = "{\"topic\":\"t\",\"payload\":" + std::string(80, '[') + std::string(80, ']') + "}";
+  struct Case {
+    std::string what;
+    std::string bytes;
+    std::vector<int> statuses;
+    unsigned long long plain;  // of those, served by the plain path when it is on
+  };
+  std::vector<Case> cases = {
+      {"one event", plainEvent(kDoor), {200}, 1},
+      {"no Content-Type", "POST /v1/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + kToken +
+                              "\r\nContent-Length: " + std::to_string(kDoor.size()) + "\r\n\r\n" + kDoor,
+       {200}, 1},
+      {"no Host", "POST /v1/events HTTP/1.1\r\nAuthorization: Bearer " + kToken + "\r\nContent-Length: " +
+                      std::to_string(kDoor.size()) + "\r\n\r\n" + kDoor,
+       {403}, 0},
+      {"three events in one write", plainEvent(kDoor) + plainEvent(kDoor) + plainEvent(kDoor), {200, 200, 200}, 3},
+      {"an event, then another route on the same connection",
+       plainEvent(kDoor) + "GET /v1/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + kToken + "\r\n\r\n",
+       {200, 200}, 1},
+      {"an event after another route", "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n" + plainEvent(kDoor), {200, 200}, 0},
+      {"refused by the backend", plainEvent(R"({"payload":1})"), {400}, 1},
+      {"a wrong token", plainEvent(kDoor, "tok-wrong"), {401}, 0},
+      {"no token", "POST /v1/events HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}", {401}, 0},
+      {"the token with spaces after it", plainHead(kDoor.size(), kToken + " \t") + kDoor, {200}, 0},
+      {"a length with a space after it", "POST /v1/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " +
+                                             kToken + "\r\nContent-Length: 2 \r\n\r\n{}",
+       {400}, 0},
+      {"a token in two pieces", plainEvent(kDoor, kToken.substr(0, 8) + " " + kToken.substr(8)), {401}, 0},
+      {"another Host", "POST /v1/events HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer " + kToken +
+                           "\r\nContent-Length: 2\r\n\r\n{}",
+       {403}, 0},
+      {"a browser's Origin", plainEvent(kDoor, kToken, "Origin: http://evil.example\r\n"), {403}, 0},
+      {"text, not JSON", "POST /v1/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + kToken +
+                             "\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}",
+       {415}, 0},
+      {"a body that is not JSON", plainEvent("{\"topic\":"), {400}, 0},
+      {"a body that is a list", plainEvent("[1,2]"), {400}, 0},
+      {"a body nested too deep", plainEvent(deep), {400}, 0},
+      {"Connection: close", plainEvent(kDoor, kToken, "Connection: close\r\n") + plainEvent(kDoor), {200}, 0},
+      {"HTTP/1.0", "POST /v1/events HTTP/1.0\r\nHost: localhost\r\nAuthorization: Bearer " + kToken + "\r\nContent-Length: " +
+                       std::to_string(kDoor.size()) + "\r\n\r\n" + kDoor,
+       {200}, 0},
+      {"Content-Length twice", plainEvent(kDoor, kToken, "Content-Length: " + std::to_string(kDoor.size()) + "\r\n"),
+       {400}, 0},
+      {"chunked", "POST /v1/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + kToken +
+                      "\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+       {400}, 0},  // the fake wants a topic: read whole, then refused by the backend
+      {"a space before a colon", plainEvent(kDoor, kToken, "Accept : */*\r\n"), {400}, 0},
+      {"a body cut short", plainHead(kDoor.size()) + kDoor.substr(0, 10), {400}, 0},
+      // Its first two bytes are the body; the rest is no request line.
+      {"a body longer than its length", plainHead(2) + kDoor, {400, 400}, 0},
+  };
+  for (auto& c : cases) {
+    INFO(c.what);
+    auto on = talk(c.bytes, true), off = talk(c.bytes, false);
+    CHECK(on.answers == off.answers);
+    CHECK(on.calls == off.calls);
+    CHECK(on.plain == c.plain);
+    CHECK(off.plain == 0);
+    for (size_t i = 0; i < c.statuses.size(); ++i) CHECK(statusOf(on.answers, i) == c.statuses[i]);
+    CHECK(statusOf(on.answers, c.statuses.size()) == 0);  // and no more
+  }
+}
+
+TEST_CASE("a plain sender is served many events on one connection and counts as coming back after each") {
+  auto limits = ApiServer::testLimits();
+  limits.senderReturn = 60 * kj::SECONDS;
+  limits.headerTimeout = 60 * kj::SECONDS;
+  ApiServer s(limits);
+  auto c = RawConn::unixSocket(s.socketPath());
+  std::string got;
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(c.send(plainEvent(R"({"topic":"home/count","payload":)" + std::to_string(i) + "}")));
+    got = c.readUntil("\"seq\":" + std::to_string(i + 1) + ",");
+    CHECK(got.find("\"seq\":" + std::to_string(i + 1) + ",") != std::string::npos);
+  }
+  bool counted = false;
+  for (int i = 0; i < 200 && !counted; ++i) {
+    counted = s.returningSenders() == 1;
+    if (!counted) std::this_thread::sleep_for(10ms);
+  }
+  CHECK(counted);
+  auto calls = s.calls();
+  CHECK(std::count_if(calls.begin(), calls.end(), [](auto& c) { return c.rfind("publishEvent", 0) == 0; }) == 20);
+  // Its next bytes bring it back, whatever they are.
+  REQUIRE(c.send("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+  CHECK(c.readUntil("\"ok\"").find("\"ok\"") != std::string::npos);
+  CHECK(s.returningSenders() == 0);
+}
+
+TEST_CASE("on pine.sock a request arriving in pieces, or none at all, meets kj-http's timeouts") {
+  ApiServer s;  // header and body timeouts of 700 ms
+  // An event whose body comes 100 ms after its head: served (by kj-http, which has the connection now).
+  auto pieces = RawConn::unixSocket(s.socketPath());
+  REQUIRE(pieces.send(plainHead(kDoor.size())));
+  std::this_thread::sleep_for(100ms);
+  REQUIRE(pieces.send(kDoor));
+  CHECK(parse(pieces.readResponse()).status == 200);
+  REQUIRE(pieces.send(plainEvent(kDoor)));  // and the next on it
+  CHECK(parse(pieces.readResponse()).status == 200);
+  // A head that never ends: 408 after the header timeout, then closed.
+  auto slow = RawConn::unixSocket(s.socketPath());
+  REQUIRE(slow.send("POST /v1/events HTTP/1.1\r\nHost: loc"));
+  CHECK(slow.closedWithin(3000ms));
+  if (!slow.received().empty()) CHECK(parse(slow.received()).status == 408);
+  // A connection that sends nothing is closed after the header timeout.
+  auto idle = RawConn::unixSocket(s.socketPath());
+  auto start = std::chrono::steady_clock::now();
+  CHECK(idle.closedWithin(3000ms));
+  CHECK(std::chrono::steady_clock::now() - start >= 600ms);
+  CHECK(idle.received().empty());
+  // And one that was served an event and then says nothing more, likewise.
+  auto quiet = RawConn::unixSocket(s.socketPath());
+  REQUIRE(quiet.send(plainEvent(kDoor)));
+  CHECK(parse(quiet.readResponse()).status == 200);
+  CHECK(quiet.closedWithin(3000ms));
+}
