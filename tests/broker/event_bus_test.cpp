@@ -11,11 +11,13 @@
 
 #include <filesystem>
 #include <functional>
+#include <regex>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "broker/event_bus.h"
+#include "common/log.h"
 #include "broker/store/store.h"
 
 namespace {
@@ -367,7 +369,8 @@ TEST_CASE("an event written as text is eventJson's dump byte for byte, and reads
   e.trust = "owner";
   e.hops = 2;
   e.payload = nlohmann::json::parse(R"({"b":[1,2.5,"x"],"a":{"q":"say \"hi\"\n"},"n":null})").dump();
-  for (std::string topic : {"house/lamp", "quo\"te/back\\slash", "été/日本", "tab\there"}) {
+  for (std::string topic : {"house/lamp", "quo\"te/back\\slash", "été/日本", "tab\there", "\"at/both\\", "ctl\x01\x1f\b\f\r\n/\x7f",
+                            "", "\"", "\x02"}) {
     e.topic = topic;
     CHECK(pine::eventJsonText(e) == pine::eventJson(e).dump());
   }
@@ -400,4 +403,19 @@ TEST_CASE("an event stored nested deeper than intake allows reads back as text, 
   // The twin: a payload within the limit is read as JSON.
   e.payload = std::string(64, '[') + std::string(64, ']');
   CHECK(pine::eventJson(e)["payload"].is_array());
+}
+
+TEST_CASE("ids: the prefix, the time in hex, this process's random part, a counter in hex") {
+  const std::regex form("e([0-9a-f]+)-([0-9a-f]{12})-([0-9a-f]+)");
+  long long before = pine::nowMs();
+  std::string a = pine::newId("e"), b = pine::newId("e");
+  std::smatch ma, mb;
+  REQUIRE(std::regex_match(a, ma, form));
+  REQUIRE(std::regex_match(b, mb, form));
+  long long ms = std::stoll(ma[1].str(), nullptr, 16);
+  CHECK(ms >= before);
+  CHECK(ms <= pine::nowMs());
+  CHECK(ma[2] == mb[2]);  // one random part per process
+  CHECK(std::stoull(mb[3].str(), nullptr, 16) == std::stoull(ma[3].str(), nullptr, 16) + 1);
+  CHECK(pine::newId("task-").rfind("task-", 0) == 0);
 }
