@@ -163,6 +163,13 @@ TEST_CASE("pine.sock answers the same, byte for byte, with the plain path on and
       {"another Host", "POST /v1/events HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer " + kToken +
                            "\r\nContent-Length: 2\r\n\r\n{}",
        {403}, 0},
+      {"a length with leading zeros", "POST /v1/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + kToken +
+                                          "\r\nContent-Length: 0" + std::to_string(kDoor.size()) + "\r\n\r\n" + kDoor,
+       {200}, 1},
+      {"the fields in another order and case", "POST /v1/events HTTP/1.1\r\ncontent-length: " + std::to_string(kDoor.size()) +
+                                                   "\r\nACCEPT: */*\r\nauthorization: Bearer " + kToken +
+                                                   "\r\nUser-Agent: x\r\nhost: LOCALHOST\r\nConnection: keep-alive\r\n\r\n" + kDoor,
+       {200}, 1},
       {"a browser's Origin", plainEvent(kDoor, kToken, "Origin: http://evil.example\r\n"), {403}, 0},
       {"text, not JSON", "POST /v1/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + kToken +
                              "\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}",
