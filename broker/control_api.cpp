@@ -151,29 +151,39 @@ constexpr const char* kAskedToClose = "the client asked to close before this req
 // a chunk size past 64 bits around to a small one; here a head over the limits is answered (431,
 // 414, 400) as soon as it goes over, before it is buffered or the token is looked at, and a bad
 // chunk size fails the body's read (the route answers 400). Nothing after a refusal is passed on.
-class ControlApi::LimitedConnection final : public ForwardingStream {
+ControlApi::Evictable::~Evictable() noexcept(false) {
+  leave();
+  if (evicted && evicting_) --*evicting_;
+}
+
+void ControlApi::Evictable::evictableIn(std::set<Evictable*>& set, size_t& evicting) {
+  set_ = &set;
+  evicting_ = &evicting;
+  set.insert(this);
+}
+
+void ControlApi::Evictable::leave() {
+  if (set_) set_->erase(this);
+  set_ = nullptr;
+}
+
+kj::Promise<void> ControlApi::untilEvicted(Evictable& c, kj::Promise<void> serving) {
+  auto closed = kj::newPromiseAndFulfiller<void>();
+  c.close = kj::mv(closed.fulfiller);
+  c.since = io_.provider->getTimer().now();
+  c.evictableIn(tcpConnections_, evicting_);
+  // The fulfiller goes with the connection when it ends by itself: that is no failure to log.
+  auto evicted = closed.promise.catch_([](kj::Exception&&) -> kj::Promise<void> { return kj::NEVER_DONE; });
+  return serving.exclusiveJoin(kj::mv(evicted));
+}
+
+class ControlApi::LimitedConnection final : public ForwardingStream, public ControlApi::Evictable {
  public:
   LimitedConnection(kj::Own<kj::AsyncIoStream> inner, const HttpHeadLimits& limits, ReturningSenders& returning,
                     LineBudget& logged)
       : ForwardingStream(kj::mv(inner)), sender(returning), framing_(limits), returning_(returning), logged_(logged) {}
-  ~LimitedConnection() noexcept(false) {
-    if (evictable_) evictable_->erase(this);
-    if (evicted) --*evicting_;
-  }
 
   ReturningSenders::Sender sender;  // this connection, while its answered event's sender may come back
-  // For making room (ControlApi::evictOne): since when it waits in its present state (accepted,
-  // or its request began or ended), whether it is kept (it serves the owner's request now, or a
-  // webhook delivery that has arrived whole), and how to close it.
-  kj::TimePoint since = kj::origin<kj::TimePoint>();
-  bool kept = false;
-  bool evicted = false;
-  kj::Own<kj::PromiseFulfiller<void>> close;
-  void evictableIn(std::set<LimitedConnection*>& set, size_t& evicting) {
-    evictable_ = &set;
-    evicting_ = &evicting;
-    set.insert(this);
-  }
 
   // A refusal of trailer fields that came with a body's last chunk (kj-http ends the body before
   // them). The caller answers it: it is not answered again. Not one found in a request pipelined
@@ -211,8 +221,6 @@ class ControlApi::LimitedConnection final : public ForwardingStream {
   LineBudget& logged_;
   bool answered_ = false;
   bool ended_ = false;
-  std::set<LimitedConnection*>* evictable_ = nullptr;
-  size_t* evicting_ = nullptr;
 
   kj::Promise<size_t> refused() {
     const FramingRefusal& r = *framing_.refusal();
@@ -480,7 +488,7 @@ kj::Promise<void> ControlApi::acceptLoop(kj::ConnectionReceiver& receiver, Endpo
 bool ControlApi::evictOne() {
   // Connections that send nothing, or a head or body a byte at a time, would otherwise hold every
   // slot and lock each webhook out; the oldest goes, so a request that arrives whole is served.
-  LimitedConnection* oldest = nullptr;
+  Evictable* oldest = nullptr;
   for (auto* c : tcpConnections_)
     if (!c->kept && !c->evicted && (oldest == nullptr || c->since < oldest->since)) oldest = c;
   if (oldest == nullptr) return false;
@@ -488,7 +496,7 @@ bool ControlApi::evictOne() {
                                  limits_.maxConnections);
   busyWarned_ = true;
   oldest->close->fulfill();
-  oldest->evicted = true;  // counted in evicting_ until it is gone (~LimitedConnection)
+  oldest->evicted = true;  // counted in evicting_ until it is gone (~Evictable)
   ++evicting_;
   return true;
 }
@@ -513,8 +521,8 @@ kj::Promise<void> ControlApi::serve(kj::Own<kj::AsyncIoStream> connection, ApiLi
   KJ_REQUIRE(endpoint != nullptr, "serve() on a listener that is not listening");
   // A socket is read only once it has something (ready_reads.h): no failed read per request.
   if (connection->getFd() != nullptr) connection = kj::heap<ReadyReads>(kj::mv(connection), io_.unixEventPort);
-  // The owner's socket (its peer checked): single events from scripts and bridges come here.
-  if (listener == ApiListener::Unix && limits_.plainEvents) return servePlain(kj::mv(connection), *endpoint);
+  // Single events from scripts and bridges come here first (plain_events.cpp).
+  if (limits_.plainEvents) return servePlain(kj::mv(connection), *endpoint);
   return serveHttp(kj::mv(connection), *endpoint);
 }
 
@@ -526,12 +534,8 @@ kj::Promise<void> ControlApi::serveHttp(kj::Own<kj::AsyncIoStream> connection, E
   auto limited = kj::heap<LimitedConnection>(kj::mv(gathered), limits_.head, returning_, refusalsLogged_);
   limited->since = io_.provider->getTimer().now();
   if (listener == ApiListener::Unix) return endpoint->server.listenHttp(kj::mv(limited));  // the owner's, by its peer
-  auto closed = kj::newPromiseAndFulfiller<void>();
-  limited->close = kj::mv(closed.fulfiller);
-  limited->evictableIn(tcpConnections_, evicting_);
-  // The fulfiller goes with the connection when it ends by itself: that is no failure to log.
-  auto evicted = closed.promise.catch_([](kj::Exception&&) -> kj::Promise<void> { return kj::NEVER_DONE; });
-  return endpoint->server.listenHttp(kj::mv(limited)).exclusiveJoin(kj::mv(evicted));
+  auto& evictable = *limited;
+  return untilEvicted(evictable, endpoint->server.listenHttp(kj::mv(limited)));
 }
 
 kj::Promise<void> ControlApi::sendJson(Response& response, unsigned status, const json& body, int retryAfterSec) {

@@ -30,7 +30,7 @@ struct ControlApiLimits {
   size_t maxConnections = 256;                     // open at once, both listeners; then evictOne, else 503
   HttpHeadLimits head;                             // request line, header lines, whole head (431, 414)
   kj::Duration senderReturn = kj::MILLISECONDS;    // how long an answered event's sender counts as coming back
-  bool plainEvents = true;  // pine.sock serves plain single events without kj-http (plain_events.cpp)
+  bool plainEvents = true;  // plain single events are served without kj-http (plain_events.cpp)
 };
 
 class ControlApi final : private kj::TaskSet::ErrorHandler,
@@ -74,6 +74,27 @@ class ControlApi final : private kj::TaskSet::ErrorHandler,
   class LimitedConnection;
   struct BodyResult;
   struct PlainConnection;
+  // A TCP connection that may be closed to make room (evictOne): a LimitedConnection, or a
+  // PlainConnection before kj-http has it. Since when it waits in its present state (accepted, or
+  // its request began or ended), whether it is kept (it serves the owner's request now, or a
+  // webhook delivery that has arrived whole), and how to close it.
+  class Evictable {
+   public:
+    Evictable() = default;
+    Evictable(const Evictable&) = delete;
+    Evictable& operator=(const Evictable&) = delete;
+    ~Evictable() noexcept(false);
+    kj::TimePoint since = kj::origin<kj::TimePoint>();
+    bool kept = false;
+    bool evicted = false;
+    kj::Own<kj::PromiseFulfiller<void>> close;
+    void evictableIn(std::set<Evictable*>& set, size_t& evicting);
+    void leave();  // handed on: no longer closed to make room as this (evicted counts until gone)
+
+   private:
+    std::set<Evictable*>* set_ = nullptr;
+    size_t* evicting_ = nullptr;
+  };
 
   kj::Promise<void> acceptLoop(kj::ConnectionReceiver& receiver, Endpoint& endpoint);
   kj::Promise<void> refuseBusy(kj::Own<kj::AsyncIoStream> connection);
@@ -84,6 +105,8 @@ class ControlApi final : private kj::TaskSet::ErrorHandler,
   kj::Promise<void> servePlain(kj::Own<kj::AsyncIoStream> connection, Endpoint& endpoint);
   kj::Promise<void> nextPlain(PlainConnection& c, Endpoint& endpoint);
   kj::Promise<void> handOver(PlainConnection& c, Endpoint& endpoint);
+  // A TCP connection's promise, ended when evictOne() closes it (its `close` is set here).
+  kj::Promise<void> untilEvicted(Evictable& c, kj::Promise<void> serving);
   // Closes the TCP connection that has waited longest and is not kept (an idle one, or a request
   // whose head or body is still coming; kept: the owner's request, or a webhook delivery that has
   // arrived whole); false when there is none.
@@ -140,7 +163,7 @@ class ControlApi final : private kj::TaskSet::ErrorHandler,
   // TCP connections that may be closed to make room when all are taken: every one but those
   // serving the owner's request or a whole webhook delivery now (LimitedConnection::kept).
   // evicting_: closed, not yet gone.
-  std::set<LimitedConnection*> tcpConnections_;
+  std::set<Evictable*> tcpConnections_;
   size_t evicting_ = 0;
   bool busyWarned_ = false;
   bool closingAnswer_ = false;  // see shouldClose()

@@ -1,4 +1,4 @@
-// Single events on pine.sock without kj-http. A connection starts here: each request that is a
+// Single events without kj-http. A connection starts here: each request that is a
 // plain POST /v1/events (plain_event_request.h), arrived whole and passing every check the routed
 // path makes, is published and answered here, one at a time; the first request that is anything
 // else, arrived in pieces, or would be refused, goes with every byte after it to kj-http
@@ -40,7 +40,7 @@ std::string answerText(ApiReply reply) {
 
 }  // namespace
 
-struct ControlApi::PlainConnection {
+struct ControlApi::PlainConnection : ControlApi::Evictable {
   PlainConnection(kj::Own<kj::AsyncIoStream> s, ReturningSenders& returning) : stream(kj::mv(s)), sender(returning) {}
   kj::Own<kj::AsyncIoStream> stream;  // null once kj-http has it
   ReturningSenders::Sender sender;    // answered, until its next request arrives
@@ -51,28 +51,33 @@ struct ControlApi::PlainConnection {
 kj::Promise<void> ControlApi::servePlain(kj::Own<kj::AsyncIoStream> connection, Endpoint& endpoint) {
   auto c = kj::heap<PlainConnection>(kj::mv(connection), returning_);
   auto& conn = *c;
-  return nextPlain(conn, endpoint).attach(kj::mv(c));
+  if (endpoint.kind == ApiListener::Unix) return nextPlain(conn, endpoint).attach(kj::mv(c));  // the owner's, by its peer
+  // TCP: it takes part in making room, as kj-http's connections do, until kj-http has it.
+  return untilEvicted(conn, nextPlain(conn, endpoint)).attach(kj::mv(c));
 }
 
 kj::Promise<void> ControlApi::handOver(PlainConnection& c, Endpoint& endpoint) {
   returning_.cameBack(c.sender);
+  c.leave();          // kj-http's LimitedConnection makes room from now on
   c.chunk = nullptr;  // kj-http reads into its own buffer from now on
   return serveHttp(kj::heap<ReplayedStream>(kj::mv(c.stream), std::move(c.in)), endpoint);
 }
 
 kj::Promise<void> ControlApi::nextPlain(PlainConnection& c, Endpoint& endpoint) {
   if (c.in.empty()) {
-    // Waits as long as kj-http waits for a request; then the connection ends, as kj-http ends it.
+    // Waits as long as kj-http waits for a next request (its pipeline timeout), then ends the
+    // connection as kj-http does; a request that comes in pieces gets kj-http's header timeout
+    // from the hand-over, as kj-http gives a next request from its first byte.
     auto timedOut = io_.provider->getTimer().afterDelay(limits_.headerTimeout).then([]() { return kTimedOut; });
     return c.stream->tryRead(c.chunk.begin(), 1, c.chunk.size())
         .exclusiveJoin(kj::mv(timedOut))
         .then([this, &c, &endpoint](size_t n) -> kj::Promise<void> {
           if (n == 0 || n == kTimedOut) return kj::READY_NOW;
-          returning_.cameBack(c.sender);  // it sent again
           c.in.append(reinterpret_cast<const char*>(c.chunk.begin()), n);
           return nextPlain(c, endpoint);
         });
   }
+  returning_.cameBack(c.sender);  // its next request is here (read with the last one, perhaps)
   PlainEventRequest req;
   // Not whole in what one read brought, or another request: kj-http's from here on.
   if (readPlainEventRequest(c.in, limits_.head, limits_.maxBody, &req) != PlainVerdict::Plain) return handOver(c, endpoint);
@@ -92,6 +97,9 @@ kj::Promise<void> ControlApi::nextPlain(PlainConnection& c, Endpoint& endpoint) 
   if (body.is_discarded() || !body.is_object()) return handOver(c, endpoint);
   c.in.erase(0, req.length);
   ++plainServed_;
+  auto& timer = io_.provider->getTimer();
+  c.kept = true;  // the owner's request, arrived whole: not closed to make room
+  c.since = timer.now();
   return kj::evalNow([&]() { return backend_.publishEvent(body); })
       .catch_([](kj::Exception&& e) -> kj::Promise<ApiReply> {
         // As handle() answers a backend that failed; a connection gone ends this one.
@@ -103,7 +111,9 @@ kj::Promise<void> ControlApi::nextPlain(PlainConnection& c, Endpoint& endpoint) 
         auto& t = *text;
         return c.stream->write(t.data(), t.size()).attach(kj::mv(text));
       })
-      .then([this, &c, &endpoint]() {
+      .then([this, &c, &endpoint, &timer]() {
+        c.kept = false;  // waiting for its next request: it may make room again
+        c.since = timer.now();
         returning_.answered(c.sender);
         return nextPlain(c, endpoint);
       });

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,22 +36,26 @@ PlainVerdict verdictOf(const std::string& bytes, PlainEventRequest* out = nullpt
   return readPlainEventRequest(bytes, HttpHeadLimits{}, 1 << 20, out ? out : &ignored);
 }
 
-// Everything pine.sock answers to `bytes` sent at once and then the end of the client's requests,
-// until it closes, with the plain path on or off; and the backend's calls.
+// Everything pine.sock (or the TCP listener) answers to `bytes` sent at once and then the end of
+// the client's requests, until it closes, with the plain path on or off; and the backend's calls.
+// Over TCP, "Host: localhost" becomes the listener's own 127.0.0.1:PORT.
 struct Exchange {
   std::string answers;
   std::vector<std::string> calls;
   unsigned long long plain = 0;  // of them served by the plain path
 };
-Exchange talk(const std::string& bytes, bool plain) {
+Exchange talk(const std::string& bytes, bool plain, bool tcp = false) {
   auto limits = ApiServer::testLimits();
   limits.plainEvents = plain;
   ApiServer s(limits);
-  auto c = RawConn::unixSocket(s.socketPath());
-  c.send(bytes);
+  auto c = tcp ? RawConn::tcp(s.port()) : RawConn::unixSocket(s.socketPath());
+  static const std::regex localhost("\r\nhost: localhost\r\n", std::regex::icase);
+  c.send(tcp ? std::regex_replace(bytes, localhost, "\r\nHost: 127.0.0.1:" + std::to_string(s.port()) + "\r\n") : bytes);
   c.shutdownWrite();
   CHECK(c.closedWithin(3000ms));
-  return {c.received(), s.calls(), s.plainEventsServed()};
+  std::string answers = c.received();
+  if (tcp) answers = std::regex_replace(answers, std::regex(std::to_string(s.port())), "PORT");  // said in errors
+  return {answers, s.calls(), s.plainEventsServed()};
 }
 
 int statusOf(const std::string& answers, size_t i = 0) {
@@ -131,7 +136,7 @@ TEST_CASE("the plain reader takes the plainest POST /v1/events, whole, and nothi
   CHECK(readPlainEventRequest(plainEvent(body, kToken), HttpHeadLimits{}, 1, &r) == PlainVerdict::Other);
 }
 
-TEST_CASE("pine.sock answers the same, byte for byte, with the plain path on and off") {
+TEST_CASE("both listeners answer the same, byte for byte, with the plain path on and off") {
   const std::string deep = "{\"topic\":\"t\",\"payload\":" + std::string(80, '[') + std::string(80, ']') + "}";
   struct Case {
     std::string what;
@@ -191,9 +196,11 @@ TEST_CASE("pine.sock answers the same, byte for byte, with the plain path on and
       // Its first two bytes are the body; the rest is no request line.
       {"a body longer than its length", plainHead(2) + kDoor, {400, 400}, 0},
   };
-  for (auto& c : cases) {
+  for (auto& c : cases) for (bool tcp : {false, true}) {
     INFO(c.what);
-    auto on = talk(c.bytes, true), off = talk(c.bytes, false);
+    const std::string listener = tcp ? "tcp" : "pine.sock";
+    INFO(listener);
+    auto on = talk(c.bytes, true, tcp), off = talk(c.bytes, false, tcp);
     CHECK(on.answers == off.answers);
     CHECK(on.calls == off.calls);
     CHECK(on.plain == c.plain);
@@ -255,4 +262,32 @@ TEST_CASE("on pine.sock a request arriving in pieces, or none at all, meets kj-h
   REQUIRE(quiet.send(plainEvent(kDoor)));
   CHECK(parse(quiet.readResponse()).status == 200);
   CHECK(quiet.closedWithin(3000ms));
+}
+
+TEST_CASE("over TCP a plain sender, once answered, may be closed to make room like any waiting connection") {
+  auto limits = ApiServer::testLimits();
+  limits.maxConnections = 3;
+  limits.headerTimeout = 60 * kj::SECONDS;  // only making room closes them here
+  ApiServer s(limits);
+  auto send = [&](RawConn& c, int n) {  // true once this event's answer has come
+    REQUIRE(c.send(request(s, "POST", "/v1/events", R"({"topic":"home/n","payload":)" + std::to_string(n) + "}")));
+    std::string answered = R"("payload":)" + std::to_string(n) + ",";  // in the answer's event
+    return c.readUntil(answered).find(answered) != std::string::npos;
+  };
+  auto a = RawConn::tcp(s.port()), b = RawConn::tcp(s.port());
+  CHECK(send(a, 1));
+  std::this_thread::sleep_for(50ms);
+  CHECK(send(b, 2));
+  CHECK(s.plainEventsServed() == 2);
+  std::this_thread::sleep_for(50ms);
+  auto idle = RawConn::tcp(s.port());
+  std::this_thread::sleep_for(50ms);
+  // All three taken: a new request is served, and the sender answered longest ago made room.
+  CHECK(call(s, "GET", "/v1/status").status == 200);
+  CHECK(a.closedWithin(2000ms));
+  CHECK_FALSE(b.closedWithin(200ms));
+  CHECK_FALSE(idle.closedWithin(100ms));
+  // The others go on as before: b's next event is served the plain way.
+  CHECK(send(b, 3));
+  CHECK(s.plainEventsServed() == 3);
 }
