@@ -60,7 +60,6 @@ class ControlApi final : private kj::TaskSet::ErrorHandler,
   // Serves HTTP on a connection as if it had been accepted on that listener (which must be
   // listening), after the peer checks: what acceptLoop does, and the fuzz target's way in.
   kj::Promise<void> serve(kj::Own<kj::AsyncIoStream> connection, ApiListener listener);
-  kj::Promise<void> serveOld(kj::Own<kj::AsyncIoStream> connection, ApiListener listener);
 
   // Connections whose event (POST /v1/events, a webhook) was answered moments ago and that have
   // not sent again: the event bus waits for them (returning_senders.h).

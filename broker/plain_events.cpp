@@ -15,6 +15,7 @@
 #include "broker/http_status.h"
 #include "broker/plain_event_request.h"
 #include "common/json_depth.h"
+#include "common/log.h"
 #include "common/outside_json.h"
 
 namespace pine {
@@ -30,7 +31,9 @@ constexpr size_t kTimedOut = SIZE_MAX;
 // The answer as sendReply() has kj-http write it: the same status line, fields and body.
 std::string answerText(ApiReply reply) {
   if (reply.status < 100 || reply.status > 599) reply.status = 500;
-  std::string body = reply.text.empty() ? reply.body.dump() + "\n" : std::move(reply.text) + "\n";
+  // Bytes that are not UTF-8 in a message (an exception's text) are replaced, not thrown on.
+  std::string body = reply.text.empty() ? reply.body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"
+                                        : std::move(reply.text) + "\n";
   std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " " + statusText((unsigned)reply.status) +
                     "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nContent-Type: application/json\r\n";
   if (reply.retryAfterSec > 0) out += "Retry-After: " + std::to_string(reply.retryAfterSec) + "\r\n";
@@ -57,6 +60,7 @@ kj::Promise<void> ControlApi::servePlain(kj::Own<kj::AsyncIoStream> connection, 
 }
 
 kj::Promise<void> ControlApi::handOver(PlainConnection& c, Endpoint& endpoint) {
+  if (c.evicted) return kj::READY_NOW;  // closed to make room: not counted again as kj-http's
   returning_.cameBack(c.sender);
   c.leave();          // kj-http's LimitedConnection makes room from now on
   c.chunk = nullptr;  // kj-http reads into its own buffer from now on
@@ -77,6 +81,8 @@ kj::Promise<void> ControlApi::nextPlain(PlainConnection& c, Endpoint& endpoint) 
           return nextPlain(c, endpoint);
         });
   }
+  // Closed to make room (evictOne) while this was on its way: nothing more is served or published.
+  if (c.evicted) return kj::READY_NOW;
   returning_.cameBack(c.sender);  // its next request is here (read with the last one, perhaps)
   PlainEventRequest req;
   // Not whole in what one read brought, or another request: kj-http's from here on.
@@ -100,21 +106,30 @@ kj::Promise<void> ControlApi::nextPlain(PlainConnection& c, Endpoint& endpoint) 
   auto& timer = io_.provider->getTimer();
   c.kept = true;  // the owner's request, arrived whole: not closed to make room
   c.since = timer.now();
+  struct Answer {
+    std::string text;
+    bool published;  // its sender counts as coming back only then, as on kj-http's path
+  };
   return kj::evalNow([&]() { return backend_.publishEvent(body); })
-      .catch_([](kj::Exception&& e) -> kj::Promise<ApiReply> {
+      .then([](ApiReply reply) { return Answer{answerText(kj::mv(reply)), true}; })
+      .catch_([](kj::Exception&& e) -> kj::Promise<Answer> {
         // As handle() answers a backend that failed; a connection gone ends this one.
         if (e.getType() == kj::Exception::Type::DISCONNECTED) return kj::mv(e);
-        return ApiReply{502, json{{"error", std::string("the broker could not answer: ") + e.getDescription().cStr()}}};
+        spdlog::warn("control API: {}", e.getDescription().cStr());
+        std::string why = std::string("the broker could not answer: ") + e.getDescription().cStr();
+        return Answer{answerText(ApiReply{502, json{{"error", why}}}), false};
       })
-      .then([&c](ApiReply reply) {
-        auto text = kj::heap<std::string>(answerText(kj::mv(reply)));
+      .then([&c](Answer answer) {
+        auto text = kj::heap<std::string>(kj::mv(answer.text));
         auto& t = *text;
-        return c.stream->write(t.data(), t.size()).attach(kj::mv(text));
+        return c.stream->write(t.data(), t.size()).attach(kj::mv(text)).then([published = answer.published]() {
+          return published;
+        });
       })
-      .then([this, &c, &endpoint, &timer]() {
+      .then([this, &c, &endpoint, &timer](bool published) {
         c.kept = false;  // waiting for its next request: it may make room again
         c.since = timer.now();
-        returning_.answered(c.sender);
+        if (published) returning_.answered(c.sender);
         return nextPlain(c, endpoint);
       });
 }

@@ -1,6 +1,7 @@
 #include "tests/api/harness.h"
 
 #include <arpa/inet.h>
+#include <kj/debug.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -95,6 +96,7 @@ json FakeBackend::addEvent(const std::string& topic, const json& payload) {
 kj::Promise<ApiReply> FakeBackend::publishEvent(const json& body) {
   calls.push_back("publishEvent " + body.dump());
   if (!body.contains("topic") || !body["topic"].is_string()) return err(400, "\"topic\" must be a string");
+  if (body["topic"] == "fail/backend") return KJ_EXCEPTION(FAILED, "the store is gone");  // a broken backend
   return ApiReply{200, json{{"event", addEvent(body["topic"], body.value("payload", json()))}}};
 }
 

@@ -158,6 +158,7 @@ TEST_CASE("both listeners answer the same, byte for byte, with the plain path on
        {200, 200}, 1},
       {"an event after another route", "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n" + plainEvent(kDoor), {200, 200}, 0},
       {"refused by the backend", plainEvent(R"({"payload":1})"), {400}, 1},
+      {"the backend failing", plainEvent(R"({"topic":"fail/backend"})") + plainEvent(kDoor), {502, 200}, 2},
       {"a wrong token", plainEvent(kDoor, "tok-wrong"), {401}, 0},
       {"no token", "POST /v1/events HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}", {401}, 0},
       {"the token with spaces after it", plainHead(kDoor.size(), kToken + " \t") + kDoor, {200}, 0},
@@ -290,4 +291,26 @@ TEST_CASE("over TCP a plain sender, once answered, may be closed to make room li
   // The others go on as before: b's next event is served the plain way.
   CHECK(send(b, 3));
   CHECK(s.plainEventsServed() == 3);
+}
+
+TEST_CASE("a plain sender whose event failed does not count as coming back") {
+  auto limits = ApiServer::testLimits();
+  limits.senderReturn = 60 * kj::SECONDS;
+  limits.headerTimeout = 60 * kj::SECONDS;
+  ApiServer s(limits);
+  auto c = RawConn::unixSocket(s.socketPath());
+  REQUIRE(c.send(plainEvent(R"({"topic":"fail/backend"})")));
+  CHECK(c.readUntil("could not answer").find("the store is gone") != std::string::npos);
+  std::this_thread::sleep_for(100ms);
+  CHECK(s.returningSenders() == 0);
+  CHECK(s.plainEventsServed() == 1);
+  // Its twin, an event that is stored: it does.
+  REQUIRE(c.send(plainEvent(kDoor)));
+  CHECK(c.readUntil("home/door").find("home/door") != std::string::npos);
+  bool counted = false;
+  for (int i = 0; i < 100 && !counted; ++i) {
+    counted = s.returningSenders() == 1;
+    if (!counted) std::this_thread::sleep_for(10ms);
+  }
+  CHECK(counted);
 }
