@@ -58,6 +58,14 @@ Exchange talk(const std::string& bytes, bool plain, bool tcp = false) {
   return {answers, s.calls(), s.plainEventsServed()};
 }
 
+// Answered senders count as coming back for a minute, and idle connections stay open as long.
+ControlApiLimits waitingLimits() {
+  auto limits = ApiServer::testLimits();
+  limits.senderReturn = 60 * kj::SECONDS;
+  limits.headerTimeout = 60 * kj::SECONDS;
+  return limits;
+}
+
 int statusOf(const std::string& answers, size_t i = 0) {
   size_t at = 0;
   for (size_t k = 0; k <= i; ++k) {
@@ -212,10 +220,7 @@ TEST_CASE("both listeners answer the same, byte for byte, with the plain path on
 }
 
 TEST_CASE("a plain sender is served many events on one connection and counts as coming back after each") {
-  auto limits = ApiServer::testLimits();
-  limits.senderReturn = 60 * kj::SECONDS;
-  limits.headerTimeout = 60 * kj::SECONDS;
-  ApiServer s(limits);
+  ApiServer s(waitingLimits());
   auto c = RawConn::unixSocket(s.socketPath());
   std::string got;
   for (int i = 0; i < 20; ++i) {
@@ -294,10 +299,7 @@ TEST_CASE("over TCP a plain sender, once answered, may be closed to make room li
 }
 
 TEST_CASE("a plain sender whose event failed does not count as coming back") {
-  auto limits = ApiServer::testLimits();
-  limits.senderReturn = 60 * kj::SECONDS;
-  limits.headerTimeout = 60 * kj::SECONDS;
-  ApiServer s(limits);
+  ApiServer s(waitingLimits());
   auto c = RawConn::unixSocket(s.socketPath());
   REQUIRE(c.send(plainEvent(R"({"topic":"fail/backend"})")));
   CHECK(c.readUntil("could not answer").find("the store is gone") != std::string::npos);
