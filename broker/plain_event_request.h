@@ -13,6 +13,7 @@
 
 namespace pine {
 
+// Its views point into the bytes given to readPlainEventRequest: use them while those live.
 struct PlainEventRequest {
   size_t length = 0;                    // its head and body: where the next request starts
   std::string_view host, authorization, contentType;  // values without the spaces before them
