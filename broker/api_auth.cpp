@@ -1,5 +1,7 @@
 #include "broker/api_auth.h"
 
+#include <strings.h>
+
 #include <openssl/crypto.h>
 
 #include <algorithm>
@@ -351,21 +353,10 @@ bool RequestFraming::endOfHeaderLine() {
     return refuse(400, "Content-Type given twice: send it once", false);
   if (empty && (equalsLower(name, "origin") || equalsLower(name, "sec-fetch-site")))
     return refuse(403, "requests from web pages are refused (Origin or Sec-Fetch-Site present)", false);
-  if (equalsLower(name, "connection")) {
-    // Its list as ConnectionService reads it: items without the spaces around them, any case.
-    std::string items = line_.substr(v);
-    size_t at = 0;
-    while (at <= items.size()) {
-      size_t comma = items.find(',', at);
-      if (comma == std::string::npos) comma = items.size();
-      size_t b = at, e = comma;
-      while (b < e && (items[b] == ' ' || items[b] == '\t')) b++;
-      while (e > b && (items[e - 1] == ' ' || items[e - 1] == '\t')) e--;
-      std::string item = items.substr(b, e - b);
-      if (equalsLower(item, "close")) askedClose_ = true;
-      if (equalsLower(item, "keep-alive")) askedKeepAlive_ = true;
-      at = comma + 1;
-    }
+  if (equalsLower(name, "connection")) {  // each line of it: kj-http joins them into one list
+    std::string_view items = std::string_view(line_).substr(v);
+    askedClose_ |= connectionListHas(items, "close");
+    askedKeepAlive_ |= connectionListHas(items, "keep-alive");
   }
   if (equalsLower(name, "content-length")) {
     contentLengths_++;
@@ -376,6 +367,18 @@ bool RequestFraming::endOfHeaderLine() {
   }
   line_.clear();
   return true;
+}
+
+bool connectionListHas(std::string_view list, std::string_view token) {
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (item.size() == token.size() && strncasecmp(item.data(), token.data(), token.size()) == 0) return true;
+  }
+  return false;
 }
 
 void RequestFraming::endOfRequest() { state_ = closing_ ? State::Ended : State::RequestLine; }

@@ -8,6 +8,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace pine {
 
@@ -133,6 +134,10 @@ class RequestFraming {
   bool askedClose_ = false, askedKeepAlive_ = false;  // this head's Connection list so far
   bool closing_ = false;       // the request being read asked to close
 };
+
+// Whether a Connection header's list (`a, b`) has `token`: items without the spaces around them,
+// any case. Both RequestFraming and the control API's close decision read it so.
+bool connectionListHas(std::string_view list, std::string_view token);
 
 // Keys of /v1/state/{key}: [A-Za-z0-9_.:/-], 1 to 128 bytes, not starting with '.', '-' or '/'.
 // Approval ids: [A-Za-z0-9_-], 1 to 64 bytes.

@@ -302,17 +302,7 @@ class ControlApi::ConnectionService final : public kj::HttpService {
 
   // Whether the Connection header's list has `token` (any case).
   static bool connectionHas(const kj::HttpHeaders& headers, std::string_view token) {
-    KJ_IF_MAYBE(value, headers.get(kj::HttpHeaderId::CONNECTION)) {
-      std::string_view rest(value->cStr());
-      while (!rest.empty()) {
-        size_t comma = rest.find(',');
-        std::string_view item = rest.substr(0, comma);
-        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-        while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
-        while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
-        if (item.size() == token.size() && strncasecmp(item.data(), token.data(), token.size()) == 0) return true;
-      }
-    }
+    KJ_IF_MAYBE(value, headers.get(kj::HttpHeaderId::CONNECTION)) { return connectionListHas(value->cStr(), token); }
     return false;
   }
 };
