@@ -86,7 +86,7 @@ Broker::Broker(kj::AsyncIoContext& io, Home home, std::string bootId, std::strin
   });
   router_ = std::make_unique<EventRouter>(*store_, config_, feed_, submitRun);
   // With the loop's timer: single events from concurrent senders share commits (event_bus.h).
-  bus_ = std::make_unique<EventBus>(*store_, [this](const store::Event& e) { router_->deliver(e); }, &timer);
+  bus_ = std::make_unique<EventBus>(*store_, [this](const store::Event& e, EventText& text) { router_->deliver(e, text); }, &timer);
   queue_ = std::make_unique<TaskQueue>(*store_, home_, config_, *sessions_, *approvals_, feed_);
   runner_ = std::make_unique<TaskRunner>(io_, home_, config_, *this, *queue_, feed_, background_);
   queue_->setLauncher(*runner_);

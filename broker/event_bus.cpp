@@ -118,18 +118,33 @@ EventBus::EventBus(store::Store& store, Delivery deliver, kj::Timer* timer, Limi
 }
 
 EventBus::~EventBus() {
-  for (auto& p : queue_)
-    if (p.fulfiller->isWaiting()) p.fulfiller->reject(KJ_EXCEPTION(DISCONNECTED, "the broker is stopping"));
+  for (auto& p : queue_) p.reject(KJ_EXCEPTION(DISCONNECTED, "the broker is stopping"));
+}
+
+void EventBus::Pending::reject(kj::Exception&& e) {
+  if (fulfiller && fulfiller->isWaiting()) fulfiller->reject(kj::mv(e));
+  if (text && text->isWaiting()) text->reject(kj::mv(e));
 }
 
 void EventBus::taskFailed(kj::Exception&& e) { spdlog::error("events: {}", e.getDescription().cStr()); }
 
 kj::Promise<store::Event> EventBus::publish(store::Event draft) {
-  if (draft.id.empty()) draft.id = newId("e");
-  if (draft.timeMs == 0) draft.timeMs = nowMs();
   auto paf = kj::newPromiseAndFulfiller<store::Event>();
+  enqueue(Pending{std::move(draft), kj::mv(paf.fulfiller), {}});
+  return kj::mv(paf.promise);
+}
+
+kj::Promise<std::string> EventBus::publishText(store::Event draft) {
+  auto paf = kj::newPromiseAndFulfiller<std::string>();
+  enqueue(Pending{std::move(draft), {}, kj::mv(paf.fulfiller)});
+  return kj::mv(paf.promise);
+}
+
+void EventBus::enqueue(Pending p) {
+  if (p.event.id.empty()) p.event.id = newId("e");
+  if (p.event.timeMs == 0) p.event.timeMs = nowMs();
   if (queue_.empty() && timer_) groupStart_ = timer_->now();
-  queue_.push_back(Pending{std::move(draft), kj::mv(paf.fulfiller)});
+  queue_.push_back(std::move(p));
   ++published_;
   KJ_IF_MAYBE(a, arrival_) {  // a gathering that sleeps until a sender is back
     if ((*a)->isWaiting()) (*a)->fulfill();
@@ -142,7 +157,6 @@ kj::Promise<store::Event> EventBus::publish(store::Event draft) {
     gathering_ = true;
     tasks_.add(kj::evalLast([this]() { return gather(0, published_); }));
   }
-  return kj::mv(paf.promise);
 }
 
 EventBus::Gather EventBus::nextStep(unsigned polls, unsigned long long seen) const {
@@ -196,7 +210,7 @@ void EventBus::flush() {
   } catch (std::exception& e) {
     // Nothing of this batch was committed: nobody is told it was.
     spdlog::error("events: could not commit {} events: {}", batch.size(), e.what());
-    for (auto& p : batch) p.fulfiller->reject(KJ_EXCEPTION(FAILED, "the event could not be stored", e.what()));
+    for (auto& p : batch) p.reject(KJ_EXCEPTION(FAILED, "the event could not be stored", e.what()));
     return;
   }
   stats_.commits++;
@@ -205,12 +219,16 @@ void EventBus::flush() {
   for (size_t i = 0; i < batch.size(); ++i) {
     // Delivered, then handed to its publisher (whose continuation runs after this turn anyway),
     // which can then take the event instead of a copy.
+    EventText text(events[i]);
     try {
-      deliver_(events[i]);
+      deliver_(events[i], text);
     } catch (std::exception& e) {
       spdlog::error("events: delivering {} failed: {}", events[i].id, e.what());
     }
-    batch[i].fulfiller->fulfill(std::move(events[i]));
+    if (batch[i].text)
+      batch[i].text->fulfill(text.take());
+    else
+      batch[i].fulfiller->fulfill(std::move(events[i]));
   }
 }
 

@@ -34,10 +34,29 @@ struct EventBusLimits {
   unsigned maxPolls = 1000;                 // and in polls of the loop
 };
 
+std::string eventJsonText(const store::Event& e);  // below
+
+// A committed event's JSON text (eventJsonText), written the first time it is asked for and then
+// shared: the feed's item and the answer to the event's publisher are the same text.
+class EventText {
+ public:
+  explicit EventText(const store::Event& e) : event_(e) {}
+  const std::string& get() {
+    if (!written_) text_ = eventJsonText(event_), written_ = true;
+    return text_;
+  }
+  std::string take() { return get(), std::move(text_); }
+
+ private:
+  const store::Event& event_;
+  std::string text_;
+  bool written_ = false;
+};
+
 class EventBus final : private kj::TaskSet::ErrorHandler {
  public:
-  // Called once per committed event, in commit order.
-  using Delivery = std::function<void(const store::Event&)>;
+  // Called once per committed event, in commit order, with its text (written only if asked for).
+  using Delivery = std::function<void(const store::Event&, EventText&)>;
 
   using Limits = EventBusLimits;
   struct Stats {
@@ -53,6 +72,8 @@ class EventBus final : private kj::TaskSet::ErrorHandler {
 
   // Fills in id and time when empty; resolves with the committed event (seq set).
   kj::Promise<store::Event> publish(store::Event draft);
+  // The same, resolving with the committed event's JSON text (the text delivery shared).
+  kj::Promise<std::string> publishText(store::Event draft);
   size_t pending() const { return queue_.size(); }
   // How many senders were answered moments ago and have not sent again (ControlApi::returningSenders).
   void countReturning(std::function<size_t()> returning) { returning_ = std::move(returning); }
@@ -61,8 +82,11 @@ class EventBus final : private kj::TaskSet::ErrorHandler {
  private:
   struct Pending {
     store::Event event;
-    kj::Own<kj::PromiseFulfiller<store::Event>> fulfiller;
+    kj::Own<kj::PromiseFulfiller<store::Event>> fulfiller;  // publish()'s, or
+    kj::Own<kj::PromiseFulfiller<std::string>> text;        // publishText()'s
+    void reject(kj::Exception&& e);
   };
+  void enqueue(Pending p);
   // Runs when the loop is about to wait: commits now, lets it poll once more for senders, or
   // sleeps until an answered sender publishes again (at most until the group's time is up).
   kj::Promise<void> gather(unsigned polls, unsigned long long seen);

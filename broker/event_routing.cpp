@@ -38,9 +38,9 @@ EventRouter::~EventRouter() {
   flushCounts();  // the broker stops: what was counted since the last save is not lost
 }
 
-void EventRouter::deliver(const store::Event& e) {
+void EventRouter::deliver(const store::Event& e, EventText& text) {
   // Built only for someone listening, as text once (not an object each SSE stream writes out).
-  if (feed_.subscribers() > 0) feed_.publish(eventFeedItem(e.topic, e.seq, eventJsonText(e)));
+  if (feed_.subscribers() > 0) feed_.publish(eventFeedItem(e.topic, e.seq, text.get()));
   countEvent(e);
   auto cfg = config_;
   config::Trust trust = e.trust == "owner" ? config::Trust::Owner : config::Trust::Untrusted;

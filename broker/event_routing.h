@@ -21,6 +21,8 @@
 
 namespace pine {
 
+class EventText;  // broker/event_bus.h
+
 // The event for what a source heard: outside content unless the source is trust: owner.
 store::Event sourceEvent(sources::Draft d);
 
@@ -31,7 +33,7 @@ class EventRouter {
   ~EventRouter();
 
   // Called once per committed event, in commit order (EventBus's delivery).
-  void deliver(const store::Event& e);
+  void deliver(const store::Event& e, EventText& text);
   // Subscriptions are read on every event: kept in memory, written through to the store.
   void addSubscription(const store::SubscriptionRow& row);
   // Removes one (the source stops when nobody else wants it). False when there is none.

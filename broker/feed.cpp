@@ -18,10 +18,14 @@ kj::Own<Feed::Subscription> Feed::subscribe(Filter filter, size_t maxQueued, siz
   return sub;
 }
 
-void Feed::publish(const nlohmann::json& item) {
-  // Copy: a subscriber that overflows leaves the list while we walk it.
-  std::vector<Subscription*> subs(subs_.begin(), subs_.end());
-  for (auto* s : subs) s->push(item);
+void Feed::publish(nlohmann::json item) {
+  // A subscriber that overflows leaves the list (only itself) while we walk it: step on first. The
+  // last one that wants the item takes it; the others get a copy.
+  for (auto it = subs_.begin(); it != subs_.end();) {
+    auto* s = *it++;
+    if (s->overflowed_ || (s->filter_ && !s->filter_(item))) continue;
+    s->push(it == subs_.end() ? std::move(item) : nlohmann::json(item));
+  }
 }
 
 Feed::Subscription::Subscription(Feed& feed, Filter filter, size_t maxQueued, size_t maxBytes)
@@ -38,10 +42,9 @@ Feed::Subscription::~Subscription() {
   if (feed_) feed_->subs_.remove(this);
 }
 
-void Feed::Subscription::push(const nlohmann::json& item) {
-  if (overflowed_ || (filter_ && !filter_(item))) return;
+void Feed::Subscription::push(nlohmann::json item) {
   if (waiter_ && waiter_->isWaiting()) {
-    waiter_->fulfill(nlohmann::json(item));
+    waiter_->fulfill(std::move(item));
     waiter_ = nullptr;
     return;
   }
@@ -57,7 +60,7 @@ void Feed::Subscription::push(const nlohmann::json& item) {
     wakeReady();
     return;
   }
-  queue_.push_back(item);
+  queue_.push_back(std::move(item));
   queuedBytes_ += w;
   wakeReady();
 }
@@ -127,7 +130,15 @@ std::optional<std::string> filterProblem(const std::string& filter) {
 }
 
 nlohmann::json eventFeedItem(const std::string& topic, long long seq, std::string text) {
-  return {{"kind", "event"}, {"topic", topic}, {"seq", seq}, {"text", std::move(text)}};
+  // Member by member: one is built for every committed event someone listens to, and an
+  // initializer list builds each pair as an array first.
+  nlohmann::json item(nlohmann::json::value_t::object);
+  auto& fields = item.get_ref<nlohmann::json::object_t&>();
+  fields.emplace("kind", "event");
+  fields.emplace("seq", seq);
+  fields.emplace("text", std::move(text));
+  fields.emplace("topic", topic);
+  return item;
 }
 
 }  // namespace pine

@@ -34,7 +34,7 @@ class Feed {
    private:
     friend class Feed;
     Subscription(Feed& feed, Filter filter, size_t maxQueued, size_t maxBytes);
-    void push(const nlohmann::json& item);
+    void push(nlohmann::json item);  // one that passed the filter
     static size_t weight(const nlohmann::json& item);
     void wakeReady();
     Feed* feed_;
@@ -54,7 +54,7 @@ class Feed {
   // At most maxQueued items, weighing at most maxBytes (large events: 1024 of 900 KB each held
   // 900 MB per reader that did not read).
   kj::Own<Subscription> subscribe(Filter filter, size_t maxQueued = 1024, size_t maxBytes = 16u << 20);
-  void publish(const nlohmann::json& item);
+  void publish(nlohmann::json item);
   size_t subscribers() const { return subs_.size(); }
 
  private:

@@ -110,27 +110,25 @@ kj::Promise<void> ControlApi::nextPlain(PlainConnection& c, Endpoint& endpoint) 
     std::string text;
     bool published;  // its sender counts as coming back only then, as on kj-http's path
   };
+  // As few steps as the answer needs: this runs for every single event.
   return kj::evalNow([&]() { return backend_.publishEvent(body); })
-      .then([](ApiReply reply) { return Answer{answerText(kj::mv(reply)), true}; })
-      .catch_([](kj::Exception&& e) -> kj::Promise<Answer> {
-        // As handle() answers a backend that failed; a connection gone ends this one.
-        if (e.getType() == kj::Exception::Type::DISCONNECTED) return kj::mv(e);
-        spdlog::warn("control API: {}", e.getDescription().cStr());
-        std::string why = std::string("the broker could not answer: ") + e.getDescription().cStr();
-        return Answer{answerText(ApiReply{502, json{{"error", why}}}), false};
-      })
-      .then([&c](Answer answer) {
+      .then([](ApiReply reply) -> kj::Promise<Answer> { return Answer{answerText(kj::mv(reply)), true}; },
+            [](kj::Exception&& e) -> kj::Promise<Answer> {
+              // As handle() answers a backend that failed; a connection gone ends this one.
+              if (e.getType() == kj::Exception::Type::DISCONNECTED) return kj::mv(e);
+              spdlog::warn("control API: {}", e.getDescription().cStr());
+              std::string why = std::string("the broker could not answer: ") + e.getDescription().cStr();
+              return Answer{answerText(ApiReply{502, json{{"error", why}}}), false};
+            })
+      .then([this, &c, &endpoint, &timer](Answer answer) {
         auto text = kj::heap<std::string>(kj::mv(answer.text));
-        auto& t = *text;
-        return c.stream->write(t.data(), t.size()).attach(kj::mv(text)).then([published = answer.published]() {
-          return published;
+        auto written = c.stream->write(text->data(), text->size());
+        return written.then([this, &c, &endpoint, &timer, text = kj::mv(text), published = answer.published]() {
+          c.kept = false;  // waiting for its next request: it may make room again
+          c.since = timer.now();
+          if (published) returning_.answered(c.sender);
+          return nextPlain(c, endpoint);
         });
-      })
-      .then([this, &c, &endpoint, &timer](bool published) {
-        c.kept = false;  // waiting for its next request: it may make room again
-        c.since = timer.now();
-        if (published) returning_.answered(c.sender);
-        return nextPlain(c, endpoint);
       });
 }
 

@@ -67,3 +67,34 @@ TEST_CASE("a reader that does not read is dropped by what it holds, not only by 
   while (auto item = small->tryNext()) got += (*item)["kind"] == "event";
   CHECK(got == 1000);
 }
+
+TEST_CASE("every subscriber whose filter takes an item gets all of it, whichever is last, even one that overflows") {
+  kj::EventLoop loop;
+  kj::WaitScope ws(loop);
+  pine::Feed feed;
+  auto isEven = [](const nlohmann::json& j) { return j["n"].get<int>() % 2 == 0; };
+  auto all = feed.subscribe(nullptr, 64);
+  auto small = feed.subscribe(nullptr, 1);  // overflows on its second item, in the middle of the walk
+  auto even = feed.subscribe(isEven, 64);   // last: it takes the item when it wants it
+  auto none = feed.subscribe([](const nlohmann::json&) { return false; }, 64);  // last, and never wants it
+  for (int i = 0; i < 4; i++) feed.publish({{"n", i}, {"text", std::string(100, 'x')}});
+  auto drain = [](pine::Feed::Subscription& s) {
+    std::vector<nlohmann::json> got;
+    while (auto item = s.tryNext()) got.push_back(*item);
+    return got;
+  };
+  auto a = drain(*all), sm = drain(*small), e = drain(*even);
+  REQUIRE(a.size() == 4);
+  for (int i = 0; i < 4; i++) {
+    CHECK(a[i]["n"] == i);
+    CHECK(a[i]["text"] == std::string(100, 'x'));
+  }
+  REQUIRE(e.size() == 2);
+  CHECK(e[0]["n"] == 0);
+  CHECK(e[1]["n"] == 2);
+  CHECK(e[1]["text"] == std::string(100, 'x'));
+  REQUIRE(sm.size() == 1);
+  CHECK(sm[0]["kind"] == "overflow");  // dropped, and said so
+  CHECK(drain(*none).empty());
+  CHECK(feed.subscribers() == 3);  // the one that overflowed left; the walk went on past it
+}

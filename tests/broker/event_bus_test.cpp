@@ -29,6 +29,8 @@ struct BusBench {
   sqlite3* reader = nullptr;  // a second connection: it sees committed rows only
   std::vector<pine::store::Event> delivered;
   std::vector<bool> deliveredCommitted;
+  bool askText = false;
+  std::vector<std::string> texts;  // what the delivery asked for, when askText
   std::unique_ptr<pine::EventBus> bus;
 
   explicit BusBench(bool waitForSenders, pine::EventBus::Limits limits = patient()) {
@@ -39,7 +41,8 @@ struct BusBench {
     REQUIRE(sqlite3_open_v2((root + "/pine.db").c_str(), &reader, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
     bus = std::make_unique<pine::EventBus>(
         *db,
-        [this](const pine::store::Event& e) {
+        [this](const pine::store::Event& e, pine::EventText& text) {
+          if (askText) texts.push_back(text.get());  // as the feed asks, when someone listens
           delivered.push_back(e);
           deliveredCommitted.push_back(committedSeq(e.id) == e.seq);
         },
@@ -358,6 +361,43 @@ TEST_CASE("event bus: a commit that fails acknowledges none of its events; the n
   CHECK(fine.seq > 0);
   CHECK(b.committedSeq(fine.id) == fine.seq);
   CHECK(b.bus->stats().commits == 1);
+}
+
+TEST_CASE("event bus: publishText answers with the committed event's text, written once for it and the delivery") {
+  for (bool ask : {true, false}) {
+    CAPTURE(ask);
+    BusBench b(true);
+    b.askText = ask;
+    auto first = b.bus->publishText(b.draft("text/a", 1));
+    auto plain = b.bus->publish(b.draft("text/b", 2));
+    auto third = b.bus->publishText(b.draft("text/c", 3));
+    std::string t1 = first.wait(b.io.waitScope), t3 = third.wait(b.io.waitScope);
+    auto e2 = plain.wait(b.io.waitScope);
+    REQUIRE(b.delivered.size() == 3);
+    CHECK(b.bus->stats().commits == 1);
+    CHECK(t1 == pine::eventJsonText(b.delivered[0]));
+    CHECK(t3 == pine::eventJsonText(b.delivered[2]));
+    CHECK(nlohmann::json::parse(t3)["seq"] == b.committedSeq(b.delivered[2].id));
+    CHECK(nlohmann::json::parse(t3)["seq"] > 0);
+    CHECK(e2.seq == b.delivered[1].seq);
+    if (ask) {
+      REQUIRE(b.texts.size() == 3);  // the delivery's text and the answer's are the same
+      CHECK(b.texts[0] == t1);
+      CHECK(b.texts[1] == pine::eventJsonText(e2));
+      CHECK(b.texts[2] == t3);
+    }
+  }
+  // A commit that fails answers no text: the publisher is told it was not stored.
+  BusBench b(true);
+  auto one = b.draft("text/dup", 1), two = b.draft("text/dup", 2);
+  one.id = two.id = "e-twice";
+  auto p1 = b.bus->publishText(one), p2 = b.bus->publishText(two);
+  for (auto* p : {&p1, &p2}) {
+    bool rejected = false;
+    p->then([](std::string) {}, [&](kj::Exception&&) { rejected = true; }).wait(b.io.waitScope);
+    CHECK(rejected);
+  }
+  CHECK(b.delivered.empty());
 }
 
 TEST_CASE("an event written as text is eventJson's dump byte for byte, and reads back the same for any payload") {

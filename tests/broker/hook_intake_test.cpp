@@ -67,7 +67,7 @@ struct HookBench {
     std::filesystem::create_directories(root + "/data/logs");
     pine::setupAudit(root + "/data/logs/audit.jsonl");
     db = pine::store::Store::open(root + "/data/pine.db");
-    bus = std::make_unique<pine::EventBus>(*db, [](const pine::store::Event&) {});
+    bus = std::make_unique<pine::EventBus>(*db, [](const pine::store::Event&, pine::EventText&) {});
     intake = std::make_unique<pine::HookIntake>(pine::HookIntake::Parts{
         config, *db, *bus,
         [this](const std::string& hook, const std::string& body, const std::string& presented,
