@@ -37,7 +37,8 @@ class ApiBackend {
  public:
   virtual ~ApiBackend() noexcept(false) = default;
 
-  virtual std::string token() const = 0;  // the bearer token in force (data/http-token)
+  // The bearer token in force (data/http-token); read for every request, so not copied.
+  virtual const std::string& token() const = 0;
 
   virtual kj::Promise<ApiReply> status() = 0;                  // GET  /v1/status
   virtual kj::Promise<ApiReply> reload() = 0;                  // POST /v1/reload

@@ -54,7 +54,7 @@ class OwnerApi final : public ApiBackend {
   };
   explicit OwnerApi(Parts parts) : p_(std::move(parts)) {}
 
-  std::string token() const override { return p_.token; }
+  const std::string& token() const override { return p_.token; }
   kj::Promise<ApiReply> status() override;
   kj::Promise<ApiReply> reload() override;
   ApiReply tasks(const ApiQuery& query) override;

@@ -32,13 +32,23 @@ constexpr size_t kTimedOut = SIZE_MAX;
 std::string answerText(ApiReply reply) {
   if (reply.status < 100 || reply.status > 599) reply.status = 500;
   // Bytes that are not UTF-8 in a message (an exception's text) are replaced, not thrown on.
-  std::string body = reply.text.empty() ? reply.body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"
-                                        : std::move(reply.text) + "\n";
-  std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " " + statusText((unsigned)reply.status) +
-                    "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nContent-Type: application/json\r\n";
+  std::string body = reply.text.empty() ? reply.body.dump(-1, ' ', false, json::error_handler_t::replace)
+                                        : std::move(reply.text);
+  // Written into one string: this runs for every single event.
+  std::string out;
+  out.reserve(body.size() + 128);
+  out += "HTTP/1.1 ";
+  out += std::to_string(reply.status);
+  out += ' ';
+  out += statusText((unsigned)reply.status);
+  out += "\r\nContent-Length: ";
+  out += std::to_string(body.size() + 1);  // and the newline after it
+  out += "\r\nContent-Type: application/json\r\n";
   if (reply.retryAfterSec > 0) out += "Retry-After: " + std::to_string(reply.retryAfterSec) + "\r\n";
   out += "\r\n";
-  return out + body;
+  out += body;
+  out += '\n';
+  return out;
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "broker/policy/topics.h"
 
 #include <cstdio>
-#include <vector>
 
 #include "common/glob.h"
 #include "common/outside_text.h"
@@ -9,20 +8,6 @@
 
 namespace pine::policy {
 namespace {
-
-std::vector<std::string_view> levels(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (true) {
-    size_t j = s.find('/', i);
-    if (j == std::string_view::npos) {
-      out.push_back(s.substr(i));
-      return out;
-    }
-    out.push_back(s.substr(i, j - i));
-    i = j + 1;
-  }
-}
 
 // Length of the valid UTF-8 sequence at s[i], 0 when invalid (overlong, surrogate, > U+10FFFF).
 size_t utf8Length(std::string_view s, size_t i, unsigned* cp) {
@@ -56,18 +41,26 @@ bool isReservedTopic(std::string_view topic) {
 
 bool topicMatches(std::string_view pattern, std::string_view topic) {
   if (pattern.empty()) return false;
-  auto pat = levels(pattern);
-  auto top = levels(topic);
-  for (size_t i = 0; i < pat.size(); ++i) {
-    std::string_view p = pat[i];
-    if (p == "#") return i + 1 == pat.size();  // '#' elsewhere than last: malformed, no match
-    if (p.find('#') != std::string_view::npos) return false;
-    if (p.find('+') != std::string_view::npos && p != "+") return false;
-    if (i >= top.size()) return false;
-    if (p == "+") continue;
-    if (!globMatch(p, top[i])) return false;
+  // Level by level over views of both, nothing split into a list: routing asks this for every
+  // route and committed event.
+  constexpr auto npos = std::string_view::npos;
+  size_t pi = 0, ti = 0;
+  bool topicLeft = true;  // the topic has a level at ti (an empty topic is one empty level)
+  for (;;) {
+    size_t pe = pattern.find('/', pi);
+    std::string_view p = pattern.substr(pi, pe == npos ? npos : pe - pi);
+    bool lastLevel = pe == npos;
+    if (p == "#") return lastLevel;  // '#' elsewhere than last: malformed, no match
+    if (p.find('#') != npos) return false;
+    if (p.find('+') != npos && p != "+") return false;
+    if (!topicLeft) return false;
+    size_t te = topic.find('/', ti);
+    if (p != "+" && !globMatch(p, topic.substr(ti, te == npos ? npos : te - ti))) return false;
+    topicLeft = te != npos;
+    if (lastLevel) return !topicLeft;
+    pi = pe + 1;
+    if (topicLeft) ti = te + 1;
   }
-  return pat.size() == top.size();
 }
 
 std::optional<std::string> validateTopic(std::string_view topic) {

@@ -34,7 +34,7 @@ class FakeBackend final : public ApiBackend {
   std::map<std::string, std::vector<kj::Own<kj::PromiseFulfiller<ApiReply>>>> waiters;
   int tasksStarted = 0;
 
-  std::string token() const override { return tok; }
+  const std::string& token() const override { return tok; }
   kj::Promise<ApiReply> status() override;
   kj::Promise<ApiReply> reload() override;
   ApiReply tasks(const ApiQuery& query) override;

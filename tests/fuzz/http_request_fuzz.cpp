@@ -33,7 +33,8 @@ using pine::ApiReply;
 // Answers every route at once, so that nothing but the HTTP side is exercised.
 class StubBackend final : public pine::ApiBackend {
  public:
-  std::string token() const override { return "fuzz-token-0123456789abcdef"; }
+  const std::string& token() const override { return token_; }
+  const std::string token_ = "fuzz-token-0123456789abcdef";
   kj::Promise<ApiReply> status() override { return ApiReply{200, json{{"ok", true}}}; }
   kj::Promise<ApiReply> reload() override { return ApiReply{200, json{{"ok", true}}}; }
   ApiReply tasks(const ApiQuery&) override { return {200, json{{"tasks", json::array()}}}; }

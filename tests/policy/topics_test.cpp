@@ -1,6 +1,11 @@
 // Topics (layer 9): pine's own topics, MQTT matching, publish checks.
 #include "broker/policy/topics.h"
 
+#include <string>
+#include <vector>
+
+#include "common/glob.h"
+
 #include "tests/policy/helpers.h"
 
 using namespace policy_test;
@@ -56,6 +61,55 @@ TEST_CASE("topics: MQTT matching with '+', '#' and '*' inside a level") {
     CAPTURE(r.topic);
     CHECK(topicMatches(r.pattern, r.topic) == r.match);
   }
+}
+
+namespace {
+
+// The rule as the documentation states it, on lists of levels: the matcher walks the texts instead.
+bool matchesByLevels(const std::string& pattern, const std::string& topic) {
+  auto split = [](const std::string& s) {
+    std::vector<std::string> out;
+    size_t i = 0;
+    for (size_t j; (j = s.find('/', i)) != std::string::npos; i = j + 1) out.push_back(s.substr(i, j - i));
+    out.push_back(s.substr(i));
+    return out;
+  };
+  if (pattern.empty()) return false;
+  auto pat = split(pattern), top = split(topic);
+  for (size_t i = 0; i < pat.size(); ++i) {
+    if (pat[i] == "#") return i + 1 == pat.size();
+    if (pat[i].find_first_of("#") != std::string::npos) return false;
+    if (pat[i].find('+') != std::string::npos && pat[i] != "+") return false;
+    if (i >= top.size()) return false;
+    if (pat[i] != "+" && !pine::globMatch(pat[i], top[i])) return false;
+  }
+  return pat.size() == top.size();
+}
+
+}  // namespace
+
+TEST_CASE("topics: matching agrees with the rule on lists of levels for every short pattern and topic") {
+  // Every string of up to 4 characters over these: levels, empty levels, wildcards, globs.
+  const std::string alphabet = "a/+#*";
+  std::vector<std::string> all{""};
+  for (size_t from = 0, len = 1; len <= 4; ++len) {
+    size_t to = all.size();
+    for (size_t i = from; i < to; ++i)
+      for (char c : alphabet) all.push_back(all[i] + c);
+    from = to;
+  }
+  size_t matched = 0;
+  for (const auto& pattern : all)
+    for (const auto& topic : all) {
+      bool want = matchesByLevels(pattern, topic);
+      if (topicMatches(pattern, topic) != want) {
+        CAPTURE(pattern);
+        CAPTURE(topic);
+        CHECK(topicMatches(pattern, topic) == want);
+      }
+      matched += want;
+    }
+  CHECK(matched > 1000);  // both answers occur often
 }
 
 TEST_CASE("topics: what can be published") {
