@@ -171,9 +171,10 @@ kj::Promise<ApiReply> OwnerApi::publishEvent(const nlohmann::json& body) {
   for (size_t i = 0; i < count; ++i) {
     const auto& item = batch ? body["events"][i] : body;
     std::string where = batch ? "events[" + std::to_string(i) + "]: " : "";
-    if (!item.is_object() || !item.contains("topic") || !item["topic"].is_string())
+    auto topicField = item.is_object() ? item.find("topic") : item.end();
+    if (!item.is_object() || topicField == item.end() || !topicField->is_string())
       return apiError(400, where + "the body must be {\"topic\": \"...\", \"payload\": ...}");
-    std::string topic = item["topic"].get<std::string>();
+    const std::string& topic = topicField->get_ref<const std::string&>();
     if (auto why = policy::validateTopic(topic)) return apiError(400, where + "topic '" + topic + "': " + *why);
     if (policy::isReservedTopic(topic))
       return apiError(403, where + "topic '" + topic + "' is pine's own (agent/, approval/, pine/, state/, timer/): use another");
@@ -182,7 +183,8 @@ kj::Promise<ApiReply> OwnerApi::publishEvent(const nlohmann::json& body) {
     e.source = "owner";
     e.origin = "control-api";
     e.trust = "owner";  // the control API authenticated the owner
-    e.payload = item.contains("payload") ? item["payload"].dump() : "null";
+    auto payload = item.find("payload");
+    e.payload = payload != item.end() ? payload->dump() : "null";
     drafts.push_back(std::move(e));
   }
   auto notStored = [](kj::Exception&& ex) { return apiError(503, "not stored: " + describeRemote(ex)); };

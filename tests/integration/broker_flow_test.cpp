@@ -311,6 +311,19 @@ TEST_CASE("state: written by a run and by the owner, read back, published as sta
   REQUIRE(listed["events"].size() == 1);
   CHECK(posted.json()["event"] == listed["events"][0]);
   CHECK(posted.json()["event"]["payload"]["a"] == "q\"");
+  // A topic that is not a string, alone or in a batch, is refused and nothing is stored; an event
+  // without a payload is stored with null.
+  auto noString = pined.api("POST", "/v1/events", R"({"topic": 5, "payload": 1})");
+  CHECK(noString.status == 400);
+  CHECK(noString.body.find("the body must be") != std::string::npos);
+  auto inBatch = pined.api("POST", "/v1/events", R"({"events": [{"topic": "notes/y"}, {"topic": ["notes/z"]}]})");
+  CHECK(inBatch.status == 400);
+  CHECK(inBatch.body.find("events[1]: the body must be") != std::string::npos);
+  CHECK(pined.api("GET", "/v1/events?topic=notes/y").json()["events"].empty());
+  auto bare = pined.api("POST", "/v1/events", R"({"topic": "notes/bare"})");
+  REQUIRE(bare.status == 200);
+  CHECK(bare.json()["event"]["payload"].is_null());
+  CHECK(bare.json()["event"]["topic"] == "notes/bare");
 }
 
 TEST_CASE("events stream: each committed event reaches a listener once, as the listing gives it, filtered by topic") {
