@@ -103,6 +103,8 @@ class ControlApi final : private kj::TaskSet::ErrorHandler,
   // which on serveHttp() has it (with the bytes read so far).
   kj::Promise<void> servePlain(kj::Own<kj::AsyncIoStream> connection, Endpoint& endpoint);
   kj::Promise<void> nextPlain(PlainConnection& c, Endpoint& endpoint);
+  // Resolves (ending the connection) once it has waited headerTimeout for its next request.
+  kj::Promise<void> idleWatch(PlainConnection& c);
   kj::Promise<void> handOver(PlainConnection& c, Endpoint& endpoint);
   // A TCP connection's promise, ended when evictOne() closes it (its `close` is set here).
   kj::Promise<void> untilEvicted(Evictable& c, kj::Promise<void> serving);

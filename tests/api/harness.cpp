@@ -97,6 +97,11 @@ kj::Promise<ApiReply> FakeBackend::publishEvent(const json& body) {
   calls.push_back("publishEvent " + body.dump());
   if (!body.contains("topic") || !body["topic"].is_string()) return err(400, "\"topic\" must be a string");
   if (body["topic"] == "fail/backend") return KJ_EXCEPTION(FAILED, "the store is gone");  // a broken backend
+  if (body["topic"] == "hold/backend") {  // a commit that takes as long as the test says (releaseHeld)
+    auto paf = kj::newPromiseAndFulfiller<ApiReply>();
+    held.push_back(kj::mv(paf.fulfiller));
+    return kj::mv(paf.promise);
+  }
   return ApiReply{200, json{{"event", addEvent(body["topic"], body.value("payload", json()))}}};
 }
 

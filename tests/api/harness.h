@@ -32,6 +32,7 @@ class FakeBackend final : public ApiBackend {
   std::vector<std::string> calls;  // "route arg..." in order
   std::map<std::string, json> finished;  // task id -> record
   std::map<std::string, std::vector<kj::Own<kj::PromiseFulfiller<ApiReply>>>> waiters;
+  std::vector<kj::Own<kj::PromiseFulfiller<ApiReply>>> held;  // events on hold/backend, not yet answered
   int tasksStarted = 0;
 
   const std::string& token() const override { return tok; }

@@ -268,6 +268,31 @@ TEST_CASE("on pine.sock a request arriving in pieces, or none at all, meets kj-h
   REQUIRE(quiet.send(plainEvent(kDoor)));
   CHECK(parse(quiet.readResponse()).status == 200);
   CHECK(quiet.closedWithin(3000ms));
+  // The wait is counted from the last answer, not from the connection's start: a sender that
+  // sends every 400 ms is served for 2 s, past three header timeouts, then closed once it stops.
+  auto steady = RawConn::unixSocket(s.socketPath());
+  auto began = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(steady.send(plainEvent(kDoor)));
+    CHECK(parse(steady.readResponse()).status == 200);
+    std::this_thread::sleep_for(400ms);
+  }
+  CHECK(std::chrono::steady_clock::now() - began >= 2000ms);
+  REQUIRE(steady.send(plainEvent(kDoor)));
+  CHECK(parse(steady.readResponse()).status == 200);
+  auto stopped = std::chrono::steady_clock::now();
+  CHECK(steady.closedWithin(3000ms));
+  CHECK(std::chrono::steady_clock::now() - stopped >= 600ms);
+  // An event whose commit takes longer than the header timeout is answered: the wait for a next
+  // request is not counted while one is being served.
+  auto held = RawConn::unixSocket(s.socketPath());
+  REQUIRE(held.send(plainEvent(R"({"topic":"hold/backend","payload":1})")));
+  std::this_thread::sleep_for(1500ms);
+  s.run([](FakeBackend& b) {
+    REQUIRE(b.held.size() == 1);
+    b.held[0]->fulfill(ApiReply{200, nlohmann::json{{"event", b.addEvent("hold/backend", 1)}}});
+  });
+  CHECK(parse(held.readResponse()).status == 200);
 }
 
 TEST_CASE("over TCP a plain sender, once answered, may be closed to make room like any waiting connection") {
