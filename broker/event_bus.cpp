@@ -4,6 +4,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/json_depth.h"
 #include "common/log.h"
@@ -23,20 +24,25 @@ std::string newId(const char* prefix) {
   static unsigned long long counter = 0;
   // "<prefix><ms in hex>-<process part>-<counter in hex>", the hex written by hand (snprintf was
   // about 1 % of the broker's time under single events).
-  auto hex = [](std::string& out, unsigned long long v) {
+  // Written into a buffer, then made a string once.
+  char buf[128];
+  size_t at = 0;
+  auto hex = [&](unsigned long long v) {
     char digits[16];
     int n = 0;
     do digits[n++] = "0123456789abcdef"[v & 15]; while ((v >>= 4) != 0);
-    while (n > 0) out += digits[--n];
+    while (n > 0) buf[at++] = digits[--n];
   };
-  std::string id(prefix);
-  id.reserve(id.size() + 48);
-  hex(id, (unsigned long long)nowMs());
-  id += '-';
-  id += processPart;
-  id += '-';
-  hex(id, ++counter);
-  return id;
+  size_t p = std::min(std::strlen(prefix), sizeof buf - 64);  // prefixes are a letter or a word
+  std::memcpy(buf, prefix, p);
+  at = p;
+  hex((unsigned long long)nowMs());
+  buf[at++] = '-';
+  std::memcpy(buf + at, processPart.data(), processPart.size());  // 12 characters
+  at += processPart.size();
+  buf[at++] = '-';
+  hex(++counter);
+  return std::string(buf, at);
 }
 
 nlohmann::json eventJson(const store::Event& e) {

@@ -1,6 +1,7 @@
 // The event log: batches appended in one transaction, queries filtered in SQL.
+#include <algorithm>
 #include <string_view>
-#include <unordered_set>
+#include <vector>
 
 #include "broker/store/checks.h"
 #include "broker/store/json_text.h"
@@ -47,11 +48,15 @@ void checkEvent(const Event& e) {
 void Store::appendEvents(std::vector<Event>& batch) {
   if (batch.empty()) return;
   // Everything is checked before the transaction: a bad event costs no write.
-  std::unordered_set<std::string_view> ids;
-  for (const auto& e : batch) {
-    checkEvent(e);
-    if (batch.size() > 1 && !ids.insert(e.id).second)
-      throw StoreError("event id '" + e.id + "' appears twice in one batch; nothing of the batch was stored");
+  for (const auto& e : batch) checkEvent(e);
+  if (batch.size() > 1) {
+    std::vector<std::string_view> ids;  // sorted, so that a repeated id is next to itself
+    ids.reserve(batch.size());
+    for (const auto& e : batch) ids.emplace_back(e.id);
+    std::sort(ids.begin(), ids.end());
+    auto twice = std::adjacent_find(ids.begin(), ids.end());
+    if (twice != ids.end())
+      throw StoreError("event id '" + std::string(*twice) + "' appears twice in one batch; nothing of the batch was stored");
   }
   std::vector<long long> seqs;
   seqs.reserve(batch.size());
