@@ -66,6 +66,8 @@ class ControlApi final : private kj::TaskSet::ErrorHandler,
   size_t returningSenders() { return returning_.count(); }
   // Requests served as plain single events (plain_events.cpp), for the tests that compare both ways.
   unsigned long long plainEventsServed() const { return plainServed_; }
+  // How often a plain connection's idle watch has woken, for the test that it does not spin.
+  unsigned long long idleWatchWakes() const { return idleWakes_; }
 
  private:
   class Endpoint;
@@ -104,7 +106,7 @@ class ControlApi final : private kj::TaskSet::ErrorHandler,
   kj::Promise<void> servePlain(kj::Own<kj::AsyncIoStream> connection, Endpoint& endpoint);
   kj::Promise<void> nextPlain(PlainConnection& c, Endpoint& endpoint);
   // Resolves (ending the connection) once it has waited headerTimeout for its next request.
-  kj::Promise<void> idleWatch(PlainConnection& c);
+  kj::Promise<void> idleWatch(PlainConnection& c, kj::TimePoint at);
   kj::Promise<void> handOver(PlainConnection& c, Endpoint& endpoint);
   // A TCP connection's promise, ended when evictOne() closes it (its `close` is set here).
   kj::Promise<void> untilEvicted(Evictable& c, kj::Promise<void> serving);
@@ -172,6 +174,7 @@ class ControlApi final : private kj::TaskSet::ErrorHandler,
   std::string tcpProblem_;
   ReturningSenders returning_;  // before the connections, which leave it when they end
   unsigned long long plainServed_ = 0;
+  unsigned long long idleWakes_ = 0;
   // One HttpServer per listener, so a request knows which socket it came in on.
   kj::Own<Endpoint> unixEndpoint_, tcpEndpoint_;
   kj::Own<kj::ConnectionReceiver> unixReceiver_, tcpReceiver_;

@@ -58,6 +58,7 @@ struct ControlApi::PlainConnection : ControlApi::Evictable {
   ReturningSenders::Sender sender;    // answered, until its next request arrives
   std::string in;                     // read, not yet served
   bool waiting = true;                // for its next request's first bytes, since `since`
+  bool timedOut = false;              // idleWatch ended it: bytes read in the same turn are not served
   kj::Array<kj::byte> chunk = kj::heapArray<kj::byte>(kReadSize);
 };
 
@@ -65,20 +66,29 @@ kj::Promise<void> ControlApi::servePlain(kj::Own<kj::AsyncIoStream> connection, 
   auto c = kj::heap<PlainConnection>(kj::mv(connection), returning_);
   auto& conn = *c;
   conn.since = io_.provider->getTimer().now();
-  auto serving = nextPlain(conn, endpoint).exclusiveJoin(idleWatch(conn));
+  auto serving = nextPlain(conn, endpoint).exclusiveJoin(idleWatch(conn, conn.since + limits_.headerTimeout));
   if (endpoint.kind == ApiListener::Unix) return serving.attach(kj::mv(c));  // the owner's, by its peer
   // TCP: it takes part in making room, as kj-http's connections do, until kj-http has it.
   return untilEvicted(conn, kj::mv(serving)).attach(kj::mv(c));
 }
 
-kj::Promise<void> ControlApi::idleWatch(PlainConnection& c) {
-  // One timer a connection, moved on to the last answer's time when it fires early, rather than a
-  // timer a request (about 3 % of the broker's time under single events).
+kj::Promise<void> ControlApi::idleWatch(PlainConnection& c, kj::TimePoint at) {
+  // One timer a connection, moved on when it fires early, rather than a timer a request (about 3 %
+  // of the broker's time under single events).
   auto& timer = io_.provider->getTimer();
-  return timer.atTime(c.since + limits_.headerTimeout).then([this, &c, &timer]() -> kj::Promise<void> {
+  return timer.atTime(at).then([this, &c, &timer]() -> kj::Promise<void> {
+    ++idleWakes_;
     if (!c.stream) return kj::NEVER_DONE;  // kj-http has the connection, and its own timeouts
-    if (c.waiting && timer.now() - c.since >= limits_.headerTimeout) return kj::READY_NOW;  // ends it
-    return idleWatch(c);
+    auto now = timer.now();
+    if (c.waiting && now - c.since >= limits_.headerTimeout) {
+      // Ends it. A read that completed in this same turn may still run before the join drops it:
+      // it must not publish an event whose answer would never be written.
+      c.timedOut = true;
+      return kj::READY_NOW;
+    }
+    // Waiting since more recently: from then. Being served: the wait has not begun, and cannot end
+    // before the timeout from now (a time already past would fire at once, again and again).
+    return idleWatch(c, c.waiting ? c.since + limits_.headerTimeout : now + limits_.headerTimeout);
   });
 }
 
@@ -97,7 +107,7 @@ kj::Promise<void> ControlApi::nextPlain(PlainConnection& c, Endpoint& endpoint) 
     // timeout from the hand-over, as kj-http gives a next request from its first byte.
     c.waiting = true;
     return c.stream->tryRead(c.chunk.begin(), 1, c.chunk.size()).then([this, &c, &endpoint](size_t n) -> kj::Promise<void> {
-      if (n == 0) return kj::READY_NOW;
+      if (n == 0 || c.timedOut) return kj::READY_NOW;
       c.waiting = false;
       c.in.append(reinterpret_cast<const char*>(c.chunk.begin()), n);
       return nextPlain(c, endpoint);

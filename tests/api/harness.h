@@ -87,6 +87,7 @@ class ApiServer {
   // ControlApi::returningSenders(), asked on the event loop's thread.
   size_t returningSenders();
   unsigned long long plainEventsServed();  // ControlApi::plainEventsServed()
+  unsigned long long idleWatchWakes();     // ControlApi::idleWatchWakes()
 
  private:
   void loop(ControlApiLimits limits);

@@ -287,7 +287,10 @@ TEST_CASE("on pine.sock a request arriving in pieces, or none at all, meets kj-h
   // request is not counted while one is being served.
   auto held = RawConn::unixSocket(s.socketPath());
   REQUIRE(held.send(plainEvent(R"({"topic":"hold/backend","payload":1})")));
+  auto wakesBefore = s.idleWatchWakes();
   std::this_thread::sleep_for(1500ms);
+  // Meanwhile its watch woke once or twice, not over and over at a time already past.
+  CHECK(s.idleWatchWakes() - wakesBefore <= 4);
   s.run([](FakeBackend& b) {
     REQUIRE(b.held.size() == 1);
     b.held[0]->fulfill(ApiReply{200, nlohmann::json{{"event", b.addEvent("hold/backend", 1)}}});
