@@ -30,6 +30,7 @@ struct BusBench {
   std::vector<pine::store::Event> delivered;
   std::vector<bool> deliveredCommitted;
   bool askText = false;
+  bool failDelivery = false;  // every delivery throws a kj::Exception after it is counted
   std::vector<std::string> texts;  // what the delivery asked for, when askText
   std::unique_ptr<pine::EventBus> bus;
 
@@ -44,6 +45,7 @@ struct BusBench {
         [this](const pine::store::Event& e, pine::EventText& text) {
           if (askText) texts.push_back(text.get());  // as the feed asks, when someone listens
           delivered.push_back(e);
+          if (failDelivery) KJ_FAIL_REQUIRE("this delivery fails", e.id);
           deliveredCommitted.push_back(committedSeq(e.id) == e.seq);
         },
         waitForSenders ? &io.provider->getTimer() : nullptr, limits);
@@ -398,6 +400,22 @@ TEST_CASE("event bus: publishText answers with the committed event's text, writt
     CHECK(rejected);
   }
   CHECK(b.delivered.empty());
+}
+
+TEST_CASE("event bus: a delivery that throws leaves its group committed and every publisher told so") {
+  BusBench b(true);
+  b.failDelivery = true;
+  auto one = b.bus->publish(b.draft("throw/a", 1));
+  auto two = b.bus->publishText(b.draft("throw/b", 2));
+  auto three = b.bus->publish(b.draft("throw/c", 3));
+  auto e1 = one.wait(b.io.waitScope);
+  auto t2 = two.wait(b.io.waitScope);
+  auto e3 = three.wait(b.io.waitScope);
+  CHECK(b.delivered.size() == 3);  // each delivered (and each delivery failed), none skipped
+  CHECK(b.committedSeq(e1.id) == e1.seq);
+  CHECK(b.committedSeq(e3.id) == e3.seq);
+  CHECK(nlohmann::json::parse(t2)["seq"] == b.committedSeq(b.delivered[1].id));
+  CHECK(b.bus->stats().commits == 1);
 }
 
 TEST_CASE("an event written as text is eventJson's dump byte for byte, and reads back the same for any payload") {
