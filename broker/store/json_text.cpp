@@ -29,7 +29,7 @@ class Checker {
   }
 
   bool text() {
-    // Open containers, innermost last: a few bits each, so no allocation but for deep nesting.
+    // Open containers, innermost last, a byte each: no allocation but for nesting deeper than 15.
     std::string open;
     for (;;) {
       space();  // a value
