@@ -192,7 +192,13 @@ size_t RequestFraming::scan(const char* data, size_t size) {
     char c = data[i];
     bool ok = true;
     switch (state_) {
-      case State::RequestLine: ok = requestLineByte(c); break;
+      case State::RequestLine:
+        if (betweenRequests()) {
+          if (fullAt(passed_ + i)) return passed(i);
+          requestStart_ = passed_ + i;
+        }
+        ok = requestLineByte(c);
+        break;
       case State::HeaderLine:
         if (!line_.empty() && !cr_) {
           // The middle of a line: take the run of ordinary bytes at once, as far as the limits allow
@@ -237,7 +243,7 @@ size_t RequestFraming::scan(const char* data, size_t size) {
         }
         break;
       case State::Ended:
-        return i;  // after a request that asked to close: not passed on, and not refused
+        return passed(i);  // after a request that asked to close: not passed on, and not refused
       case State::Closed:
         ok = refuse(400, "the body's framing (Content-Length, Transfer-Encoding) was refused: nothing more is read "
                          "on this connection",
@@ -247,7 +253,7 @@ size_t RequestFraming::scan(const char* data, size_t size) {
     if (!ok) break;
     i++;
   }
-  return i;
+  return passed(i);
 }
 
 bool RequestFraming::requestLineByte(char c) {
@@ -289,9 +295,7 @@ bool RequestFraming::endOfRequestLine() {
   std::string version = line_.substr(versionAt);
   if (version != "HTTP/1.1" && version != "HTTP/1.0")
     return refuse(400, "the request line must end in HTTP/1.1 (or HTTP/1.0)", false);
-  // Heads are taken as they are served; more read ahead than this is not served one by one.
-  if (versions_.size() >= 4096) return refuse(400, "too many requests sent ahead of their answers", false);
-  versions_.push_back(version == "HTTP/1.0");
+  versions_.push_back({version == "HTTP/1.0", requestStart_});
   line_.clear();
   spaces_ = 0;
   state_ = State::HeaderLine;
@@ -325,7 +329,7 @@ bool RequestFraming::headerLineByte(char c) {
 bool RequestFraming::endOfHeaderLine() {
   if (line_.empty()) {
     // HTTP/1.0 has no transfer codings: RFC 9112 6.1 calls such framing faulty (400, then close).
-    if (transferEncodings_ > 0 && !versions_.empty() && versions_.back())
+    if (transferEncodings_ > 0 && !versions_.empty() && versions_.back().http10)
       return refuse(400, "Transfer-Encoding in an HTTP/1.0 request: send HTTP/1.1, or a Content-Length", false);
     endOfHead();
     return true;
@@ -386,7 +390,7 @@ void RequestFraming::endOfRequest() { state_ = closing_ ? State::Ended : State::
 void RequestFraming::endOfHead() {
   heads_++;
   // As ConnectionService decides it: HTTP/1.0 closes unless it asks to be kept, 1.1 when it asks.
-  closing_ = !versions_.empty() && versions_.back() ? !askedKeepAlive_ : askedClose_;
+  closing_ = !versions_.empty() && versions_.back().http10 ? !askedKeepAlive_ : askedClose_;
   askedClose_ = askedKeepAlive_ = false;
   state_ = State::RequestLine;
   if (transferEncodings_ > 0) {

@@ -62,6 +62,10 @@ struct HttpHeadLimits {
   size_t maxHeaderLine = 8192;  // one header line without its line end: 431 above
   size_t maxHeaderLines = 100;  // 431 above
   size_t maxHead = 32768;       // the request line, header lines, line ends and the blank line: 431 above
+  // Requests read ahead of their answers, at most, and the bytes from the start of the oldest of
+  // them: past either the next request waits (RequestFraming::full()), it is never refused.
+  size_t maxAhead = 4096;
+  uint64_t maxAheadBytes = 1 << 20;
 };
 
 struct FramingRefusal {
@@ -89,8 +93,14 @@ class RequestFraming {
  public:
   explicit RequestFraming(HttpHeadLimits limits = {}) : limits_(limits) {}
   // Takes the connection's next bytes. Returns how many of them may go on to the HTTP parser: all,
-  // or fewer once refusal() is set; the rest, and everything after, never reach it.
+  // or fewer once refusal() is set (the rest, and everything after, never reach it), once closed(),
+  // or once full() (the rest is scanned again when some of the requests ahead have been taken).
   size_t scan(const char* data, size_t size);
+  // maxAhead requests, or maxAheadBytes, were passed and not yet taken (takeHttp10), and the
+  // next request would start: it is not passed on, nor refused, until one of those is served. A
+  // client that sends more ahead is held back by not reading its socket, never cut off (that
+  // would lose the answers of requests already served).
+  bool full() const { return fullAt(passed_); }
   const std::optional<FramingRefusal>& refusal() const { return refusal_; }
   // The last request asked to close (Connection: close, or HTTP/1.0 without keep-alive) and has
   // ended: no byte after it is passed on (scan returns fewer), without a refusal.
@@ -102,7 +112,7 @@ class RequestFraming {
   // version): taken once per request, in order, by whoever serves them.
   bool takeHttp10() {
     if (versions_.empty()) return false;
-    bool v = versions_.front();
+    bool v = versions_.front().http10;
     versions_.pop_front();
     return v;
   }
@@ -110,6 +120,14 @@ class RequestFraming {
  private:
   enum class State { RequestLine, HeaderLine, FixedBody, ChunkSize, ChunkData, ChunkDataEnd, LastChunkEnd, Closed, Ended };
   bool refuse(int status, std::string message, bool inBody);
+  size_t passed(size_t n) {  // scan's answer, counted
+    passed_ += n;
+    return n;
+  }
+  bool fullAt(uint64_t at) const {
+    return betweenRequests() && !versions_.empty() &&
+           (versions_.size() >= limits_.maxAhead || at - versions_.front().start >= limits_.maxAheadBytes);
+  }
   bool requestLineByte(char c);
   bool headerLineByte(char c);
   bool chunkSizeByte(char c);
@@ -130,7 +148,13 @@ class RequestFraming {
   uint64_t remaining_ = 0;  // of a fixed body or a chunk's data
   uint64_t chunkSize_ = 0;
   int chunkDigits_ = 0;     // significant hex digits so far
-  std::deque<bool> versions_;  // per request line read and not yet taken: HTTP/1.0
+  struct Ahead {
+    bool http10;     // its request line said HTTP/1.0
+    uint64_t start;  // where it began, in bytes passed
+  };
+  std::deque<Ahead> versions_;  // per request line read and not yet taken
+  uint64_t passed_ = 0;         // bytes passed on so far
+  uint64_t requestStart_ = 0;   // where the request being read began
   bool askedClose_ = false, askedKeepAlive_ = false;  // this head's Connection list so far
   bool closing_ = false;       // the request being read asked to close
 };

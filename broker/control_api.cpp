@@ -181,8 +181,9 @@ kj::Promise<void> ControlApi::untilEvicted(Evictable& c, kj::Promise<void> servi
 class ControlApi::LimitedConnection final : public ForwardingStream, public ControlApi::Evictable {
  public:
   LimitedConnection(kj::Own<kj::AsyncIoStream> inner, const HttpHeadLimits& limits, ReturningSenders& returning,
-                    LineBudget& logged)
-      : ForwardingStream(kj::mv(inner)), sender(returning), framing_(limits), returning_(returning), logged_(logged) {}
+                    LineBudget& logged, unsigned long long& heldReads)
+      : ForwardingStream(kj::mv(inner)), sender(returning), framing_(limits), returning_(returning), logged_(logged),
+        heldReads_(heldReads) {}
 
   ReturningSenders::Sender sender;  // this connection, while its answered event's sender may come back
 
@@ -199,22 +200,51 @@ class ControlApi::LimitedConnection final : public ForwardingStream, public Cont
   // at that header, so the connection reads as ended from now on and kj-http closes it.
   void endAfterAnswer() { ended_ = true; }
   bool ended() const { return ended_; }
-  bool takeHttp10() { return framing_.takeHttp10(); }  // the request now served said HTTP/1.0
+  // The request now served said HTTP/1.0. Taking it makes room for one more read ahead.
+  bool takeHttp10() {
+    bool v = framing_.takeHttp10();
+    if (roomAhead_ && !framing_.full()) roomAhead_->fulfill();
+    return v;
+  }
 
   kj::Promise<size_t> tryRead(void* buffer, size_t minBytes, size_t maxBytes) override {
     // After a request that asked to close (RFC 9112 9.6): the connection ends for kj-http, and
     // nothing sent after that request reaches it, neither served nor answered.
     if (ended_ || framing_.closed()) return size_t(0);
     if (framing_.refusal()) return refused();
-    return inner_->tryRead(buffer, minBytes, maxBytes).then([this, buffer](size_t n) -> kj::Promise<size_t> {
+    if (heldAt_ < held_.size()) return passHeld(static_cast<char*>(buffer), maxBytes);
+    return inner_->tryRead(buffer, minBytes, maxBytes).then([this, buffer, maxBytes](size_t n) -> kj::Promise<size_t> {
       if (n > 0) returning_.cameBack(sender);  // it sent again (or sends more of a body)
       // kj-http reads with minBytes 1: the bytes before a refusal are a read of their own, and the
       // refusal is acted on when it asks for more (by then any earlier response has gone out).
       size_t passed = framing_.scan(static_cast<const char*>(buffer), n);
+      if (passed < n && framing_.full()) {
+        // Too many requests ahead of their answers: the rest waits here, and the socket is not
+        // read again until it has gone on (TCP holds the client back meanwhile).
+        held_.assign(static_cast<const char*>(buffer) + passed, n - passed);
+        heldAt_ = 0;
+        ++heldReads_;
+        if (passed == 0) return passHeld(static_cast<char*>(buffer), maxBytes);
+      }
       if (passed == 0 && framing_.refusal()) return refused();
       return passed;
     });
   }
+
+  // After kj-http is done with a TCP connection: the end of the stream goes out after the answers
+  // written (shutdownWrite), and meanwhile what the client still sends is read and dropped, until
+  // it closes too or for kLingerTime. Closing a TCP socket with unread bytes resets it, and a
+  // reset throws away the answers the client has not read yet: a client that pipelined requests
+  // would not learn which were served. (A unix socket loses nothing so: it is not kept.)
+  kj::Promise<void> linger(kj::Timer& timer) {
+    returning_.cameBack(sender);  // it is leaving: the event bus does not wait for it
+    kj::runCatchingExceptions([this]() { inner_->shutdownWrite(); });  // the socket may be gone already
+    auto buf = kj::heapArray<kj::byte>(16384);
+    auto drained = discard(buf.asPtr()).attach(kj::mv(buf));
+    return drained.exclusiveJoin(timer.afterDelay(kLingerTime)).catch_([](kj::Exception&&) {});
+  }
+  // No cap on the bytes: answers not yet delivered wait behind whatever the client still sends.
+  static constexpr kj::Duration kLingerTime = 2 * kj::SECONDS;
 
  private:
   RequestFraming framing_;
@@ -222,6 +252,37 @@ class ControlApi::LimitedConnection final : public ForwardingStream, public Cont
   LineBudget& logged_;
   bool answered_ = false;
   bool ended_ = false;
+  unsigned long long& heldReads_;
+  std::string held_;  // read, not yet passed on: too many requests were ahead (RequestFraming::full)
+  size_t heldAt_ = 0;
+  kj::Own<kj::PromiseFulfiller<void>> roomAhead_;  // a read waiting on full()
+
+  // From what is held: as much as may go on now, or, while full, once a request has been taken.
+  kj::Promise<size_t> passHeld(char* buffer, size_t maxBytes) {
+    if (framing_.full()) {
+      auto room = kj::newPromiseAndFulfiller<void>();
+      roomAhead_ = kj::mv(room.fulfiller);
+      return room.promise.then([this, buffer, maxBytes]() { return tryRead(buffer, 1, maxBytes); });
+    }
+    size_t n = std::min(maxBytes, held_.size() - heldAt_);
+    size_t passed = framing_.scan(held_.data() + heldAt_, n);
+    memcpy(buffer, held_.data() + heldAt_, passed);
+    heldAt_ += passed;
+    if (heldAt_ == held_.size()) {
+      std::string().swap(held_);  // its memory too: one read may have been megabytes
+      heldAt_ = 0;
+    }
+    if (passed == 0 && framing_.refusal()) return refused();
+    if (passed == 0 && framing_.full()) return passHeld(buffer, maxBytes);
+    return passed;  // 0 only once closed(): the end, for kj-http
+  }
+
+  kj::Promise<void> discard(kj::ArrayPtr<kj::byte> buf) {
+    return inner_->tryRead(buf.begin(), 1, buf.size()).then([this, buf](size_t n) -> kj::Promise<void> {
+      if (n == 0) return kj::READY_NOW;  // the client closed too
+      return discard(buf);
+    });
+  }
 
   kj::Promise<size_t> refused() {
     const FramingRefusal& r = *framing_.refusal();
@@ -522,11 +583,21 @@ kj::Promise<void> ControlApi::serveHttp(kj::Own<kj::AsyncIoStream> connection, E
   const ApiListener listener = ep.kind;
   // One write per turn (turn_writes.h): an answer's head and body wake the client once.
   auto gathered = kj::heap<TurnWrites>(kj::mv(connection), io_.provider->getTimer());
-  auto limited = kj::heap<LimitedConnection>(kj::mv(gathered), limits_.head, returning_, refusalsLogged_);
-  limited->since = io_.provider->getTimer().now();
-  if (listener == ApiListener::Unix) return endpoint->server.listenHttp(kj::mv(limited));  // the owner's, by its peer
-  auto& evictable = *limited;
-  return untilEvicted(evictable, endpoint->server.listenHttp(kj::mv(limited)));
+  auto limited =
+      kj::heap<LimitedConnection>(kj::mv(gathered), limits_.head, returning_, refusalsLogged_, heldReads_);
+  auto& timer = io_.provider->getTimer();
+  limited->since = timer.now();
+  auto& conn = *limited;
+  if (listener == ApiListener::Unix) {  // the owner's, by its peer
+    return endpoint->server.listenHttpCleanDrain(conn).ignoreResult().attach(kj::mv(limited));
+  }
+  // Served, then closed without a reset (linger), whether kj-http ended it or it failed.
+  auto served = endpoint->server.listenHttpCleanDrain(conn).then(
+      [&conn, &timer](bool) { return conn.linger(timer); },
+      [&conn, &timer](kj::Exception&& e) {
+        return conn.linger(timer).then([e = kj::mv(e)]() mutable -> kj::Promise<void> { return kj::mv(e); });
+      });
+  return untilEvicted(conn, kj::mv(served)).attach(kj::mv(limited));
 }
 
 kj::Promise<void> ControlApi::sendJson(Response& response, unsigned status, const json& body, int retryAfterSec) {

@@ -68,6 +68,8 @@ class ControlApi final : private kj::TaskSet::ErrorHandler,
   unsigned long long plainEventsServed() const { return plainServed_; }
   // How often a plain connection's idle watch has woken, for the test that it does not spin.
   unsigned long long idleWatchWakes() const { return idleWakes_; }
+  // Reads of which part waited: too many requests were ahead of their answers (LimitedConnection).
+  unsigned long long heldReads() const { return heldReads_; }
 
  private:
   class Endpoint;
@@ -175,6 +177,7 @@ class ControlApi final : private kj::TaskSet::ErrorHandler,
   ReturningSenders returning_;  // before the connections, which leave it when they end
   unsigned long long plainServed_ = 0;
   unsigned long long idleWakes_ = 0;
+  unsigned long long heldReads_ = 0;
   // One HttpServer per listener, so a request knows which socket it came in on.
   kj::Own<Endpoint> unixEndpoint_, tcpEndpoint_;
   kj::Own<kj::ConnectionReceiver> unixReceiver_, tcpReceiver_;

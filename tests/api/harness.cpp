@@ -275,6 +275,12 @@ unsigned long long ApiServer::plainEventsServed() {
   return n;
 }
 
+unsigned long long ApiServer::heldReads() {
+  unsigned long long n = 0;
+  executor_->executeSync([&] { n = api_->heldReads(); });
+  return n;
+}
+
 unsigned long long ApiServer::idleWatchWakes() {
   unsigned long long n = 0;
   executor_->executeSync([&] { n = api_->idleWatchWakes(); });

@@ -88,6 +88,7 @@ class ApiServer {
   size_t returningSenders();
   unsigned long long plainEventsServed();  // ControlApi::plainEventsServed()
   unsigned long long idleWatchWakes();     // ControlApi::idleWatchWakes()
+  unsigned long long heldReads();          // ControlApi::heldReads()
 
  private:
   void loop(ControlApiLimits limits);

@@ -194,8 +194,9 @@ pine::RequestFraming frameAll(const uint8_t* data, size_t size, const std::vecto
   *passedOut = passed;
   FUZZ_CHECK(passed <= size, "scan passes on at most what it was given");
   FUZZ_CHECK(!whole.refusal() || passed < size, "a refusal stops scan short");
-  FUZZ_CHECK(passed == size || whole.refusal() || whole.closed(),
-             "scan stops short only when it refuses, or after a request that asked to close");
+  FUZZ_CHECK(passed == size || whole.refusal() || whole.closed() || whole.full(),
+             "scan stops short only when it refuses, after a request that asked to close, or with too "
+             "many requests ahead");
   FUZZ_CHECK(!(whole.refusal() && whole.closed()), "a connection is closed or refused, not both");
   if (whole.refusal()) {
     int s = whole.refusal()->status;
